@@ -1,0 +1,45 @@
+// Package cli holds kroll's cobra verbs. They are thin: flags in, a call into a pkg/
+// package, one clear line out on error.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs kroll with args and returns the process exit code: 0 on success, 1 on any
+// error, which is printed as one line "kroll: ..." on stderr.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := NewRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(stderr, "kroll: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// NewRootCommand builds the kroll command tree.
+func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kroll",
+		Short:         "Kubernetes workload rollouts: controllers, CLI and a one-machine cluster",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%s: %w; see '%s --help'", cmd.CommandPath(), err, cmd.CommandPath())
+	})
+	root.AddCommand(newUpCommand(stdout, stderr))
+	return root
+}
+
+// oneLine folds a multi-line error (aggregates from upstream components) onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/kubelet"
+)
+
+// upOptions are the flags of `kroll up`.
+type upOptions struct {
+	dataDir             string
+	port                int
+	workloadControllers string
+	nodes               int
+	nodeCPU             string
+	nodeMemory          string
+	nodePods            int
+	kubelet             kubelet.Config
+	faults              []string
+	faultRulesFile      string
+	etcdNoFsync         bool
+	verbosity           int
+}
+
+func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
+	defaults := kubelet.DefaultConfig()
+	o := &upOptions{kubelet: defaults}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole Kubernetes cluster on this machine: real API server, etcd, scheduler and controller manager, simulated nodes",
+		Long: `Run a whole Kubernetes cluster in this process: etcd, the real kube-apiserver,
+kube-scheduler and kube-controller-manager, workload controllers, and simulated nodes
+whose kubelet moves pods through their lifecycle without running containers.
+
+The admin kubeconfig is written to <data-dir>/kubeconfig; "ready" is printed once the
+API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
+--data-dir to resume the same cluster.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runUp(cmd.Context(), o, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data-dir", ".kroll", "directory for the cluster's state (etcd data, certificates, kubeconfig, logs)")
+	f.IntVar(&o.port, "port", 6443, "API server port on 127.0.0.1; 0 picks a free port")
+	f.StringVar(&o.workloadControllers, "workload-controllers", string(cluster.WorkloadControllersUpstream),
+		"who runs the Deployment/ReplicaSet/ReplicationController/StatefulSet/DaemonSet controllers: kroll, upstream (kube-controller-manager's own) or none")
+	f.IntVar(&o.nodes, "nodes", defaults.Nodes, "number of simulated nodes")
+	f.StringVar(&o.nodeCPU, "node-cpu", defaults.CPU.String(), "CPU capacity of each node")
+	f.StringVar(&o.nodeMemory, "node-memory", defaults.Memory.String(), "memory capacity of each node")
+	f.IntVar(&o.nodePods, "node-pods", defaults.Pods, "pod capacity of each node")
+	f.DurationVar(&o.kubelet.PodStartupDelay, "pod-startup-delay", defaults.PodStartupDelay,
+		"how long a container takes to start (per pod: annotation "+kubelet.AnnotationStartupDelay+")")
+	f.DurationVar(&o.kubelet.MaxGracePeriod, "pod-max-grace-period", defaults.MaxGracePeriod,
+		"cap on a deleted pod's termination grace period")
+	f.DurationVar(&o.kubelet.CrashLoopBackOff, "crash-loop-back-off", defaults.CrashLoopBackOff,
+		"first restart back-off of a crashing container (doubles per restart, at most 5m)")
+	f.StringArrayVar(&o.faults, "fault", nil,
+		"IMAGE-GLOB=FAULT: containers of matching images misbehave; FAULT is ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None (repeatable; per pod: annotation "+kubelet.AnnotationFault+")")
+	f.StringVar(&o.faultRulesFile, "fault-rules", "", "YAML file of fault rules: {rules: [{image: GLOB, fault: FAULT}]}, applied after --fault")
+	f.BoolVar(&o.etcdNoFsync, "etcd-unsafe-no-fsync", false, "skip etcd's fsyncs: faster, but a machine crash can lose the cluster")
+	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity of the components (logs go to <data-dir>/kroll.log)")
+	return cmd
+}
+
+// clusterConfig turns the flags into a cluster configuration, rejecting bad values.
+func (o *upOptions) clusterConfig() (cluster.Config, error) {
+	wc, err := cluster.ParseWorkloadControllers(o.workloadControllers)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	switch {
+	case o.nodes < 0:
+		return cluster.Config{}, fmt.Errorf("--nodes must be 0 or more, got %d", o.nodes)
+	case o.nodePods < 1:
+		return cluster.Config{}, fmt.Errorf("--node-pods must be at least 1, got %d", o.nodePods)
+	case o.kubelet.PodStartupDelay < 0:
+		return cluster.Config{}, fmt.Errorf("--pod-startup-delay must not be negative, got %s", o.kubelet.PodStartupDelay)
+	case o.kubelet.MaxGracePeriod < 0:
+		return cluster.Config{}, fmt.Errorf("--pod-max-grace-period must not be negative, got %s", o.kubelet.MaxGracePeriod)
+	case o.kubelet.CrashLoopBackOff <= 0:
+		return cluster.Config{}, fmt.Errorf("--crash-loop-back-off must be positive, got %s", o.kubelet.CrashLoopBackOff)
+	case o.port < 0 || o.port > 65535:
+		return cluster.Config{}, fmt.Errorf("--port must be between 0 and 65535, got %d", o.port)
+	}
+	k := o.kubelet
+	k.Nodes, k.Pods = o.nodes, o.nodePods
+	if k.CPU, err = resource.ParseQuantity(o.nodeCPU); err != nil || k.CPU.Sign() <= 0 {
+		return cluster.Config{}, fmt.Errorf("--node-cpu must be a positive quantity like 32 or 500m, got %q", o.nodeCPU)
+	}
+	if k.Memory, err = resource.ParseQuantity(o.nodeMemory); err != nil || k.Memory.Sign() <= 0 {
+		return cluster.Config{}, fmt.Errorf("--node-memory must be a positive quantity like 256Gi, got %q", o.nodeMemory)
+	}
+	var rules []kubelet.FaultRule
+	for _, s := range o.faults {
+		r, err := kubelet.ParseFaultRule(s)
+		if err != nil {
+			return cluster.Config{}, fmt.Errorf("--fault: %w", err)
+		}
+		rules = append(rules, r)
+	}
+	if o.faultRulesFile != "" {
+		more, err := kubelet.LoadFaultRulesFile(o.faultRulesFile)
+		if err != nil {
+			return cluster.Config{}, err
+		}
+		rules = append(rules, more...)
+	}
+	if k.Faults, err = kubelet.NewFaultRules(rules...); err != nil {
+		return cluster.Config{}, err
+	}
+	if err := k.Validate(); err != nil {
+		return cluster.Config{}, err
+	}
+	return cluster.Config{
+		DataDir:             o.dataDir,
+		Port:                o.port,
+		WorkloadControllers: wc,
+		KrollControllers:    krollControllers,
+		Kubelet:             k,
+		EtcdUnsafeNoFsync:   o.etcdNoFsync,
+		LogVerbosity:        o.verbosity,
+	}, nil
+}
+
+// krollControllers is the slot for kroll's own workload controllers; nil until they exist.
+var krollControllers cluster.ControllerRunner
+
+func runUp(ctx context.Context, o *upOptions, stdout, stderr io.Writer) error {
+	cfg, err := o.clusterConfig()
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fmt.Fprintf(stderr, "kroll: starting Kubernetes %s in %s (%d nodes, workload controllers: %s; logs: %s/kroll.log)\n",
+		cluster.KubernetesVersion, cfg.DataDir, cfg.Kubelet.Nodes, cfg.WorkloadControllers, cfg.DataDir)
+	c, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("interrupted while starting; nothing is left running")
+		}
+		return err
+	}
+	defer c.Stop()
+	fmt.Fprintf(stdout, "API server: %s\nkubeconfig: %s\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nready\n",
+		c.Server, c.KubeconfigPath, c.KubeconfigPath)
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stderr, "kroll: stopping")
+		c.Stop()
+		fmt.Fprintln(stderr, "kroll: stopped")
+		return nil
+	case <-c.Failed():
+		c.Stop()
+		return c.Err()
+	}
+}

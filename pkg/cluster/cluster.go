@@ -1,0 +1,395 @@
+// Package cluster runs a whole Kubernetes control plane in one process: etcd
+// (go.etcd.io/etcd/server/v3/embed) and the real kube-apiserver, kube-scheduler and
+// kube-controller-manager from k8s.io/kubernetes, plus simulated nodes (package kubelet)
+// and, optionally, kroll's workload controllers. It is the only package of kroll that
+// imports k8s.io/kubernetes.
+//
+// One process holds at most one cluster at a time: the upstream components keep some
+// process-global state (configz entries, metrics registries, the klog configuration).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/kubelet"
+)
+
+// WorkloadControllers selects who runs the Deployment, ReplicaSet, ReplicationController,
+// StatefulSet and DaemonSet controllers.
+type WorkloadControllers string
+
+const (
+	// WorkloadControllersKroll runs kroll's controllers; kube-controller-manager's are off.
+	WorkloadControllersKroll WorkloadControllers = "kroll"
+	// WorkloadControllersUpstream leaves kube-controller-manager's own controllers on, for
+	// comparing kroll's behaviour and speed with upstream's.
+	WorkloadControllersUpstream WorkloadControllers = "upstream"
+	// WorkloadControllersNone runs neither, e.g. to run `kroll controller-manager` in a
+	// process of its own against this cluster, or to measure the API alone.
+	WorkloadControllersNone WorkloadControllers = "none"
+)
+
+// ParseWorkloadControllers reads kroll, upstream or none.
+func ParseWorkloadControllers(s string) (WorkloadControllers, error) {
+	switch w := WorkloadControllers(s); w {
+	case WorkloadControllersKroll, WorkloadControllersUpstream, WorkloadControllersNone:
+		return w, nil
+	}
+	return "", fmt.Errorf("--workload-controllers must be kroll, upstream or none, not %q", s)
+}
+
+// ControllerRunner runs workload controllers against the cluster until ctx ends.
+type ControllerRunner func(ctx context.Context, cfg *rest.Config) error
+
+// Config describes one embedded cluster.
+type Config struct {
+	// DataDir holds etcd's data, the PKI, kubeconfigs and logs. A second Start on the same
+	// DataDir resumes the same cluster.
+	DataDir string
+	// Port is the API server's port on 127.0.0.1; 0 picks a free one.
+	Port int
+	// WorkloadControllers picks the workload controllers; see the constants.
+	WorkloadControllers WorkloadControllers
+	// KrollControllers runs kroll's controllers; required when WorkloadControllers is kroll.
+	KrollControllers ControllerRunner
+	// Kubelet configures the simulated nodes; its KubeletVersion is set by Start.
+	Kubelet kubelet.Config
+	// EtcdUnsafeNoFsync trades durability for speed (tests).
+	EtcdUnsafeNoFsync bool
+	// LogFile receives the components' logs; default <DataDir>/kroll.log.
+	LogFile string
+	// LogVerbosity is the klog -v level of the components.
+	LogVerbosity int
+	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
+	ReadyTimeout time.Duration
+}
+
+// Cluster is a running embedded cluster.
+type Cluster struct {
+	// Server is the API server's URL, "https://127.0.0.1:PORT".
+	Server string
+	// KubeconfigPath is the admin kubeconfig, <DataDir>/kubeconfig.
+	KubeconfigPath string
+	// RESTConfig is an admin client configuration, without client-side rate limits.
+	RESTConfig *rest.Config
+	// Client is an admin clientset.
+	Client kubernetes.Interface
+
+	cfg    Config
+	pki    pki
+	lock   *dataDirLock
+	etcd   *embed.Etcd
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	failOnce sync.Once
+	failed   chan struct{}
+	err      error
+	stopOnce sync.Once
+}
+
+// inProcess guards the one-cluster-per-process rule.
+var inProcess sync.Mutex
+
+// Start brings a cluster up and returns once the API is ready, every node is Ready and
+// pods can be created in the default namespace. On any failure nothing is left running.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if cfg.WorkloadControllers == "" {
+		cfg.WorkloadControllers = WorkloadControllersUpstream
+	}
+	if cfg.WorkloadControllers == WorkloadControllersKroll && cfg.KrollControllers == nil {
+		return nil, errors.New("--workload-controllers=kroll: this build has no kroll workload controllers; use upstream or none")
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 2 * time.Minute
+	}
+	if err := cfg.Kubelet.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("--port must be between 0 and 65535, got %d", cfg.Port)
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir = dir
+	if cfg.LogFile == "" {
+		cfg.LogFile = filepath.Join(dir, "kroll.log")
+	}
+	if !inProcess.TryLock() {
+		return nil, errors.New("a kroll cluster is already running in this process")
+	}
+	// The port first: a busy port must not leave a half-made data dir behind.
+	listener, err := listenAPI(cfg.Port)
+	if err != nil {
+		inProcess.Unlock()
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		listener.Close()
+		inProcess.Unlock()
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	lock, err := lockDataDir(dir)
+	if err != nil {
+		listener.Close()
+		inProcess.Unlock()
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	c := &Cluster{cfg: cfg, pki: pki{dir: filepath.Join(dir, "pki")}, lock: lock, ctx: runCtx, cancel: cancel, failed: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	if err := setupLogging(cfg.LogFile, cfg.LogVerbosity); err != nil {
+		listener.Close()
+		return nil, err
+	}
+	c.ctx = klog.NewContext(runCtx, klog.Background())
+
+	if err := c.pki.ensure(kubernetesServiceIP); err != nil {
+		listener.Close()
+		return nil, fmt.Errorf("create certificates in %s: %w", c.pki.dir, err)
+	}
+	c.Server = fmt.Sprintf("https://%s", listener.Addr().String())
+
+	etcd, etcdURL, err := startEtcd(ctx, dir, cfg.LogFile, cfg.EtcdUnsafeNoFsync)
+	if err != nil {
+		listener.Close()
+		return nil, err
+	}
+	c.etcd = etcd
+
+	runAPIServer, err := apiServerRunner(c.ctx, listener, etcdURL, c.pki, nil)
+	if err != nil {
+		listener.Close()
+		return nil, err
+	}
+	c.supervise("kube-apiserver", runAPIServer)
+
+	if c.RESTConfig, err = c.pki.restConfigFor(c.Server, identityAdmin); err != nil {
+		return nil, err
+	}
+	if c.Client, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, "the API server to be ready", c.apiReady); err != nil {
+		return nil, err
+	}
+
+	c.KubeconfigPath = filepath.Join(dir, "kubeconfig")
+	if err := c.pki.writeKubeconfig(c.KubeconfigPath, c.Server, identityAdmin); err != nil {
+		return nil, fmt.Errorf("write kubeconfig: %w", err)
+	}
+	if err := c.startComponents(); err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, fmt.Sprintf("%d nodes to be Ready", cfg.Kubelet.Nodes), c.nodesReady); err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, "the default service account", c.defaultServiceAccount); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startComponents starts everything that talks to the API server as a client.
+func (c *Cluster) startComponents() error {
+	kcmKubeconfig := c.pki.path("controller-manager.kubeconfig")
+	schedulerKubeconfig := c.pki.path("scheduler.kubeconfig")
+	if err := c.pki.writeKubeconfig(kcmKubeconfig, c.Server, identityControllerManager); err != nil {
+		return err
+	}
+	if err := c.pki.writeKubeconfig(schedulerKubeconfig, c.Server, identityScheduler); err != nil {
+		return err
+	}
+	runKCM, err := controllerManagerRunner(c.ctx, kcmKubeconfig, c.pki, c.cfg.WorkloadControllers == WorkloadControllersUpstream, nil)
+	if err != nil {
+		return err
+	}
+	c.supervise("kube-controller-manager", runKCM)
+	runScheduler, err := schedulerRunner(c.ctx, schedulerKubeconfig, nil)
+	if err != nil {
+		return err
+	}
+	c.supervise("kube-scheduler", runScheduler)
+
+	kl, err := c.newKubelet()
+	if err != nil {
+		return err
+	}
+	c.supervise("simulated kubelet", kl.Run)
+
+	if c.cfg.WorkloadControllers == WorkloadControllersKroll {
+		rc, err := c.pki.restConfigFor(c.Server, identityControllers)
+		if err != nil {
+			return err
+		}
+		c.supervise("kroll workload controllers", func(ctx context.Context) error { return c.cfg.KrollControllers(ctx, rc) })
+	}
+	return nil
+}
+
+// newKubelet builds the node simulator on two clients: pod work on one, heartbeats on
+// another with a connection of its own, so heartbeats never queue behind pod writes.
+func (c *Cluster) newKubelet() (*kubelet.Kubelet, error) {
+	podConfig, err := c.pki.restConfigFor(c.Server, identityKubelet)
+	if err != nil {
+		return nil, err
+	}
+	heartbeatConfig := rest.CopyConfig(podConfig)
+	// A custom dialer keeps client-go from sharing the cached transport (and its HTTP/2 connection).
+	heartbeatConfig.Dial = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	podClient, err := kubernetes.NewForConfig(rest.AddUserAgent(podConfig, "kroll-kubelet"))
+	if err != nil {
+		return nil, err
+	}
+	heartbeatClient, err := kubernetes.NewForConfig(rest.AddUserAgent(heartbeatConfig, "kroll-kubelet-heartbeat"))
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.cfg.Kubelet
+	cfg.KubeletVersion = KubernetesVersion
+	return kubelet.New(cfg, podClient, heartbeatClient)
+}
+
+// supervise runs a component; if it stops while the cluster is meant to run, the whole
+// cluster stops and Err reports which component it was.
+func (c *Cluster) supervise(name string, run func(context.Context) error) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := run(c.ctx)
+		if c.ctx.Err() != nil {
+			return // stopping
+		}
+		if err == nil {
+			err = errors.New("exited")
+		}
+		c.fail(fmt.Errorf("%s stopped: %w", name, err))
+	}()
+}
+
+func (c *Cluster) fail(err error) {
+	c.failOnce.Do(func() {
+		c.err = err
+		close(c.failed)
+		c.cancel()
+	})
+}
+
+// Failed is closed when a component stopped on its own; Err then says which and why.
+func (c *Cluster) Failed() <-chan struct{} { return c.failed }
+
+// Err is the failure that stopped the cluster, or nil.
+func (c *Cluster) Err() error {
+	select {
+	case <-c.failed:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// stopTimeout bounds how long Stop waits for the components to wind down.
+const stopTimeout = 30 * time.Second
+
+// Stop shuts every component down, closes etcd and releases the data dir. It is safe
+// to call more than once.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		c.cancel()
+		done := make(chan struct{})
+		go func() { c.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(stopTimeout):
+			klog.Warningf("components still running %s after stop; closing etcd anyway", stopTimeout)
+		}
+		if c.etcd != nil {
+			c.etcd.Close()
+		}
+		c.lock.release()
+		inProcess.Unlock()
+	})
+}
+
+// waitFor polls check until it holds, a component fails, ctx ends or ReadyTimeout passes.
+func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.Context) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.Err(); err != nil {
+			return false, err
+		}
+		return check(ctx), nil
+	})
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("timed out after %s waiting for %s (logs: %s)", c.cfg.ReadyTimeout, what, c.cfg.LogFile)
+	}
+	return nil
+}
+
+func (c *Cluster) apiReady(ctx context.Context) bool {
+	status := 0
+	c.Client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status)
+	return status == 200
+}
+
+func (c *Cluster) nodesReady(ctx context.Context) bool {
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kubelet.LabelSimulated + "=true"})
+	if err != nil {
+		return false
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready == c.cfg.Kubelet.Nodes
+}
+
+func (c *Cluster) defaultServiceAccount(ctx context.Context) bool {
+	_, err := c.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+	return err == nil
+}
+
+// listenAPI binds the API server's port on 127.0.0.1 now, so that a busy port is
+// reported before anything starts.
+func listenAPI(port int) (net.Listener, error) {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("port %d on 127.0.0.1 is already in use; pass --port with a free port, or --port 0 to pick one", port)
+		}
+		return nil, fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
+	}
+	return l, nil
+}

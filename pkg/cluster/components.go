@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/configz"
+	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+)
+
+// The three upstream components run in this process, each from its options and Run
+// function, as upstream's own in-process test servers run them: no cobra command, so no
+// process signal handler of theirs and no second logging setup. Each gets its own
+// compatibility registry instead of the process-global one, so that building one
+// component's options never sees another's.
+
+// serviceClusterIPRange is the Service CIDR; its first address is the kubernetes Service.
+const serviceClusterIPRange = "10.96.0.0/12"
+
+var kubernetesServiceIP = net.ParseIP("10.96.0.1")
+
+// workloadControllers are kube-controller-manager's controllers that kroll replaces.
+var workloadControllers = []string{
+	"deployment-controller",
+	"replicaset-controller",
+	"replicationcontroller-controller",
+	"statefulset-controller",
+	"daemonset-controller",
+}
+
+// newComponentRegistry gives a component its own effective version and feature gate,
+// copied from the process defaults (kroll passes no feature-gate flags).
+func newComponentRegistry() (basecompatibility.ComponentGlobalsRegistry, error) {
+	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
+	effectiveVersion := compatibility.DefaultBuildEffectiveVersion()
+	effectiveVersion.SetEmulationVersion(featureGate.EmulationVersion())
+	effectiveVersion.SetMinCompatibilityVersion(featureGate.MinCompatibilityVersion())
+	registry := basecompatibility.NewComponentGlobalsRegistry()
+	if err := registry.Register(basecompatibility.DefaultKubeComponent, effectiveVersion, featureGate); err != nil {
+		return nil, err
+	}
+	return registry, nil
+}
+
+// parseFlags applies command-line style flags to a component's flag sets.
+func parseFlags(component string, sets map[string]*pflag.FlagSet, args []string) error {
+	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
+	for _, s := range sets {
+		fs.AddFlagSet(s)
+	}
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%s flags: %w", component, err)
+	}
+	return nil
+}
+
+// apiServerRunner builds kube-apiserver serving on listener and returns its Run.
+func apiServerRunner(ctx context.Context, listener net.Listener, etcdURL string, p pki, extraArgs []string) (func(context.Context) error, error) {
+	registry, err := newComponentRegistry()
+	if err != nil {
+		return nil, err
+	}
+	s := apiserveroptions.NewServerRunOptions()
+	s.GenericServerRunOptions.ComponentGlobalsRegistry = registry
+	port := listener.Addr().(*net.TCPAddr).Port
+	args := append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--tls-cert-file=" + p.servingCert(),
+		"--tls-private-key-file=" + p.servingKey(),
+		"--client-ca-file=" + p.caCert(),
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.saPub(),
+		"--service-account-signing-key-file=" + p.saKey(),
+		"--service-cluster-ip-range=" + serviceClusterIPRange,
+		"--allow-privileged=true",
+		"--profiling=false",
+		// Simulated nodes have no kubelet server; their loopback-range InternalIP refuses at once.
+		"--kubelet-preferred-address-types=InternalIP",
+		// The kubernetes Service cannot have a loopback endpoint, and nothing in a
+		// simulated cluster dials it: leave its endpoints alone.
+		"--endpoint-reconciler-type=none",
+	}, extraArgs...)
+	if err := parseFlags("kube-apiserver", s.Flags().FlagSets, args); err != nil {
+		return nil, err
+	}
+	s.SecureServing.Listener = listener
+	if err := registry.Set(); err != nil {
+		return nil, err
+	}
+	completed, err := s.Complete(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver options: %w", err)
+	}
+	if errs := completed.Validate(); len(errs) != 0 {
+		return nil, fmt.Errorf("kube-apiserver options: %w", utilerrors.NewAggregate(errs))
+	}
+	config, err := apiserverapp.NewConfig(completed)
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver config: %w", err)
+	}
+	done, err := config.Complete()
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver config: %w", err)
+	}
+	server, err := apiserverapp.CreateServerChain(done)
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver: %w", err)
+	}
+	return func(ctx context.Context) error {
+		prepared, err := server.PrepareRun()
+		if err != nil {
+			return err
+		}
+		return prepared.Run(ctx)
+	}, nil
+}
+
+// controllerManagerRunner builds kube-controller-manager; withWorkloads keeps its
+// workload controllers on (the upstream comparison mode).
+func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, withWorkloads bool, extraArgs []string) (func(context.Context) error, error) {
+	registry, err := newComponentRegistry()
+	if err != nil {
+		return nil, err
+	}
+	s, err := kcmoptions.NewKubeControllerManagerOptions()
+	if err != nil {
+		return nil, err
+	}
+	s.ComponentGlobalsRegistry = registry
+	controllers := "*"
+	if !withWorkloads {
+		controllers += ",-" + strings.Join(workloadControllers, ",-")
+	}
+	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
+	flagSets := s.Flags(all, disabled, aliases)
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=" + controllers,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + p.saKey(),
+		"--root-ca-file=" + p.caCert(),
+		"--cluster-signing-cert-file=" + p.caCert(),
+		"--cluster-signing-key-file=" + p.caKey(),
+		"--allocate-node-cidrs=false",
+		"--configure-cloud-routes=false",
+	}, extraArgs...)
+	if err := parseFlags("kube-controller-manager", flagSets.FlagSets, args); err != nil {
+		return nil, err
+	}
+	s.ParsedFlags = &flagSets
+	if err := registry.Set(); err != nil {
+		return nil, err
+	}
+	config, err := s.Config(ctx, all, disabled, aliases)
+	if err != nil {
+		return nil, fmt.Errorf("kube-controller-manager config: %w", err)
+	}
+	return func(ctx context.Context) error {
+		defer configz.Delete(kcmapp.ConfigzName)
+		return kcmapp.Run(ctx, config.Complete())
+	}, nil
+}
+
+// schedulerRunner builds kube-scheduler.
+func schedulerRunner(ctx context.Context, kubeconfig string, extraArgs []string) (func(context.Context) error, error) {
+	registry, err := newComponentRegistry()
+	if err != nil {
+		return nil, err
+	}
+	opts := scheduleroptions.NewOptionsWithComponentGlobalsRegistry(registry)
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+		// The scheduler shares one machine with everything else; its default client
+		// limits (50/100) would make it, not the workload controllers, the bottleneck
+		// of large rollouts.
+		"--kube-api-qps=500",
+		"--kube-api-burst=1000",
+	}, extraArgs...)
+	if err := parseFlags("kube-scheduler", opts.Flags.FlagSets, args); err != nil {
+		return nil, err
+	}
+	if err := registry.Set(); err != nil {
+		return nil, err
+	}
+	cc, sched, err := schedulerapp.Setup(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("kube-scheduler: %w", err)
+	}
+	return func(ctx context.Context) error {
+		defer configz.Delete("componentconfig")
+		return schedulerapp.Run(ctx, cc, sched)
+	}, nil
+}
