@@ -175,6 +175,7 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 	}
 	return func(ctx context.Context) error {
 		defer configz.Delete(kcmapp.ConfigzName)
+		defer releaseInformerName("kube-controller-manager")
 		return kcmapp.Run(ctx, config.Complete())
 	}, nil
 }

@@ -1,0 +1,50 @@
+// Package rollout holds the pure arithmetic of rollouts: no clients, no clocks.
+package rollout
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Fenceposts are the resolved bounds of a rolling update of desired replicas.
+type Fenceposts struct {
+	// MaxSurge is how many pods above desired may exist during the update (≥ 0).
+	MaxSurge int32
+	// MaxUnavailable is how many of desired may be unavailable during the update (≥ 0).
+	// It is at least 1 when MaxSurge is 0, so the update can make progress.
+	MaxUnavailable int32
+}
+
+// ResolveFenceposts turns maxSurge and maxUnavailable (absolute or percent of desired)
+// into numbers: surge rounds up, unavailable rounds down, and when both come to 0,
+// unavailable becomes 1. With desired 10 and 25%/25%: surge 3 (2.5 up), unavailable 2 (2.5 down).
+// A nil value counts as 0.
+func ResolveFenceposts(maxSurge, maxUnavailable *intstr.IntOrString, desired int32) (Fenceposts, error) {
+	surge, err := scaled(maxSurge, desired, true)
+	if err != nil {
+		return Fenceposts{}, fmt.Errorf("maxSurge: %w", err)
+	}
+	unavailable, err := scaled(maxUnavailable, desired, false)
+	if err != nil {
+		return Fenceposts{}, fmt.Errorf("maxUnavailable: %w", err)
+	}
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+	return Fenceposts{MaxSurge: surge, MaxUnavailable: unavailable}, nil
+}
+
+func scaled(v *intstr.IntOrString, desired int32, roundUp bool) (int32, error) {
+	if v == nil {
+		return 0, nil
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(desired), roundUp)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("must not be negative, got %s", v.String())
+	}
+	return int32(n), nil
+}

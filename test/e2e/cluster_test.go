@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/kubelet"
+)
+
+// Given an embedded cluster, when a user runs bare pods with kubectl, then the real
+// scheduler binds them and the simulated kubelet runs them, fails to pull a missing
+// image, and leaves an unschedulable pod Pending; deleting a namespace deletes its pods.
+func TestBarePods(t *testing.T) {
+	c := clustertest.Start(t)
+	ctx := context.Background()
+
+	t.Run("a pod is scheduled and runs 1/1 Ready", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "run", "web", "--image=nginx:1.14.2")
+		pod := waitPod(t, c.Client, "default", "web", "Running and Ready", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning && isPodReady(p)
+		})
+		if !strings.HasPrefix(pod.Spec.NodeName, "kroll-node-") {
+			t.Errorf("pod bound to %q, want a simulated node", pod.Spec.NodeName)
+		}
+		cs := pod.Status.ContainerStatuses[0]
+		if cs.Image != "docker.io/library/nginx:1.14.2" || !strings.Contains(cs.ImageID, "@sha256:") || cs.RestartCount != 0 {
+			t.Errorf("container status image=%q imageID=%q restarts=%d", cs.Image, cs.ImageID, cs.RestartCount)
+		}
+		if pod.Status.PodIP == "" || pod.Status.HostIP == "" || pod.Status.StartTime == nil {
+			t.Errorf("pod IP %q, host IP %q, start time %v: want all set", pod.Status.PodIP, pod.Status.HostIP, pod.Status.StartTime)
+		}
+		events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=Scheduled"})
+		if err != nil || len(events.Items) == 0 || events.Items[0].Source.Component != "default-scheduler" && events.Items[0].ReportingController != "default-scheduler" {
+			t.Errorf("no Scheduled event from default-scheduler for web: %v %+v", err, events)
+		}
+		out := mustKubectl(t, c.KubeconfigPath, "get", "pod", "web", "--no-headers")
+		if f := strings.Fields(out); len(f) < 3 || f[1] != "1/1" || f[2] != "Running" {
+			t.Errorf("kubectl get pod web: %q, want 1/1 Running", out)
+		}
+	})
+
+	t.Run("an image that does not exist stays ImagePullBackOff", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "run", "broken", "--image=busybox:nonexistent")
+		waitPod(t, c.Client, "default", "broken", "in ImagePullBackOff", func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+				p.Status.ContainerStatuses[0].State.Waiting.Reason == "ImagePullBackOff"
+		})
+		time.Sleep(2 * time.Second) // and stays so
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "broken", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := p.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "ImagePullBackOff" || isPodReady(p) || p.Status.Phase != corev1.PodPending {
+			t.Errorf("2s later: %s, want Pending, not ready, ImagePullBackOff", podState(p))
+		}
+	})
+
+	t.Run("a pod no node has room for stays Pending with FailedScheduling", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "run", "huge", "--image=nginx", "--overrides",
+			`{"apiVersion":"v1","spec":{"containers":[{"name":"huge","image":"nginx","resources":{"requests":{"cpu":"1000"}}}]}}`)
+		eventually(t, time.Minute, "a FailedScheduling event for huge", func(ctx context.Context) (bool, string) {
+			events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=huge,reason=FailedScheduling"})
+			if err != nil || len(events.Items) == 0 {
+				return false, "no event yet"
+			}
+			msg := events.Items[0].Message
+			return strings.Contains(msg, "Insufficient cpu"), msg
+		})
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "huge", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase != corev1.PodPending || p.Spec.NodeName != "" {
+			t.Errorf("huge: %s, want Pending and unbound", podState(p))
+		}
+	})
+
+	t.Run("deleting a namespace deletes its pods", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "create", "namespace", "doomed")
+		eventually(t, time.Minute, "the default service account in doomed", func(ctx context.Context) (bool, string) {
+			_, err := c.Client.CoreV1().ServiceAccounts("doomed").Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, "not yet"
+		})
+		mustKubectl(t, c.KubeconfigPath, "-n", "doomed", "run", "p1", "--image=nginx")
+		mustKubectl(t, c.KubeconfigPath, "-n", "doomed", "run", "p2", "--image=nginx")
+		for _, name := range []string{"p1", "p2"} {
+			waitPod(t, c.Client, "doomed", name, "Ready", isPodReady)
+		}
+		mustKubectl(t, c.KubeconfigPath, "delete", "namespace", "doomed", "--timeout=90s")
+		eventually(t, time.Minute, "namespace doomed and its pods to be gone", func(ctx context.Context) (bool, string) {
+			pods, err := c.Client.CoreV1().Pods("doomed").List(ctx, metav1.ListOptions{})
+			_, nsErr := c.Client.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+			return err == nil && len(pods.Items) == 0 && apierrors.IsNotFound(nsErr), "pods or namespace remain"
+		})
+	})
+}
+
+// Given the embedded cluster with upstream's workload controllers, when a user creates
+// a Deployment and changes its image with kubectl, then it rolls out within its
+// surge/unavailability bounds at every observed step, and survives a restart of the cluster.
+func TestUpstreamDeploymentRolloutAndResume(t *testing.T) {
+	dataDir := t.TempDir()
+	c := clustertest.Start(t, clustertest.WithDataDir(dataDir), clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream))
+
+	mustKubectl(t, c.KubeconfigPath, "create", "deployment", "nginx", "--image=nginx:1.14.2", "--replicas=3")
+	waitDeploymentAvailable(t, c, "nginx", 3, "nginx:1.14.2")
+
+	watcher := clustertest.WatchDeployment(t, c.Client, "default", "nginx")
+	mustKubectl(t, c.KubeconfigPath, "set", "image", "deployment/nginx", "nginx=nginx:1.16.1")
+	out := mustKubectl(t, c.KubeconfigPath, "rollout", "status", "deployment/nginx", "--timeout=90s")
+	if !strings.Contains(out, `deployment "nginx" successfully rolled out`) {
+		t.Errorf("rollout status said %q", out)
+	}
+	waitDeploymentAvailable(t, c, "nginx", 3, "nginx:1.16.1")
+	// 3 replicas at 25%/25%: surge 1, unavailable 0. A rollout of 3 pods changes the
+	// Deployment and its two ReplicaSets well over a dozen times.
+	watcher.Verify(t, 12)
+
+	// Stop, start again on the same data dir: the Deployment is still there and 3/3.
+	c.Stop()
+	c2, err := cluster.Start(context.Background(), clustertest.Config(t, clustertest.WithDataDir(dataDir)))
+	if err != nil {
+		t.Fatalf("restart on %s: %v", dataDir, err)
+	}
+	t.Cleanup(c2.Stop)
+	waitDeploymentAvailable(t, c2, "nginx", 3, "nginx:1.16.1")
+	out = mustKubectl(t, c2.KubeconfigPath, "get", "deployment", "nginx", "--no-headers")
+	if f := strings.Fields(out); len(f) < 2 || f[1] != "3/3" {
+		t.Errorf("after restart kubectl get deployment nginx: %q, want 3/3", out)
+	}
+}
+
+// waitDeploymentAvailable waits until the Deployment has replicas pods updated and
+// available, all of image.
+func waitDeploymentAvailable(t testing.TB, c *cluster.Cluster, name string, replicas int32, image string) *appsv1.Deployment {
+	t.Helper()
+	var d *appsv1.Deployment
+	eventually(t, 2*time.Minute, "deployment "+name+" to be available at "+image, func(ctx context.Context) (bool, string) {
+		got, err := c.Client.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		d = got
+		s := got.Status
+		state := fmt.Sprintf("image=%s replicas=%d updated=%d available=%d",
+			got.Spec.Template.Spec.Containers[0].Image, s.Replicas, s.UpdatedReplicas, s.AvailableReplicas)
+		return got.Spec.Template.Spec.Containers[0].Image == image && s.ObservedGeneration == got.Generation &&
+			s.UpdatedReplicas == replicas && s.AvailableReplicas == replicas && s.Replicas == replicas, state
+	})
+	return d
+}
+
+// Faults from rules and annotations reproduce failed rollouts: a crash-looping
+// container restarts with growing restartCount, a NeverReady one never becomes Ready.
+func TestFaultRules(t *testing.T) {
+	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "*:crash", Fault: "CrashLoopBackOff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clustertest.Start(t, clustertest.WithNodes(1), clustertest.WithKubelet(func(k *kubelet.Config) {
+		k.Faults = rules
+		k.CrashLoopBackOff = 500 * time.Millisecond
+	}))
+	mustKubectl(t, c.KubeconfigPath, "run", "crasher", "--image=app:crash")
+	waitPod(t, c.Client, "default", "crasher", "restarting in CrashLoopBackOff", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 2 && !isPodReady(p)
+	})
+	mustKubectl(t, c.KubeconfigPath, "run", "sulky", "--image=nginx", "--annotations="+kubelet.AnnotationFault+"=NeverReady")
+	p := waitPod(t, c.Client, "default", "sulky", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	time.Sleep(time.Second)
+	if p, err = c.Client.CoreV1().Pods("default").Get(context.Background(), "sulky", metav1.GetOptions{}); err != nil || isPodReady(p) {
+		t.Errorf("NeverReady pod: %v %s, want Running and not ready", err, podState(p))
+	}
+}

@@ -1,0 +1,117 @@
+// Package e2e holds Given/When/Then scenarios against the embedded cluster, driven by
+// the real kubectl where a user would use it.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kubectlTimeout bounds every kubectl invocation.
+const kubectlTimeout = 2 * time.Minute
+
+// kubectl runs the real kubectl against kubeconfig and returns its combined output.
+func kubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not on PATH; these scenarios drive the real kubectl")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	t.Logf("$ kubectl %s\n%s", strings.Join(args, " "), out.String())
+	return out.String(), err
+}
+
+// mustKubectl is kubectl that fails the test on a non-zero exit.
+func mustKubectl(t testing.TB, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := kubectl(t, kubeconfig, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// eventually polls cond every 100ms until it holds or timeout passes, then fails t
+// with what it was waiting for and the last state cond described.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	last := ""
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, state := cond(ctx)
+		last = state
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+	}
+}
+
+// podState describes a pod the way kubectl get pods summarises it.
+func podState(p *corev1.Pod) string {
+	ready, total, reason := 0, len(p.Spec.Containers), string(p.Status.Phase)
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Ready {
+			ready++
+		}
+		if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+			reason = cs.State.Waiting.Reason
+		}
+	}
+	if p.DeletionTimestamp != nil {
+		reason = "Terminating"
+	}
+	return fmt.Sprintf("%s %d/%d %s node=%q", p.Name, ready, total, reason, p.Spec.NodeName)
+}
+
+func isPodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitPod waits until pod namespace/name satisfies cond.
+func waitPod(t testing.TB, client kubernetes.Interface, namespace, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	eventually(t, time.Minute, fmt.Sprintf("pod %s/%s %s", namespace, name, what), func(ctx context.Context) (bool, string) {
+		p, err := client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pod = p
+		return cond(p), podState(p)
+	})
+	return pod
+}
+
+// writeFile writes a manifest for kubectl to a file in the test's temp dir.
+func writeFile(t testing.TB, name, content string) string {
+	t.Helper()
+	path := t.TempDir() + "/" + name
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
