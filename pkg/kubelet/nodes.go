@@ -38,12 +38,12 @@ func (k *Kubelet) desiredNode(i int) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Labels: map[string]string{
-				corev1.LabelHostname:     name,
-				corev1.LabelOSStable:     "linux",
-				corev1.LabelArchStable:   "amd64",
+				corev1.LabelHostname:      name,
+				corev1.LabelOSStable:      "linux",
+				corev1.LabelArchStable:    "amd64",
 				"beta.kubernetes.io/os":   "linux",
 				"beta.kubernetes.io/arch": "amd64",
-				LabelSimulated:           "true",
+				LabelSimulated:            "true",
 			},
 			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"},
 		},
@@ -188,7 +188,7 @@ func (k *Kubelet) renewLease(ctx context.Context, node string) error {
 		seconds := int32(k.cfg.LeaseDuration / time.Second)
 		fresh := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: nodeLeaseNamespace},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &node, LeaseDurationSeconds: &seconds, RenewTime: &now},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &node, LeaseDurationSeconds: &seconds, RenewTime: &now},
 		}
 		if uid, ok := k.nodeUIDs.Load(node); ok {
 			fresh.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: uid.(types.UID)}}

@@ -407,7 +407,9 @@ func (s *simulator) setConditions(pod *corev1.Pod, st *corev1.PodStatus, initDon
 		gateOK, gateMsg := readinessGates(pod, st)
 		set(corev1.PodReady, gateOK, "ReadinessGatesNotReady", gateMsg)
 	}
-	sort.SliceStable(st.Conditions, func(i, j int) bool { return conditionOrder(st.Conditions[i].Type) < conditionOrder(st.Conditions[j].Type) })
+	sort.SliceStable(st.Conditions, func(i, j int) bool {
+		return conditionOrder(st.Conditions[i].Type) < conditionOrder(st.Conditions[j].Type)
+	})
 }
 
 // readinessGates reports whether every readiness gate's condition is True, and the

@@ -27,7 +27,9 @@ func WithWorkloadControllers(w cluster.WorkloadControllers) Option {
 func WithNodes(n int) Option { return func(c *cluster.Config) { c.Kubelet.Nodes = n } }
 
 // WithKubelet edits the simulated nodes' configuration.
-func WithKubelet(edit func(*kubelet.Config)) Option { return func(c *cluster.Config) { edit(&c.Kubelet) } }
+func WithKubelet(edit func(*kubelet.Config)) Option {
+	return func(c *cluster.Config) { edit(&c.Kubelet) }
+}
 
 // WithDataDir runs on dir instead of a fresh temporary one (to test resuming a cluster).
 func WithDataDir(dir string) Option { return func(c *cluster.Config) { c.DataDir = dir } }
