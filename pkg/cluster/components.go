@@ -95,6 +95,9 @@ func apiServerRunner(ctx context.Context, listener net.Listener, etcdURL string,
 		// The kubernetes Service cannot have a loopback endpoint, and nothing in a
 		// simulated cluster dials it: leave its endpoints alone.
 		"--endpoint-reconciler-type=none",
+		// On stop, end open watches (kubectl get -w, informers) within a second instead of
+		// waiting out the 60s request timeout for them.
+		"--shutdown-watch-termination-grace-period=1s",
 	}, extraArgs...)
 	if err := parseFlags("kube-apiserver", s.Flags().FlagSets, args); err != nil {
 		return nil, err
@@ -154,7 +157,7 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 		"--controllers=" + controllers,
 		"--leader-elect=false",
 		"--secure-port=0",
-		"--use-service-account-credentials=true",
+		"--use-service-account-credentials=false",
 		"--service-account-private-key-file=" + p.saKey(),
 		"--root-ca-file=" + p.caCert(),
 		"--cluster-signing-cert-file=" + p.caCert(),

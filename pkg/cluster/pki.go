@@ -23,7 +23,11 @@ import (
 // certificate signed by the cluster CA; RBAC's bootstrap policy knows the component ones.
 var (
 	identityAdmin             = identity{file: "admin", cn: "kroll-admin", orgs: []string{"system:masters"}}
-	identityControllerManager = identity{file: "controller-manager", cn: "system:kube-controller-manager"}
+	// kube-controller-manager runs its controllers under its own identity instead of one
+	// service account each (--use-service-account-credentials=false): building forty
+	// token-based clients one after another costs seconds on every start. That identity
+	// needs every controller's permissions, hence system:masters.
+	identityControllerManager = identity{file: "controller-manager", cn: "system:kube-controller-manager", orgs: []string{"system:masters"}}
 	identityScheduler         = identity{file: "scheduler", cn: "system:kube-scheduler"}
 	// The simulated kubelets act for many nodes at once, which the Node authorizer's
 	// one-node-per-identity model cannot express; they run as cluster admins.

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildKroll builds the kroll binary into a temp dir, as `go build ./cmd/kroll` would.
+func buildKroll(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kroll")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/kroll-dev/kroll/cmd/kroll").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ./cmd/kroll: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// upProcess is a running `kroll up`.
+type upProcess struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	ready  chan struct{}
+	exited chan struct{}
+	err    error
+}
+
+// startUp runs `kroll up args...` and waits until it prints "ready".
+func startUp(t *testing.T, bin string, args ...string) *upProcess {
+	t.Helper()
+	p := &upProcess{cmd: exec.Command(bin, append([]string{"up"}, args...)...), ready: make(chan struct{}), exited: make(chan struct{})}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		s := bufio.NewScanner(stdout)
+		readyOnce := sync.Once{}
+		for s.Scan() {
+			p.mu.Lock()
+			p.stdout.WriteString(s.Text() + "\n")
+			p.mu.Unlock()
+			if s.Text() == "ready" {
+				readyOnce.Do(func() { close(p.ready) })
+			}
+		}
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case <-p.ready:
+	case <-p.exited:
+		t.Fatalf("kroll up exited before ready: %v\nstdout:\n%s\nstderr:\n%s", p.err, p.out(), p.errOut())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("kroll up not ready within 2m\nstdout:\n%s\nstderr:\n%s", p.out(), p.errOut())
+	}
+	return p
+}
+
+func (p *upProcess) out() string    { p.mu.Lock(); defer p.mu.Unlock(); return p.stdout.String() }
+func (p *upProcess) errOut() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
+
+// stop sends sig and waits for a clean exit.
+func (p *upProcess) stop(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("kroll up did not stop within 1m of %v", sig)
+	}
+	if p.err != nil {
+		t.Errorf("kroll up exited with %v after %v; stderr:\n%s", p.err, sig, p.errOut())
+	}
+	if !strings.Contains(p.errOut(), "kroll: stopped") {
+		t.Errorf("kroll up did not report a clean stop; stderr:\n%s", p.errOut())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.w.Write(b) }
+
+// runKroll runs kroll to completion and returns its exit code and stderr.
+func runKroll(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode(), stderr.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stderr.String()
+}
+
+// Given a fresh machine, when a user runs `kroll up`, then it prints ready with a working
+// kubeconfig and three Ready nodes; a second `kroll up` on the same data dir and one on
+// a busy port are refused with one clear line; SIGTERM stops it cleanly; and run again
+// on the same data dir it resumes the same cluster.
+func TestKrollUp(t *testing.T) {
+	bin := buildKroll(t)
+	dataDir := filepath.Join(t.TempDir(), "state")
+	args := []string{"--data-dir", dataDir, "--port", "0", "--pod-startup-delay", "100ms", "--etcd-unsafe-no-fsync"}
+
+	began := time.Now()
+	up := startUp(t, bin, args...)
+	t.Logf("kroll up: start to ready in %s", time.Since(began).Round(time.Millisecond))
+	kubeconfig := filepath.Join(dataDir, "kubeconfig")
+	if info, err := os.Stat(kubeconfig); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig %s: %v, mode %v; want mode 0600", kubeconfig, err, info.Mode())
+	}
+	if !strings.Contains(up.out(), "export KUBECONFIG="+kubeconfig) {
+		t.Errorf("kroll up did not say how to use the kubeconfig:\n%s", up.out())
+	}
+
+	out := mustKubectl(t, kubeconfig, "get", "nodes", "--no-headers")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("kubectl get nodes listed %d nodes, want 3:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) < 2 || f[1] != "Ready" {
+			t.Errorf("node not Ready: %q", l)
+		}
+	}
+	if out := mustKubectl(t, kubeconfig, "version"); !strings.Contains(out, "Server Version: v1.36") {
+		t.Errorf("server version: %s", out)
+	}
+	mustKubectl(t, kubeconfig, "create", "configmap", "survivor", "--from-literal=k=v")
+
+	t.Run("a second kroll up on the same data dir is refused", func(t *testing.T) {
+		code, stderr := runKroll(t, bin, append([]string{"up"}, args...)...)
+		if code != 1 || !strings.Contains(stderr, "is in use") || !strings.Contains(stderr, dataDir) {
+			t.Errorf("exit %d, stderr %q; want 1 and a message naming the data dir in use", code, stderr)
+		}
+	})
+
+	t.Run("a busy port is refused, naming the port, leaving nothing behind", func(t *testing.T) {
+		port := strings.TrimPrefix(strings.Fields(strings.SplitN(up.out(), "\n", 2)[0])[2], "https://127.0.0.1:")
+		other := filepath.Join(t.TempDir(), "other")
+		code, stderr := runKroll(t, bin, "up", "--data-dir", other, "--port", port)
+		if code != 1 || !strings.Contains(stderr, "port "+port) || !strings.Contains(stderr, "already in use") {
+			t.Errorf("exit %d, stderr %q; want 1 and a message naming port %s", code, stderr, port)
+		}
+		if _, err := os.Stat(other); !os.IsNotExist(err) {
+			t.Errorf("the refused kroll up created %s", other)
+		}
+	})
+
+	t.Run("bad flags are one clear line and exit 1", func(t *testing.T) {
+		for _, bad := range [][]string{{"--nodes", "-1"}, {"--workload-controllers", "mine"}, {"--node-memory", "lots"}, {"--fault", "*:x=Melt"}, {"--nope"}} {
+			code, stderr := runKroll(t, bin, append([]string{"up", "--data-dir", filepath.Join(t.TempDir(), "x")}, bad...)...)
+			if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "kroll: ") {
+				t.Errorf("kroll up %v: exit %d, stderr %q; want exit 1 and one line", bad, code, stderr)
+			}
+		}
+	})
+
+	up.stop(t, syscall.SIGTERM)
+
+	up = startUp(t, bin, args...)
+	out = mustKubectl(t, kubeconfig, "get", "configmap", "survivor", "-o", "jsonpath={.data.k}")
+	if out != "v" {
+		t.Errorf("after a restart the configmap holds %q, want v", out)
+	}
+	up.stop(t, os.Interrupt)
+}
