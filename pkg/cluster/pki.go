@@ -22,7 +22,7 @@ import (
 // Identities the embedded components present to the API server. Each is a client
 // certificate signed by the cluster CA; RBAC's bootstrap policy knows the component ones.
 var (
-	identityAdmin             = identity{file: "admin", cn: "kroll-admin", orgs: []string{"system:masters"}}
+	identityAdmin = identity{file: "admin", cn: "kroll-admin", orgs: []string{"system:masters"}}
 	// kube-controller-manager runs its controllers under its own identity instead of one
 	// service account each (--use-service-account-credentials=false): building forty
 	// token-based clients one after another costs seconds on every start. That identity

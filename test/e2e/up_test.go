@@ -106,7 +106,11 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
-func (l *lockedWriter) Write(b []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.w.Write(b) }
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
 
 // runKroll runs kroll to completion and returns its exit code and stderr.
 func runKroll(t *testing.T, bin string, args ...string) (int, string) {
