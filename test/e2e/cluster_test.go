@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
@@ -47,6 +48,53 @@ func TestBarePods(t *testing.T) {
 		if f := strings.Fields(out); len(f) < 3 || f[1] != "1/1" || f[2] != "Running" {
 			t.Errorf("kubectl get pod web: %q, want 1/1 Running", out)
 		}
+	})
+
+	t.Run("an image changed in place restarts the container, not the pod", func(t *testing.T) {
+		before, err := c.Client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustKubectl(t, c.KubeconfigPath, "set", "image", "pod/web", "web=nginx:1.16.1")
+		after := waitPod(t, c.Client, "default", "web", "restarted on the new image and Ready", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses[0]
+			return cs.Image == "docker.io/library/nginx:1.16.1" && cs.RestartCount == 1 && isPodReady(p)
+		})
+		cs, old := after.Status.ContainerStatuses[0], before.Status.ContainerStatuses[0]
+		if after.UID != before.UID || after.Status.PodIP != before.Status.PodIP || after.Spec.NodeName != before.Spec.NodeName {
+			t.Errorf("the pod was replaced: uid %s→%s ip %s→%s node %s→%s", before.UID, after.UID, before.Status.PodIP, after.Status.PodIP, before.Spec.NodeName, after.Spec.NodeName)
+		}
+		if cs.ImageID == old.ImageID || cs.ContainerID == old.ContainerID || cs.LastTerminationState.Terminated == nil {
+			t.Errorf("container status after the restart: imageID %q containerID %q lastState %+v", cs.ImageID, cs.ContainerID, cs.LastTerminationState)
+		}
+	})
+
+	t.Run("a pod with a readiness gate is Ready only once its condition is True", func(t *testing.T) {
+		manifest := writeFile(t, "gated.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: gated
+spec:
+  readinessGates:
+  - conditionType: kroll.dev/in-place-update-ready
+  containers:
+  - name: app
+    image: nginx:1.14.2
+`)
+		mustKubectl(t, c.KubeconfigPath, "apply", "-f", manifest)
+		waitPod(t, c.Client, "default", "gated", "running with its containers ready", func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready
+		})
+		time.Sleep(500 * time.Millisecond)
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "gated", metav1.GetOptions{})
+		if err != nil || isPodReady(p) {
+			t.Fatalf("gated pod Ready before its gate: %v %s", err, podState(p))
+		}
+		patch := `{"status":{"conditions":[{"type":"kroll.dev/in-place-update-ready","status":"True"}]}}`
+		if _, err := c.Client.CoreV1().Pods("default").Patch(ctx, "gated", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		waitPod(t, c.Client, "default", "gated", "Ready once the gate is True", isPodReady)
 	})
 
 	t.Run("an image that does not exist stays ImagePullBackOff", func(t *testing.T) {
