@@ -11,9 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
+	"github.com/kroll-dev/kroll/pkg/manager"
 )
 
 // upOptions are the flags of `kroll up`.
@@ -53,7 +55,7 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", ".kroll", "directory for the cluster's state (etcd data, certificates, kubeconfig, logs)")
 	f.IntVar(&o.port, "port", 6443, "API server port on 127.0.0.1; 0 picks a free port")
-	f.StringVar(&o.workloadControllers, "workload-controllers", string(cluster.WorkloadControllersUpstream),
+	f.StringVar(&o.workloadControllers, "workload-controllers", string(cluster.WorkloadControllersKroll),
 		"who runs the Deployment/ReplicaSet/ReplicationController/StatefulSet/DaemonSet controllers: kroll, upstream (kube-controller-manager's own) or none")
 	f.IntVar(&o.nodes, "nodes", defaults.Nodes, "number of simulated nodes")
 	f.StringVar(&o.nodeCPU, "node-cpu", defaults.CPU.String(), "CPU capacity of each node")
@@ -133,8 +135,10 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	}, nil
 }
 
-// krollControllers is the slot for kroll's own workload controllers; nil until they exist.
-var krollControllers cluster.ControllerRunner
+// krollControllers runs kroll's workload controllers in the embedded cluster.
+func krollControllers(ctx context.Context, cfg *rest.Config) error {
+	return manager.Run(ctx, cfg, manager.Options{})
+}
 
 func runUp(ctx context.Context, o *upOptions, stdout, stderr io.Writer) error {
 	cfg, err := o.clusterConfig()

@@ -152,7 +152,8 @@ func IsPodReady(p *corev1.Pod) bool {
 	return false
 }
 
-// IsPodAvailable tells whether p has been Ready for at least minReadySeconds at now.
+// IsPodAvailable tells whether p has been Ready for more than minReadySeconds at now
+// (strictly, as upstream counts it).
 func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	if !IsPodReady(p) {
 		return false
@@ -161,7 +162,7 @@ func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 		return true
 	}
 	since := readySince(p)
-	return !since.IsZero() && !since.Add(time.Duration(minReadySeconds)*time.Second).After(now)
+	return !since.IsZero() && since.Add(time.Duration(minReadySeconds)*time.Second).Before(now)
 }
 
 // AvailableAt is when a Ready pod becomes available under minReadySeconds; zero when it

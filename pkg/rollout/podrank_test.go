@@ -92,8 +92,8 @@ func TestPodsToDelete_counts(t *testing.T) {
 
 func TestIsPodAvailable(t *testing.T) {
 	p := rankPod("p", readyFor(5*time.Second))
-	if !IsPodAvailable(p, 0, now) || !IsPodAvailable(p, 5, now) || IsPodAvailable(p, 6, now) {
-		t.Error("ready 5s ago: want available with minReadySeconds 0 and 5, not 6")
+	if !IsPodAvailable(p, 0, now) || !IsPodAvailable(p, 4, now) || IsPodAvailable(p, 5, now) {
+		t.Error("ready 5s ago: want available with minReadySeconds 0 and 4, not 5 (ready for exactly 5s is not more than 5s)")
 	}
 	if IsPodAvailable(rankPod("q", notReady), 0, now) {
 		t.Error("a pod that is not ready is available")

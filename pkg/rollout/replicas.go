@@ -80,16 +80,30 @@ func DeploymentFenceposts(d *appsv1.Deployment) Fenceposts {
 // NewReplicaSetReplicas is how many replicas the new ReplicaSet should have now.
 //
 // Recreate: all of them at once (old pods are gone by the time it is asked).
-// RollingUpdate: as many more as fit under replicas+maxSurge counting every
-// ReplicaSet's spec.replicas, never above replicas. With 10 replicas, surge 3, old RS at
-// 10 and a new RS at 0: 3; once the old RS is scaled down to 8: 5.
+// RollingUpdate: as many more as fit under replicas+maxSurge, never above replicas.
+// With 10 replicas, surge 3, old RS at 10 and a new RS at 0: 3; once the old RS is
+// scaled down to 8: 5.
+//
+// An old ReplicaSet counts with max(spec.replicas, status.replicas): pods it was just
+// told to remove still run until its controller has deleted them. Counting spec alone
+// (as upstream does) lets new pods start before old ones stop, briefly running more
+// than replicas+maxSurge pods; kroll waits for the old RS to report them gone.
 func NewReplicaSetReplicas(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) int32 {
 	desired := DesiredReplicas(d)
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		return desired
 	}
 	current := replicas(newRS.Spec.Replicas)
-	total := SpecReplicas(all)
+	var total int32
+	for _, rs := range all {
+		switch {
+		case rs == nil:
+		case rs == newRS || rs.UID != "" && rs.UID == newRS.UID:
+			total += current
+		default:
+			total += max(replicas(rs.Spec.Replicas), rs.Status.Replicas)
+		}
+	}
 	maxTotal := desired + DeploymentFenceposts(d).MaxSurge
 	if total >= maxTotal {
 		return current // at the surge ceiling already
@@ -144,7 +158,13 @@ func OldReplicaSetScaleDown(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, n
 		cleaned += n
 	}
 	// 2. Available old pods beyond what must stay available, oldest RS first.
-	excess := AvailableReplicas(all) - minAvailable
+	var availableNow int32
+	for _, rs := range all {
+		if rs != nil {
+			availableNow += min(rs.Status.AvailableReplicas, replicas(rs.Spec.Replicas))
+		}
+	}
+	excess := availableNow - minAvailable
 	var scaled int32
 	for _, rs := range order {
 		if scaled >= excess {

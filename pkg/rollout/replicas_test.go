@@ -75,6 +75,8 @@ func TestNewReplicaSetReplicas(t *testing.T) {
 		{"maxSurge 0, old scaled to 2: one new", newDeployment(3, "0", "1"), newRS("new", 0, 0, 2), []*appsv1.ReplicaSet{newRS("old", 2, 2, 1)}, 1},
 		{"over the ceiling (scaled down mid-rollout): keep, let old go first", newDeployment(5, "1", "0"), newRS("new", 4, 4, 2), []*appsv1.ReplicaSet{newRS("old", 5, 5, 1)}, 4},
 		{"Recreate: all replicas at once", newDeployment(10, "", ""), newRS("new", 0, 0, 2), nil, 10},
+		{"an old RS scaled down whose pods still run counts its pods, not its spec", newDeployment(10, "3", "2"), newRS("new", 3, 0, 2),
+			[]*appsv1.ReplicaSet{func() *appsv1.ReplicaSet { rs := newRS("old", 8, 8, 1); rs.Status.Replicas = 10; return rs }()}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,6 +149,18 @@ func TestOldReplicaSetScaleDown(t *testing.T) {
 			want:   []Scale{{ReplicaSet: "a", From: 3, To: 0}},
 		},
 		{
+			name:  "an old RS just scaled down still reports its removed pods available: they do not count twice",
+			d:     newDeployment(10, "3", "2"),
+			newRS: newRS("new", 3, 0, 2),
+			oldRSs: []*appsv1.ReplicaSet{func() *appsv1.ReplicaSet {
+				rs := newRS("old", 8, 10, 1)
+				rs.Status.Replicas = 10
+				return rs
+			}()},
+			// 11 − 8 − 3 = 0 may go; counting 10 available would take 2 more.
+			want: nil,
+		},
+		{
 			name:   "nothing old left",
 			d:      newDeployment(3, "1", "0"),
 			newRS:  newRS("new", 3, 3, 2),
@@ -175,9 +189,11 @@ func TestRollingUpdateWorkedExample(t *testing.T) {
 			t.Fatalf("step %d: %d pods wanted, more than 13", step, total)
 		}
 		nRS.Status.AvailableReplicas = min(nRS.Status.AvailableReplicas+1, *nRS.Spec.Replicas) // one new pod becomes available
+		nRS.Status.Replicas = *nRS.Spec.Replicas
 		for _, s := range OldReplicaSetScaleDown(d, []*appsv1.ReplicaSet{oldRS}, nRS) {
 			*oldRS.Spec.Replicas = s.To
 			oldRS.Status.AvailableReplicas = min(oldRS.Status.AvailableReplicas, s.To)
+			oldRS.Status.Replicas = s.To // its controller deletes the pods
 		}
 		if avail := AvailableReplicas(all); avail < 8 {
 			t.Fatalf("step %d: %d available, fewer than 8", step, avail)

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
+	"github.com/kroll-dev/kroll/pkg/manager"
 )
 
 // Option adjusts the cluster a test gets.
@@ -35,7 +38,7 @@ func WithKubelet(edit func(*kubelet.Config)) Option {
 func WithDataDir(dir string) Option { return func(c *cluster.Config) { c.DataDir = dir } }
 
 // Config is the configuration Start uses for t: three nodes, pods that start in 100ms
-// and terminate within 200ms, upstream workload controllers, etcd without fsync.
+// and terminate within 200ms, kroll's workload controllers, etcd without fsync.
 func Config(t testing.TB, opts ...Option) cluster.Config {
 	k := kubelet.DefaultConfig()
 	k.PodStartupDelay = 100 * time.Millisecond
@@ -43,7 +46,8 @@ func Config(t testing.TB, opts ...Option) cluster.Config {
 	cfg := cluster.Config{
 		DataDir:             t.TempDir(),
 		Port:                0,
-		WorkloadControllers: cluster.WorkloadControllersUpstream,
+		WorkloadControllers: cluster.WorkloadControllersKroll,
+		KrollControllers:    func(ctx context.Context, cfg *rest.Config) error { return manager.Run(ctx, cfg, manager.Options{}) },
 		Kubelet:             k,
 		EtcdUnsafeNoFsync:   true,
 		ReadyTimeout:        time.Minute,

@@ -1,0 +1,200 @@
+// Package deployment is kroll's Deployment controller: it rolls a Deployment's pods
+// from one ReplicaSet to the next (RollingUpdate within maxSurge/maxUnavailable, or
+// Recreate), scales in proportion mid-rollout, keeps revisions, and reports progress
+// in the Deployment's status conditions.
+//
+// One reconcile pass makes one kind of change and returns; the informers bring the
+// Deployment back when that change has been observed (house style: "one kind of change
+// per pass").
+package deployment
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+)
+
+// ControllerName is the name upstream's Deployment controller records events under.
+const ControllerName = "deployment-controller"
+
+// Controller is the Deployment controller.
+type Controller struct {
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	now      func() time.Time
+
+	dLister   appslisters.DeploymentLister
+	rsLister  appslisters.ReplicaSetLister
+	podLister corelisters.PodLister
+	synced    []cache.InformerSynced
+
+	queue controller.Queue
+}
+
+// New builds the controller on shared informers (start them after).
+func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
+	c := &Controller{
+		client:    client,
+		recorder:  recorder,
+		now:       time.Now,
+		dLister:   dInformer.Lister(),
+		rsLister:  rsInformer.Lister(),
+		podLister: podInformer.Lister(),
+		synced:    []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
+		queue:     controller.NewQueue("deployment"),
+	}
+	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addReplicaSet,
+		UpdateFunc: c.updateReplicaSet,
+		DeleteFunc: c.deleteReplicaSet,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run syncs Deployments with workers goroutines until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.queue.Run(ctx, ControllerName, workers, c.synced, c.sync)
+}
+
+func (c *Controller) enqueue(obj any) { c.queue.Enqueue(obj) }
+
+// ownerOf returns the Deployment a controllerRef names, if cached with that UID.
+func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
+	if ref == nil || ref.Kind != "Deployment" {
+		return nil
+	}
+	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
+	if err != nil || d.UID != ref.UID {
+		return nil
+	}
+	return d
+}
+
+// deploymentsSelecting lists the Deployments whose selector matches rs (adoption candidates).
+func (c *Controller) deploymentsSelecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
+	if len(rs.Labels) == 0 {
+		return nil
+	}
+	all, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.Deployment
+	for _, d := range all {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (c *Controller) addReplicaSet(obj any) {
+	rs := obj.(*appsv1.ReplicaSet)
+	if rs.DeletionTimestamp != nil {
+		c.deleteReplicaSet(rs)
+		return
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil {
+		if d := c.ownerOf(rs.Namespace, ref); d != nil {
+			c.enqueue(d)
+		}
+		return
+	}
+	for _, d := range c.deploymentsSelecting(rs) {
+		c.enqueue(d)
+	}
+}
+
+func (c *Controller) updateReplicaSet(oldObj, curObj any) {
+	old, cur := oldObj.(*appsv1.ReplicaSet), curObj.(*appsv1.ReplicaSet)
+	if old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOf(cur), metav1.GetControllerOf(old)
+	refChanged := !reflect.DeepEqual(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if d := c.ownerOf(old.Namespace, oldRef); d != nil {
+			c.enqueue(d)
+		}
+	}
+	if curRef != nil {
+		if d := c.ownerOf(cur.Namespace, curRef); d != nil {
+			c.enqueue(d)
+		}
+		return
+	}
+	if refChanged || !reflect.DeepEqual(old.Labels, cur.Labels) {
+		for _, d := range c.deploymentsSelecting(cur) {
+			c.enqueue(d)
+		}
+	}
+}
+
+func (c *Controller) deleteReplicaSet(obj any) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
+			return
+		}
+	}
+	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs)); d != nil {
+		c.enqueue(d)
+	}
+}
+
+// deletePod wakes a Recreate Deployment when one of its old pods is finally gone: it
+// waits for that before creating new pods.
+func (c *Controller) deletePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return
+	}
+	rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return
+	}
+	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs)); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		c.enqueue(d)
+	}
+}

@@ -1,0 +1,200 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// replicaSets splits d's ReplicaSets into the new one (the oldest whose template is
+// d's, ignoring the hash label; nil if none and create is false) and the old ones, and
+// brings the new one's revision and annotations up to date. With create, a missing new
+// ReplicaSet is created at the size the strategy allows now.
+func (c *Controller) replicaSets(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, create bool) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet, error) {
+	sorted := rollout.ByCreation(rsList)
+	var existing *appsv1.ReplicaSet
+	var oldRSs []*appsv1.ReplicaSet
+	for _, rs := range sorted {
+		if existing == nil && history.EqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template) {
+			existing = rs
+			continue
+		}
+		oldRSs = append(oldRSs, rs)
+	}
+	revision := history.MaxRevision(oldRSs) + 1
+	if existing != nil {
+		newRS, err := c.syncNewReplicaSet(ctx, d, existing, revision)
+		return newRS, oldRSs, err
+	}
+	if !create {
+		return nil, oldRSs, nil
+	}
+	newRS, err := c.createNewReplicaSet(ctx, d, oldRSs, revision)
+	return newRS, oldRSs, err
+}
+
+// syncNewReplicaSet gives an existing new ReplicaSet its revision (raising it when a
+// rollback brought it back), d's annotations and minReadySeconds, then mirrors its
+// revision on d.
+func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, revision int64) (*appsv1.ReplicaSet, error) {
+	next := rs.DeepCopy()
+	changed := history.SetNewReplicaSetAnnotations(d, next, revision)
+	if changed || next.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
+		next.Spec.MinReadySeconds = d.Spec.MinReadySeconds
+		return c.client.AppsV1().ReplicaSets(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	}
+	needsUpdate := setDeploymentRevision(d, next.Annotations[history.RevisionAnnotation])
+	if rollout.HasProgressDeadline(d) && rollout.Condition(&d.Status, appsv1.DeploymentProgressing) == nil {
+		// Progress is watched, and no rollout was recorded yet (a Deployment made before
+		// it had a deadline): start the clock now.
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonFoundNewReplicaSet,
+			fmt.Sprintf("Found new replica set %q", next.Name), c.now()))
+		needsUpdate = true
+	}
+	if needsUpdate {
+		if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
+}
+
+// createNewReplicaSet creates the ReplicaSet of d's current template, named
+// "<deployment>-<pod-template-hash>". If that name is taken by a ReplicaSet with another
+// template (a hash collision), status.collisionCount is raised, which changes the hash
+// on the next try.
+func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, revision int64) (*appsv1.ReplicaSet, error) {
+	hash := history.TemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	template := *d.Spec.Template.DeepCopy()
+	template.Labels = withLabel(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	selector := d.Spec.Selector.DeepCopy()
+	if selector.MatchLabels == nil {
+		selector.MatchLabels = map[string]string{}
+	}
+	selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	zero := int32(0)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            d.Name + "-" + hash,
+			Namespace:       d.Namespace,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+			Labels:          template.Labels,
+		},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: template},
+	}
+	size := rollout.NewReplicaSetReplicas(d, append(append([]*appsv1.ReplicaSet{}, oldRSs...), rs), rs)
+	rs.Spec.Replicas = &size
+	history.SetNewReplicaSetAnnotations(d, rs, revision)
+	for k, v := range rollout.ReplicasAnnotations(d) {
+		rs.Annotations[k] = v
+	}
+
+	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+	alreadyExisted := false
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		existing, getErr := c.rsLister.ReplicaSets(rs.Namespace).Get(rs.Name)
+		if getErr != nil {
+			return nil, getErr
+		}
+		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == d.UID && history.EqualIgnoringHash(&d.Spec.Template, &existing.Spec.Template) {
+			created, err, alreadyExisted = existing, nil, true // ours, made by an earlier pass the cache had not shown yet
+			break
+		}
+		if d.Status.CollisionCount == nil {
+			d.Status.CollisionCount = new(int32)
+		}
+		*d.Status.CollisionCount++
+		if _, uerr := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); uerr == nil {
+			klog.FromContext(ctx).V(2).Info("Hash collision; raised collisionCount", "deployment", klog.KObj(d), "collisionCount", *d.Status.CollisionCount)
+		}
+		return nil, err
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return nil, err
+	case err != nil:
+		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
+		if rollout.HasProgressDeadline(d) {
+			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonReplicaSetCreateError, msg, c.now()))
+			_, _ = c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		}
+		c.recorder.Eventf(d, corev1.EventTypeWarning, reasonReplicaSetCreateError, "%s", msg)
+		return nil, err
+	}
+	if !alreadyExisted && size > 0 {
+		c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", created.Name, size)
+	}
+	needsUpdate := setDeploymentRevision(d, strconv.FormatInt(revision, 10))
+	if !alreadyExisted && rollout.HasProgressDeadline(d) {
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonNewReplicaSetCreated,
+			fmt.Sprintf("Created new replica set %q", created.Name), c.now()))
+		needsUpdate = true
+	}
+	if needsUpdate {
+		if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			return created, err
+		}
+	}
+	return created, nil
+}
+
+// reasonReplicaSetCreateError is the Progressing reason when the new ReplicaSet cannot be created.
+const reasonReplicaSetCreateError = "ReplicaSetCreateError"
+
+// setDeploymentRevision puts revision on d's annotations; it reports a change.
+func setDeploymentRevision(d *appsv1.Deployment, revision string) bool {
+	if d.Annotations[history.RevisionAnnotation] == revision {
+		return false
+	}
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[history.RevisionAnnotation] = revision
+	return true
+}
+
+func withLabel(in map[string]string, key, value string) map[string]string {
+	out := make(map[string]string, len(in)+1)
+	for k, v := range in {
+		out[k] = v
+	}
+	out[key] = value
+	return out
+}
+
+// cleanupHistory deletes the oldest old ReplicaSets beyond revisionHistoryLimit — only
+// those with no pods left, fully observed, and not already being deleted.
+func (c *Controller) cleanupHistory(ctx context.Context, d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) error {
+	if d.Spec.RevisionHistoryLimit == nil {
+		return nil
+	}
+	var alive []*appsv1.ReplicaSet
+	for _, rs := range oldRSs {
+		if rs != nil && rs.DeletionTimestamp == nil {
+			alive = append(alive, rs)
+		}
+	}
+	excess := len(alive) - int(*d.Spec.RevisionHistoryLimit)
+	if excess <= 0 {
+		return nil
+	}
+	history.SortByRevision(alive) // oldest revision first
+	for _, rs := range alive[:excess] {
+		if rs.Status.Replicas != 0 || *rs.Spec.Replicas != 0 || rs.Generation > rs.Status.ObservedGeneration {
+			continue
+		}
+		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &rs.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}

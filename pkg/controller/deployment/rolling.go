@@ -1,0 +1,76 @@
+package deployment
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// rolloutRolling moves a RollingUpdate Deployment one step: scale the new ReplicaSet up
+// as far as maxSurge allows, or else scale old ReplicaSets down as far as
+// maxUnavailable allows; once complete, trim the history. Status is written every pass.
+// A rollover (the template changed again mid-rollout) needs nothing special: the
+// previous "new" ReplicaSet is simply one more old one.
+func (c *Controller) rolloutRolling(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, true)
+	if err != nil {
+		return err
+	}
+	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
+
+	if changed, err := c.scaleNewReplicaSet(ctx, d, all, newRS); err != nil {
+		return err
+	} else if changed {
+		return c.syncRolloutStatus(ctx, all, newRS, d)
+	}
+	if changed, err := c.scaleDownOld(ctx, d, rollout.Active(oldRSs), newRS); err != nil {
+		return err
+	} else if changed {
+		return c.syncRolloutStatus(ctx, all, newRS, d)
+	}
+	if rollout.Complete(d, &d.Status) {
+		if err := c.cleanupHistory(ctx, d, oldRSs); err != nil {
+			return err
+		}
+	}
+	return c.syncRolloutStatus(ctx, all, newRS, d)
+}
+
+// scaleNewReplicaSet sizes the new ReplicaSet: down to replicas if above, otherwise up
+// by what maxSurge leaves room for.
+func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (bool, error) {
+	desired := rollout.DesiredReplicas(d)
+	size := *newRS.Spec.Replicas
+	switch {
+	case size == desired:
+		return false, nil
+	case size > desired:
+		size = desired
+	default:
+		size = rollout.NewReplicaSetReplicas(d, all, newRS)
+	}
+	if size == *newRS.Spec.Replicas {
+		return false, nil
+	}
+	changed, _, err := c.scaleReplicaSet(ctx, d, newRS, size)
+	return changed, err
+}
+
+// scaleDownOld applies the old-ReplicaSet scale-down plan (unavailable pods first).
+func (c *Controller) scaleDownOld(ctx context.Context, d *appsv1.Deployment, activeOld []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (bool, error) {
+	byName := map[string]*appsv1.ReplicaSet{}
+	for _, rs := range activeOld {
+		byName[rs.Name] = rs
+	}
+	changed := false
+	for _, s := range rollout.OldReplicaSetScaleDown(d, activeOld, newRS) {
+		scaled, _, err := c.scaleReplicaSet(ctx, d, byName[s.ReplicaSet], s.To)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || scaled
+	}
+	return changed, nil
+}

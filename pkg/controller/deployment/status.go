@@ -1,0 +1,190 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// calculateStatus is d's status from its ReplicaSets: counts summed over them (replicas
+// and updatedReplicas from their status; unavailable from spec minus available), the
+// conditions carried over, and Available set by whether replicas−maxUnavailable are
+// available.
+func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) appsv1.DeploymentStatus {
+	var replicas, ready, available, updated int32
+	var terminating *int32
+	zero := int32(0)
+	terminating = &zero
+	for _, rs := range all {
+		if rs == nil {
+			continue
+		}
+		replicas += rs.Status.Replicas
+		ready += rs.Status.ReadyReplicas
+		available += rs.Status.AvailableReplicas
+		if terminating != nil {
+			if rs.Status.TerminatingReplicas == nil {
+				terminating = nil
+			} else {
+				n := *terminating + *rs.Status.TerminatingReplicas
+				terminating = &n
+			}
+		}
+	}
+	if newRS != nil {
+		updated = newRS.Status.Replicas
+	}
+	status := appsv1.DeploymentStatus{
+		ObservedGeneration:  d.Generation,
+		Replicas:            replicas,
+		UpdatedReplicas:     updated,
+		ReadyReplicas:       ready,
+		AvailableReplicas:   available,
+		UnavailableReplicas: max(0, rollout.SpecReplicas(all)-available),
+		TerminatingReplicas: terminating,
+		CollisionCount:      d.Status.CollisionCount,
+		Conditions:          append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...),
+	}
+	now := c.now()
+	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
+		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
+	} else {
+		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, rollout.ReasonMinimumReplicasUnavailable, "Deployment does not have minimum availability.", now))
+	}
+	return status
+}
+
+// syncRolloutStatus writes d's status with its Progressing condition brought up to
+// date: NewReplicaSetAvailable once complete, ReplicaSetUpdated (with a fresh
+// lastUpdateTime) on any progress, ProgressDeadlineExceeded when there was none for
+// progressDeadlineSeconds; and a ReplicaFailure condition mirrored from its ReplicaSets
+// (the new one's first). If nothing changed, it schedules the next deadline check.
+func (c *Controller) syncRolloutStatus(ctx context.Context, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
+	status := c.calculateStatus(all, newRS, d)
+	if !rollout.HasProgressDeadline(d) {
+		removeCondition(&status, appsv1.DeploymentProgressing)
+	}
+	now := c.now()
+	current := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
+	settled := status.Replicas == status.UpdatedReplicas && current != nil && current.Reason == rollout.ReasonNewReplicaSetAvailable
+	if rollout.HasProgressDeadline(d) && !settled {
+		subject := fmt.Sprintf("Deployment %q", d.Name)
+		if newRS != nil {
+			subject = fmt.Sprintf("ReplicaSet %q", newRS.Name)
+		}
+		switch {
+		case rollout.Complete(d, &status):
+			setCondition(&status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonNewReplicaSetAvailable, subject+" has successfully progressed.", now))
+		case rollout.Progressing(d, &status):
+			// Progress refreshes lastUpdateTime even when the reason stays the same.
+			cond := newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonReplicaSetUpdated, subject+" is progressing.", now)
+			if current != nil {
+				if current.Status == corev1.ConditionTrue {
+					cond.LastTransitionTime = current.LastTransitionTime
+				}
+				removeCondition(&status, appsv1.DeploymentProgressing)
+			}
+			setCondition(&status, cond)
+		case rollout.TimedOut(d, &status, now):
+			setCondition(&status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, rollout.ReasonProgressDeadlineExceeded, subject+" has timed out progressing.", now))
+		}
+	}
+	if failure := replicaFailure(all, newRS); failure != nil {
+		setCondition(&status, *failure)
+	} else {
+		removeCondition(&status, appsv1.DeploymentReplicaFailure)
+	}
+	if equality.Semantic.DeepEqual(d.Status, status) {
+		c.requeueForDeadline(d, &status, now)
+		return nil
+	}
+	return c.writeStatus(ctx, d, status)
+}
+
+// requeueForDeadline brings a stalled rollout back when its progress deadline passes,
+// so ProgressDeadlineExceeded is reported on time without polling.
+func (c *Controller) requeueForDeadline(d *appsv1.Deployment, status *appsv1.DeploymentStatus, now time.Time) {
+	current := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
+	if !rollout.HasProgressDeadline(d) || current == nil || rollout.Complete(d, status) || current.Reason == rollout.ReasonProgressDeadlineExceeded {
+		return
+	}
+	after := current.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).Sub(now)
+	if after < time.Second {
+		c.enqueueRateLimited(d)
+		return
+	}
+	c.queue.EnqueueAfter(d, after+time.Second) // a second of slack against timestamp rounding
+}
+
+func (c *Controller) enqueueRateLimited(d *appsv1.Deployment) {
+	key := d.Namespace + "/" + d.Name
+	c.queue.AddRateLimited(key)
+}
+
+// replicaFailure is the ReplicaFailure condition to show on the Deployment: the new
+// ReplicaSet's, else the first old one's; nil when none fails.
+func replicaFailure(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) *appsv1.DeploymentCondition {
+	for _, rs := range append([]*appsv1.ReplicaSet{newRS}, all...) {
+		if rs == nil {
+			continue
+		}
+		for _, c := range rs.Status.Conditions {
+			if c.Type == appsv1.ReplicaSetReplicaFailure {
+				return &appsv1.DeploymentCondition{
+					Type: appsv1.DeploymentReplicaFailure, Status: c.Status, Reason: c.Reason, Message: c.Message,
+					LastUpdateTime: c.LastTransitionTime, LastTransitionTime: c.LastTransitionTime,
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// writeStatus writes status unless it is what d already has.
+func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, status appsv1.DeploymentStatus) error {
+	if equality.Semantic.DeepEqual(d.Status, status) {
+		return nil
+	}
+	next := d.DeepCopy()
+	next.Status = status
+	_, err := c.client.AppsV1().Deployments(next.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	return err
+}
+
+func newCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) appsv1.DeploymentCondition {
+	return appsv1.DeploymentCondition{Type: t, Status: status, Reason: reason, Message: message,
+		LastUpdateTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now)}
+}
+
+// setCondition sets cond as upstream does: unchanged when status and reason are the
+// same (message and times kept); the transition time kept when only the reason changes;
+// the condition moved to the end of the list otherwise.
+func setCondition(s *appsv1.DeploymentStatus, cond appsv1.DeploymentCondition) {
+	if cur := rollout.Condition(s, cond.Type); cur != nil {
+		if cur.Status == cond.Status && cur.Reason == cond.Reason {
+			return
+		}
+		if cur.Status == cond.Status {
+			cond.LastTransitionTime = cur.LastTransitionTime
+		}
+	}
+	removeCondition(s, cond.Type)
+	s.Conditions = append(s.Conditions, cond)
+}
+
+func removeCondition(s *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) {
+	var kept []appsv1.DeploymentCondition
+	for _, c := range s.Conditions {
+		if c.Type != t {
+			kept = append(kept, c)
+		}
+	}
+	s.Conditions = kept
+}

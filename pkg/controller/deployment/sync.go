@@ -1,0 +1,249 @@
+package deployment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// sync reconciles one Deployment.
+//
+// Contract, in order: a Deployment selecting everything is refused with an event; its
+// ReplicaSets are claimed (adopted by selector, released when no longer selected); a
+// Deployment being deleted only gets its status updated; pausing and resuming are
+// recorded in the Progressing condition; a paused Deployment, or one whose replicas
+// changed, is only scaled (in proportion across its ReplicaSets); otherwise its
+// strategy rolls it forward one step.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.dLister.Deployments(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d := cached.DeepCopy()
+
+	if reflect.DeepEqual(d.Spec.Selector, &metav1.LabelSelector{}) {
+		c.recorder.Eventf(d, corev1.EventTypeWarning, "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.")
+		if d.Status.ObservedGeneration < d.Generation {
+			d.Status.ObservedGeneration = d.Generation
+			_, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			return err
+		}
+		return nil
+	}
+	rsList, err := c.claimReplicaSets(ctx, d)
+	if err != nil {
+		return err
+	}
+	if d.DeletionTimestamp != nil {
+		newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
+		if err != nil {
+			return err
+		}
+		return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+	}
+	if d, err = c.recordPause(ctx, d); err != nil {
+		return err
+	}
+	if d.Spec.Paused {
+		return c.scaleOnly(ctx, d, rsList)
+	}
+	if scaling, err := c.isScalingEvent(ctx, d, rsList); err != nil {
+		return err
+	} else if scaling {
+		return c.scaleOnly(ctx, d, rsList)
+	}
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return c.rolloutRecreate(ctx, d, rsList)
+	}
+	return c.rolloutRolling(ctx, d, rsList)
+}
+
+// claimReplicaSets returns the ReplicaSets d controls, after adopting orphans its
+// selector matches and releasing those it no longer selects.
+func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]*appsv1.ReplicaSet, error) {
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s/%s has an invalid selector: %w", d.Namespace, d.Name, err)
+	}
+	all, err := c.rsLister.ReplicaSets(d.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var claimed []*appsv1.ReplicaSet
+	var errs []error
+	checked, adoptable := false, error(nil)
+	for _, rs := range all {
+		matches := selector.Matches(labels.Set(rs.Labels))
+		if ref := metav1.GetControllerOf(rs); ref != nil {
+			if ref.UID != d.UID {
+				continue
+			}
+			if matches {
+				claimed = append(claimed, rs)
+			} else if d.DeletionTimestamp == nil {
+				patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+					"ownerReferences": []map[string]any{{"$patch": "delete", "uid": d.UID}}, "uid": rs.UID}})
+				if _, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
+		if !matches || d.DeletionTimestamp != nil || rs.DeletionTimestamp != nil {
+			continue
+		}
+		if !checked {
+			adoptable, checked = c.checkAdoptable(ctx, d), true
+		}
+		if adoptable != nil {
+			errs = append(errs, adoptable)
+			continue
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}, "uid": rs.UID}})
+		adopted, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		claimed = append(claimed, adopted)
+	}
+	return claimed, utilerrors.NewAggregate(errs)
+}
+
+// checkAdoptable re-reads d from the API server before ReplicaSets are adopted.
+func (c *Controller) checkAdoptable(ctx context.Context, d *appsv1.Deployment) error {
+	fresh, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	return controller.CheckAdoptable(d, fresh, err, "Deployment")
+}
+
+// recordPause sets the Progressing condition to Unknown/DeploymentPaused when d is
+// paused, and to Unknown/DeploymentResumed when it is resumed; a timed-out rollout keeps
+// its ProgressDeadlineExceeded.
+func (c *Controller) recordPause(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	if !rollout.HasProgressDeadline(d) {
+		return d, nil
+	}
+	cond := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
+	if cond != nil && cond.Reason == rollout.ReasonProgressDeadlineExceeded {
+		return d, nil
+	}
+	paused := cond != nil && cond.Reason == rollout.ReasonDeploymentPaused
+	switch {
+	case d.Spec.Paused && !paused:
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, rollout.ReasonDeploymentPaused, "Deployment is paused", c.now()))
+	case !d.Spec.Paused && paused:
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, rollout.ReasonDeploymentResumed, "Deployment is resumed", c.now()))
+	default:
+		return d, nil
+	}
+	return c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+}
+
+// isScalingEvent tells a change of replicas alone: some ReplicaSet with pods was sized
+// for a different number of replicas than d wants now.
+func (c *Controller) isScalingEvent(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (bool, error) {
+	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
+	if err != nil {
+		return false, err
+	}
+	for _, rs := range rollout.Active(append(oldRSs, newRS)) {
+		desired, err := strconv.ParseInt(rs.Annotations[rollout.DesiredReplicasAnnotation], 10, 32)
+		if err != nil {
+			continue
+		}
+		if int32(desired) != rollout.DesiredReplicas(d) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// scaleOnly resizes d's ReplicaSets for its replicas without rolling anything forward
+// (paused, or a change of replicas), cleans up history when paused, and writes status.
+func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
+	if err != nil {
+		return err
+	}
+	if plan, ok := rollout.ProportionalScale(d, newRS, oldRSs); ok {
+		byName := map[string]*appsv1.ReplicaSet{}
+		for _, rs := range append(oldRSs, newRS) {
+			if rs != nil {
+				byName[rs.Name] = rs
+			}
+		}
+		for _, s := range plan {
+			if _, _, err := c.scaleReplicaSet(ctx, d, byName[s.ReplicaSet], s.To); err != nil {
+				return err
+			}
+		}
+	}
+	if d.Spec.Paused {
+		if err := c.cleanupHistory(ctx, d, oldRSs); err != nil {
+			return err
+		}
+	}
+	return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+}
+
+// scaleReplicaSet sets rs's replicas to size, with the desired/max-replicas
+// annotations of d, when either differs; it records a ScalingReplicaSet event when the
+// size changed and reports whether it did.
+func (c *Controller) scaleReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, size int32) (bool, *appsv1.ReplicaSet, error) {
+	want := rollout.ReplicasAnnotations(d)
+	sizeChanged := *rs.Spec.Replicas != size
+	annotationsChanged := false
+	for k, v := range want {
+		if rs.Annotations[k] != v {
+			annotationsChanged = true
+		}
+	}
+	if !sizeChanged && !annotationsChanged {
+		return false, rs, nil
+	}
+	from := *rs.Spec.Replicas
+	next := rs.DeepCopy()
+	*next.Spec.Replicas = size
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	for k, v := range want {
+		next.Annotations[k] = v
+	}
+	updated, err := c.client.AppsV1().ReplicaSets(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return false, rs, err
+	}
+	if sizeChanged {
+		direction := "up"
+		if size < from {
+			direction = "down"
+		}
+		c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", direction, updated.Name, from, size)
+	}
+	return sizeChanged, updated, nil
+}

@@ -1,0 +1,291 @@
+// Package replicaset is kroll's ReplicaSet controller: it keeps exactly spec.replicas
+// pods of each ReplicaSet, adopting and releasing pods by selector and controllerRef,
+// and reports their readiness in the ReplicaSet's status.
+package replicaset
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// ControllerName is the name upstream's ReplicaSet controller records events under.
+const ControllerName = "replicaset-controller"
+
+// BurstReplicas caps the pods created or deleted for one ReplicaSet in one sync; the
+// rest wait for the next sync, once these have been observed.
+const BurstReplicas = 500
+
+// PodControllerIndex indexes pods by the UID of their controller; orphans are indexed
+// as orphanIndexKey(namespace), so that a sync reads only its own pods and the orphans
+// it might adopt, not its whole namespace.
+const PodControllerIndex = "kroll.dev/controller-uid"
+
+func orphanIndexKey(namespace string) string { return "orphan/" + namespace }
+
+func podControllerIndex(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		return []string{string(ref.UID)}, nil
+	}
+	return []string{orphanIndexKey(pod.Namespace)}, nil
+}
+
+// AddPodControllerIndex adds PodControllerIndex to a pod informer that has not started.
+func AddPodControllerIndex(pods cache.SharedIndexInformer) error {
+	if _, exists := pods.GetIndexer().GetIndexers()[PodControllerIndex]; exists {
+		return nil
+	}
+	return pods.AddIndexers(cache.Indexers{PodControllerIndex: podControllerIndex})
+}
+
+// Controller is the ReplicaSet controller.
+type Controller struct {
+	client     kubernetes.Interface
+	podControl PodControl
+	recorder   record.EventRecorder
+	now        func() time.Time
+
+	rsLister   appslisters.ReplicaSetLister
+	podLister  corelisters.PodLister
+	podIndexer cache.Indexer
+	synced     []cache.InformerSynced
+
+	queue        controller.Queue
+	expectations *expectations
+	burst        int
+}
+
+// New builds the controller on shared informers (which it adds handlers and an index
+// to; start them after). recorder receives the SuccessfulCreate/SuccessfulDelete events.
+func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
+	c := &Controller{
+		client:       client,
+		podControl:   &realPodControl{client: client, recorder: recorder},
+		recorder:     recorder,
+		now:          time.Now,
+		rsLister:     rsInformer.Lister(),
+		podLister:    podInformer.Lister(),
+		podIndexer:   podInformer.Informer().GetIndexer(),
+		synced:       []cache.InformerSynced{rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
+		queue:        controller.NewQueue("replicaset"),
+		expectations: newExpectations(time.Now),
+		burst:        BurstReplicas,
+	}
+	if err := AddPodControllerIndex(podInformer.Informer()); err != nil {
+		return nil, err
+	}
+	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		DeleteFunc: c.deleteReplicaSet,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run syncs ReplicaSets with workers goroutines until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.queue.Run(ctx, ControllerName, workers, c.synced, c.sync)
+}
+
+func (c *Controller) enqueue(obj any) { c.queue.Enqueue(obj) }
+
+func (c *Controller) deleteReplicaSet(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.expectations.forget(key)
+	c.queue.Add(key)
+}
+
+// ownerOf returns the ReplicaSet a controllerRef names, if it is in the cache with that UID.
+func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return nil
+	}
+	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return nil
+	}
+	return rs
+}
+
+// replicaSetsSelecting lists the ReplicaSets whose selector matches pod (adoption candidates).
+func (c *Controller) replicaSetsSelecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
+	if len(pod.Labels) == 0 {
+		return nil
+	}
+	all, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.ReplicaSet
+	for _, rs := range all {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
+func (c *Controller) addPod(obj any) {
+	pod := obj.(*corev1.Pod)
+	if pod.DeletionTimestamp != nil {
+		// A restarted controller sees a pod that is already being deleted.
+		c.deletePod(pod)
+		return
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		if rs := c.ownerOf(pod.Namespace, ref); rs != nil {
+			key, _ := cache.MetaNamespaceKeyFunc(rs)
+			c.expectations.creationObserved(key)
+			c.queue.Add(key)
+		}
+		return
+	}
+	for _, rs := range c.replicaSetsSelecting(pod) {
+		c.enqueue(rs)
+	}
+}
+
+func (c *Controller) updatePod(oldObj, curObj any) {
+	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
+	if old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	labelsChanged := !reflect.DeepEqual(old.Labels, cur.Labels)
+	if cur.DeletionTimestamp != nil {
+		// A graceful delete first sets the deletion timestamp: that is the deletion the
+		// controller waits to observe. The pod may also have left an RS by its labels.
+		c.deletePod(cur)
+		if labelsChanged {
+			c.deletePod(old)
+		}
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOf(cur), metav1.GetControllerOf(old)
+	refChanged := !reflect.DeepEqual(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if rs := c.ownerOf(old.Namespace, oldRef); rs != nil {
+			c.enqueue(rs)
+		}
+	}
+	if curRef != nil {
+		if rs := c.ownerOf(cur.Namespace, curRef); rs != nil {
+			c.enqueue(rs)
+		}
+		return
+	}
+	if labelsChanged || refChanged {
+		for _, rs := range c.replicaSetsSelecting(cur) {
+			c.enqueue(rs)
+		}
+	}
+}
+
+func (c *Controller) deletePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	rs := c.ownerOf(pod.Namespace, metav1.GetControllerOf(pod))
+	if rs == nil {
+		return
+	}
+	key, _ := cache.MetaNamespaceKeyFunc(rs)
+	podKey, _ := cache.MetaNamespaceKeyFunc(pod)
+	c.expectations.deletionObserved(key, podKey)
+	c.queue.Add(key)
+}
+
+// candidatePods are the pods a sync of rs looks at: those it controls and the orphans
+// of its namespace.
+func (c *Controller) candidatePods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	for _, key := range []string{string(rs.UID), orphanIndexKey(rs.Namespace)} {
+		objs, err := c.podIndexer.ByIndex(PodControllerIndex, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok && p.Namespace == rs.Namespace {
+				pods = append(pods, p)
+			}
+		}
+	}
+	return pods, nil
+}
+
+// relatedPods are the active pods of every ReplicaSet with the same controller as rs
+// (a Deployment's ReplicaSets), for preferring doubled-up pods on scale-down.
+func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
+	owners := []*appsv1.ReplicaSet{rs}
+	if ref := metav1.GetControllerOf(rs); ref != nil {
+		siblings, err := c.rsLister.ReplicaSets(rs.Namespace).List(labels.Everything())
+		if err == nil {
+			owners = owners[:0]
+			for _, s := range siblings {
+				if sref := metav1.GetControllerOf(s); sref != nil && sref.UID == ref.UID {
+					owners = append(owners, s)
+				}
+			}
+		}
+	}
+	var out []*corev1.Pod
+	for _, o := range owners {
+		objs, _ := c.podIndexer.ByIndex(PodControllerIndex, string(o.UID))
+		for _, obj := range objs {
+			if p, ok := obj.(*corev1.Pod); ok && rollout.IsPodActive(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// checkAdoptable re-reads rs from the API server (not the cache) before pods are
+// adopted: a ReplicaSet that was just deleted or replaced must not take pods.
+func (c *Controller) checkAdoptable(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+	return controller.CheckAdoptable(rs, fresh, err, "ReplicaSet")
+}
+
+func isNotFoundOrGone(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsGone(err)
+}

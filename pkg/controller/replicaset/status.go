@@ -1,0 +1,75 @@
+package replicaset
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"time"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// CalculateStatus is rs's status for its active and terminating pods at now:
+// replicas (active pods), fullyLabeledReplicas (carrying every template label),
+// readyReplicas, availableReplicas (ready for more than minReadySeconds),
+// terminatingReplicas, and a ReplicaFailure condition while resizeErr is set
+// (FailedCreate when pods were missing, FailedDelete when there were too many).
+// observedGeneration is left to the writer.
+func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, resizeErr error, now time.Time) appsv1.ReplicaSetStatus {
+	status := *rs.Status.DeepCopy()
+	templateLabels := labels.Set(rs.Spec.Template.Labels).AsSelectorPreValidated()
+	var fullyLabeled, ready, available int32
+	for _, p := range active {
+		if templateLabels.Matches(labels.Set(p.Labels)) {
+			fullyLabeled++
+		}
+		if rollout.IsPodReady(p) {
+			ready++
+			if rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) {
+				available++
+			}
+		}
+	}
+	failure := condition(&status, appsv1.ReplicaSetReplicaFailure)
+	switch {
+	case resizeErr != nil && failure == nil:
+		reason := ""
+		if diff := len(active) - int(replicasOf(rs)); diff < 0 {
+			reason = "FailedCreate"
+		} else if diff > 0 {
+			reason = "FailedDelete"
+		}
+		status.Conditions = append(status.Conditions, appsv1.ReplicaSetCondition{
+			Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: reason,
+			Message: resizeErr.Error(), LastTransitionTime: metav1.NewTime(now),
+		})
+	case resizeErr == nil && failure != nil:
+		kept := status.Conditions[:0]
+		for _, c := range status.Conditions {
+			if c.Type != appsv1.ReplicaSetReplicaFailure {
+				kept = append(kept, c)
+			}
+		}
+		status.Conditions = kept
+		if len(status.Conditions) == 0 {
+			status.Conditions = nil
+		}
+	}
+	terminatingCount := int32(len(terminating))
+	status.Replicas = int32(len(active))
+	status.FullyLabeledReplicas = fullyLabeled
+	status.ReadyReplicas = ready
+	status.AvailableReplicas = available
+	status.TerminatingReplicas = &terminatingCount
+	return status
+}
+
+func condition(s *appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *appsv1.ReplicaSetCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}

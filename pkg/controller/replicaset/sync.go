@@ -1,0 +1,300 @@
+package replicaset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// sync brings one ReplicaSet to spec.replicas pods and writes its status.
+//
+// Contract: pods are resized only when every create and delete of the previous resize
+// has been observed (expectations), so a stale cache never causes a second create or
+// delete; at most BurstReplicas pods change per sync; creates go in slow-start batches
+// of 1, 2, 4, … and stop at the first batch with a failure (quota exceeded, say), so a
+// failing create is not repeated hundreds of times. Status is written even when
+// resizing failed: the failure becomes the ReplicaFailure condition.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.expectations.forget(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		return nil // rejected by validation; nothing sensible to do
+	}
+	needsResize := c.expectations.satisfied(key) && rs.DeletionTimestamp == nil
+
+	candidates, err := c.candidatePods(rs)
+	if err != nil {
+		return err
+	}
+	var active, terminating []*corev1.Pod
+	for _, p := range candidates {
+		if rollout.IsPodActive(p) {
+			active = append(active, p)
+		} else if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed &&
+			metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)) {
+			terminating = append(terminating, p)
+		}
+	}
+	active, err = c.claimPods(ctx, rs, selector, active)
+	if err != nil {
+		return err
+	}
+
+	var resizeErr error
+	if needsResize {
+		resizeErr = c.resize(ctx, key, rs, active)
+	}
+	now := c.now()
+	status := CalculateStatus(rs, active, terminating, resizeErr, now)
+	updated, err := c.writeStatus(ctx, rs, status)
+	if err != nil {
+		return err
+	}
+	if resizeErr == nil {
+		if at := nextAvailable(updated, active, now); !at.IsZero() {
+			c.queue.EnqueueAfter(updated, at.Sub(now)+10*time.Millisecond)
+		}
+	}
+	return resizeErr
+}
+
+// claimPods returns the active pods rs controls after adopting orphans its selector
+// matches and releasing pods it controls but no longer selects.
+func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	var claimed []*corev1.Pod
+	var errs []error
+	var adoptable error
+	checked := false
+	for _, pod := range pods {
+		matches := selector.Matches(labels.Set(pod.Labels))
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			if ref.UID != rs.UID {
+				continue
+			}
+			if matches {
+				claimed = append(claimed, pod)
+			} else if rs.DeletionTimestamp == nil {
+				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, releasePatch(rs, pod)); err != nil && !isNotFoundOrGone(err) && !apierrors.IsInvalid(err) {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
+		if !matches || rs.DeletionTimestamp != nil || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if !checked {
+			adoptable, checked = c.checkAdoptable(ctx, rs), true
+		}
+		if adoptable != nil {
+			errs = append(errs, fmt.Errorf("cannot adopt pod %s/%s: %w", pod.Namespace, pod.Name, adoptable))
+			continue
+		}
+		if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, adoptPatch(rs, pod)); err != nil {
+			if !isNotFoundOrGone(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		claimed = append(claimed, pod)
+	}
+	return claimed, utilerrors.NewAggregate(errs)
+}
+
+// controllerRef is the owner reference rs's pods carry.
+func controllerRef(rs *appsv1.ReplicaSet) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes, BlockOwnerDeletion: &yes}
+}
+
+// adoptPatch adds rs as the pod's controller; the pod's UID guards against a pod of
+// the same name created meanwhile.
+func adoptPatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": []metav1.OwnerReference{controllerRef(rs)},
+		"uid":             pod.UID,
+	}})
+	return b
+}
+
+// releasePatch removes rs from the pod's owners.
+func releasePatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": rs.UID}},
+		"uid":             pod.UID,
+	}})
+	return b
+}
+
+// resize creates or deletes pods so rs has spec.replicas active pods.
+func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
+	diff := len(active) - int(replicasOf(rs))
+	switch {
+	case diff < 0:
+		n := min(-diff, c.burst)
+		c.expectations.expect(key, n, nil)
+		klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "creating", n)
+		template := podFromTemplate(rs)
+		created, err := slowStartBatch(n, 1, func() error {
+			_, err := c.podControl.CreatePod(ctx, rs, template.DeepCopy())
+			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return nil // the namespace is going away; nothing to report
+			}
+			return err
+		})
+		for i := created; i < n; i++ {
+			c.expectations.creationObserved(key) // never going to be seen
+		}
+		return err
+
+	case diff > 0:
+		n := min(diff, c.burst)
+		victims := rollout.PodsToDelete(active, c.relatedPods(rs), n, c.now())
+		keys := make([]string, len(victims))
+		for i, p := range victims {
+			keys[i], _ = cache.MetaNamespaceKeyFunc(p)
+		}
+		c.expectations.expect(key, 0, keys)
+		klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "deleting", n)
+		errs := make([]error, len(victims))
+		var wg sync.WaitGroup
+		for i, p := range victims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := c.podControl.DeletePod(ctx, rs, p); err != nil {
+					c.expectations.deletionObserved(key, keys[i]) // never going to be seen
+					if !apierrors.IsNotFound(err) {
+						errs[i] = err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return utilerrors.NewAggregate(errs)
+	}
+	return nil
+}
+
+// slowStartBatch calls fn count times in batches of initial, 2·initial, 4·initial, …,
+// each batch in parallel, and stops after the first batch with an error. It returns how
+// many calls succeeded and the first error.
+func slowStartBatch(count, initial int, fn func() error) (int, error) {
+	remaining, succeeded := count, 0
+	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
+		errs := make(chan error, batch)
+		var wg sync.WaitGroup
+		for i := 0; i < batch; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		succeeded += batch - len(errs)
+		if err, failed := <-errs; failed {
+			return succeeded, err
+		}
+		remaining -= batch
+	}
+	return succeeded, nil
+}
+
+// podFromTemplate is a new pod of rs: the template's labels, annotations, finalizers
+// and spec, named "<rs>-" plus a random suffix, controlled by rs.
+func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+	t := rs.Spec.Template
+	prefix := rs.Name + "-"
+	if len(apivalidation.NameIsDNSSubdomain(prefix, true)) != 0 {
+		prefix = rs.Name
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       rs.Namespace,
+			GenerateName:    prefix,
+			Labels:          copyMap(t.Labels),
+			Annotations:     copyMap(t.Annotations),
+			Finalizers:      append([]string(nil), t.Finalizers...),
+			OwnerReferences: []metav1.OwnerReference{controllerRef(rs)},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func replicasOf(rs *appsv1.ReplicaSet) int32 {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return *rs.Spec.Replicas
+}
+
+// writeStatus writes status (with observedGeneration) if it differs from rs's.
+func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+	status.ObservedGeneration = rs.Generation
+	if equality.Semantic.DeepEqual(rs.Status, status) {
+		return rs, nil
+	}
+	next := rs.DeepCopy()
+	next.Status = status
+	return c.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+}
+
+// nextAvailable is the earliest instant a ready pod of rs becomes available under
+// minReadySeconds; zero when none is waiting for that.
+func nextAvailable(rs *appsv1.ReplicaSet, active []*corev1.Pod, now time.Time) time.Time {
+	if rs.Spec.MinReadySeconds == 0 {
+		return time.Time{}
+	}
+	var next time.Time
+	for _, p := range active {
+		at := rollout.AvailableAt(p, rs.Spec.MinReadySeconds)
+		if at.IsZero() || rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) {
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}

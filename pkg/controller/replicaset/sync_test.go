@@ -1,0 +1,205 @@
+package replicaset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+)
+
+func TestSlowStartBatch(t *testing.T) {
+	tests := []struct {
+		name          string
+		count, failAt int // failAt: the call number (1-based) from which calls fail; 0 never
+		wantOK, calls int
+	}{
+		{"10 creates in batches 1, 2, 4, 3", 10, 0, 10, 10},
+		{"a failure in the first batch stops at once", 10, 1, 0, 1},
+		{"a failure in the third batch (calls 4–7) ends after it", 10, 5, 4, 7},
+		{"nothing to do", 0, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			mu := make(chan struct{}, 1)
+			ok, err := slowStartBatch(tt.count, 1, func() error {
+				mu <- struct{}{}
+				calls++
+				n := calls
+				<-mu
+				if tt.failAt > 0 && n >= tt.failAt {
+					return errors.New("quota exceeded")
+				}
+				return nil
+			})
+			if ok != tt.wantOK || calls != tt.calls || (err != nil) != (tt.failAt > 0) {
+				t.Errorf("succeeded %d of %d calls (err %v), want %d of %d", ok, calls, err, tt.wantOK, tt.calls)
+			}
+		})
+	}
+}
+
+// newReplicaSet is a ReplicaSet selecting app=web.
+func newReplicaSet(name string, replicas int32) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid"), Generation: 1},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+			},
+		},
+	}
+}
+
+// ownedPod is a Running, Ready pod of rs.
+func ownedPod(rs *appsv1.ReplicaSet, name string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), Labels: map[string]string{"app": "web"},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(rs)}, CreationTimestamp: metav1.Now()},
+		Spec: corev1.PodSpec{NodeName: "n1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}},
+	}
+	return p
+}
+
+// fixture is a controller on a fake clientset with seeded informers and a fake pod control.
+type fixture struct {
+	c      *Controller
+	client *fake.Clientset
+	pods   *fakePodControl
+}
+
+func newFixture(t *testing.T, objects ...any) *fixture {
+	t.Helper()
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	rsInformer, podInformer := factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
+	c, err := New(client, rsInformer, podInformer, record.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := &fakePodControl{}
+	c.podControl = pods
+	for _, o := range objects {
+		switch o := o.(type) {
+		case *appsv1.ReplicaSet:
+			if err := rsInformer.Informer().GetIndexer().Add(o); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.AppsV1().ReplicaSets(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case *corev1.Pod:
+			if err := podInformer.Informer().GetIndexer().Add(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return &fixture{c: c, client: client, pods: pods}
+}
+
+func TestSync_createsMissingPodsOnceUntilObserved(t *testing.T) {
+	rs := newReplicaSet("web", 3)
+	f := newFixture(t, rs, ownedPod(rs, "web-a"))
+	if err := f.c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.pods.created) != 2 {
+		t.Fatalf("created %d pods, want 2", len(f.pods.created))
+	}
+	p := f.pods.created[0]
+	if p.GenerateName != "web-" || p.Labels["app"] != "web" || !metav1.IsControlledBy(p, rs) {
+		t.Errorf("created pod: generateName %q labels %v owners %v", p.GenerateName, p.Labels, p.OwnerReferences)
+	}
+	// The cache has not seen the creates: a second sync must not create again.
+	if err := f.c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.pods.created) != 2 {
+		t.Errorf("a stale cache made the controller create %d pods in all, want 2", len(f.pods.created))
+	}
+}
+
+func TestSync_deletesTheMostExpendablePods(t *testing.T) {
+	rs := newReplicaSet("web", 1)
+	ready := ownedPod(rs, "web-ready")
+	notReady := ownedPod(rs, "web-not-ready")
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	pending := ownedPod(rs, "web-pending")
+	pending.Status.Phase = corev1.PodPending
+	f := newFixture(t, rs, ready, notReady, pending)
+	if err := f.c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(f.pods.deleted) != "[web-pending web-not-ready]" && fmt.Sprint(f.pods.deleted) != "[web-not-ready web-pending]" {
+		t.Errorf("deleted %v, want the pending and the not-ready pod", f.pods.deleted)
+	}
+}
+
+func TestSync_adoptsOrphansAndReleasesPodsItNoLongerSelects(t *testing.T) {
+	rs := newReplicaSet("web", 2)
+	orphan := ownedPod(rs, "orphan")
+	orphan.OwnerReferences = nil
+	strayed := ownedPod(rs, "strayed")
+	strayed.Labels = map[string]string{"app": "other"}
+	f := newFixture(t, rs, orphan, strayed)
+	if err := f.c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(f.pods.patched) != "[orphan strayed]" && fmt.Sprint(f.pods.patched) != "[strayed orphan]" {
+		t.Errorf("patched %v, want the orphan adopted and the strayed pod released", f.pods.patched)
+	}
+	if len(f.pods.created) != 1 {
+		t.Errorf("created %d pods, want 1 (2 wanted, 1 adopted)", len(f.pods.created))
+	}
+}
+
+func TestSync_failedCreatesBecomeReplicaFailure(t *testing.T) {
+	rs := newReplicaSet("web", 4)
+	f := newFixture(t, rs)
+	f.pods.createErr, f.pods.failAfter = errors.New(`pods "web-x" is forbidden: exceeded quota: pods`), 1
+	if err := f.c.sync(context.Background(), "default/web"); err == nil {
+		t.Fatal("a failing create was not reported")
+	}
+	got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := condition(&got.Status, appsv1.ReplicaSetReplicaFailure)
+	if c == nil || c.Reason != "FailedCreate" || c.Status != corev1.ConditionTrue {
+		t.Fatalf("ReplicaFailure condition: %+v", c)
+	}
+	if len(f.pods.created) != 1 {
+		t.Errorf("created %d pods; slow start should stop after the batch that failed (1 ok, then a batch of 2 failing)", len(f.pods.created))
+	}
+}
+
+func TestCalculateStatus(t *testing.T) {
+	rs := newReplicaSet("web", 3)
+	rs.Spec.MinReadySeconds = 30
+	ready := ownedPod(rs, "a") // ready for an hour
+	fresh := ownedPod(rs, "b") // ready for 10s
+	fresh.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-10 * time.Second))
+	unlabelled := ownedPod(rs, "c")
+	unlabelled.Labels = map[string]string{"app": "web", "extra": "x"}
+	rs.Spec.Template.Labels = map[string]string{"app": "web", "tier": "front"}
+	terminating := ownedPod(rs, "d")
+	status := CalculateStatus(rs, []*corev1.Pod{ready, fresh, unlabelled}, []*corev1.Pod{terminating}, nil, time.Now())
+	if status.Replicas != 3 || status.ReadyReplicas != 3 || status.AvailableReplicas != 2 || status.FullyLabeledReplicas != 0 ||
+		status.TerminatingReplicas == nil || *status.TerminatingReplicas != 1 {
+		t.Errorf("status %+v: want 3 replicas, 3 ready, 2 available (minReadySeconds 30), 0 fully labelled, 1 terminating", status)
+	}
+}

@@ -1,0 +1,164 @@
+// Package history keeps workload revisions: the revision annotations of a
+// Deployment's ReplicaSets, and the pod-template hash that names them.
+package history
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/dump"
+	"k8s.io/apimachinery/pkg/util/rand"
+)
+
+// Annotations a Deployment and its ReplicaSets carry.
+const (
+	// RevisionAnnotation is the revision number of a ReplicaSet (and, on the Deployment,
+	// of its current ReplicaSet).
+	RevisionAnnotation = "deployment.kubernetes.io/revision"
+	// RevisionHistoryAnnotation lists, comma-separated, the earlier revisions a ReplicaSet
+	// had before a rollback made it current again.
+	RevisionHistoryAnnotation = "deployment.kubernetes.io/revision-history"
+	// ChangeCauseAnnotation is the user's note of why a revision was made; kubectl
+	// rollout history shows it.
+	ChangeCauseAnnotation = "kubernetes.io/change-cause"
+	// maxRevisionHistoryChars bounds RevisionHistoryAnnotation; the oldest entries go.
+	maxRevisionHistoryChars = 2000
+)
+
+// notCopiedToReplicaSets are the Deployment annotations its ReplicaSets do not inherit.
+var notCopiedToReplicaSets = map[string]bool{
+	"kubectl.kubernetes.io/last-applied-configuration": true,
+	RevisionAnnotation:                          true,
+	RevisionHistoryAnnotation:                   true,
+	"deployment.kubernetes.io/desired-replicas": true,
+	"deployment.kubernetes.io/max-replicas":     true,
+	"deprecated.deployment.rollback.to":         true,
+}
+
+// TemplateHash is the pod-template-hash of template (without that label) and the
+// Deployment's collisionCount: FNV-32a over the template's canonical dump, the count
+// appended when set, rendered safe for names. Upstream computes the same value, so a
+// ReplicaSet is named alike whichever controller made it.
+func TemplateHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%v", dump.ForHash(*template))
+	if collisionCount != nil {
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
+		h.Write(b)
+	}
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// EqualIgnoringHash tells templates that differ at most in their pod-template-hash label.
+func EqualIgnoringHash(a, b *corev1.PodTemplateSpec) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	delete(a.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	delete(b.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// Revision is rs's revision number; 0 when it has none (or an unreadable one).
+func Revision(rs *appsv1.ReplicaSet) int64 {
+	n, err := strconv.ParseInt(rs.Annotations[RevisionAnnotation], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// MaxRevision is the highest revision among rss.
+func MaxRevision(rss []*appsv1.ReplicaSet) int64 {
+	var m int64
+	for _, rs := range rss {
+		if rs != nil {
+			m = max(m, Revision(rs))
+		}
+	}
+	return m
+}
+
+// SortByRevision orders rss by revision, oldest first (creation time, then name, on ties).
+func SortByRevision(rss []*appsv1.ReplicaSet) {
+	sort.SliceStable(rss, func(i, j int) bool {
+		ri, rj := Revision(rss[i]), Revision(rss[j])
+		if ri != rj {
+			return ri < rj
+		}
+		if !rss[i].CreationTimestamp.Equal(&rss[j].CreationTimestamp) {
+			return rss[i].CreationTimestamp.Before(&rss[j].CreationTimestamp)
+		}
+		return rss[i].Name < rss[j].Name
+	})
+}
+
+// SetNewReplicaSetAnnotations brings the annotations of d's new ReplicaSet rs up to
+// date, in place: the Deployment's own annotations (change-cause among them) are
+// copied, and the revision is raised to revision. A ReplicaSet that already had a
+// lower revision is one a rollback brought back: its old revision is appended to its
+// revision-history, dropping the oldest entries beyond 2000 characters. It reports
+// whether anything changed.
+func SetNewReplicaSetAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, revision int64) bool {
+	changed := CopyDeploymentAnnotations(d, rs)
+	old, had := rs.Annotations[RevisionAnnotation]
+	oldRevision, err := strconv.ParseInt(old, 10, 64)
+	if err != nil {
+		if old != "" {
+			return changed // unreadable: leave it to a human
+		}
+		oldRevision = 0
+	}
+	if oldRevision >= revision {
+		return changed
+	}
+	rs.Annotations[RevisionAnnotation] = strconv.FormatInt(revision, 10)
+	if had {
+		rs.Annotations[RevisionHistoryAnnotation] = appendHistory(rs.Annotations[RevisionHistoryAnnotation], old)
+	}
+	return true
+}
+
+// appendHistory appends rev to a comma-separated history, dropping the oldest entries
+// while the result would exceed maxRevisionHistoryChars.
+func appendHistory(history, rev string) string {
+	if history == "" {
+		return rev
+	}
+	entries := strings.Split(history, ",")
+	total := len(history) + len(rev) + 1
+	start := 0
+	for total > maxRevisionHistoryChars && start < len(entries) {
+		total -= len(entries[start]) + 1
+		start++
+	}
+	if total > maxRevisionHistoryChars {
+		return history
+	}
+	return strings.Join(append(entries[start:], rev), ",")
+}
+
+// CopyDeploymentAnnotations copies d's annotations onto rs, except the ones that
+// belong to the Deployment alone; it reports whether rs changed.
+func CopyDeploymentAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
+	if rs.Annotations == nil {
+		rs.Annotations = map[string]string{}
+	}
+	changed := false
+	for k, v := range d.Annotations {
+		if notCopiedToReplicaSets[k] {
+			continue
+		}
+		if cur, ok := rs.Annotations[k]; !ok || cur != v {
+			rs.Annotations[k] = v
+			changed = true
+		}
+	}
+	return changed
+}

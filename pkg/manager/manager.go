@@ -1,0 +1,95 @@
+// Package manager runs kroll's workload controllers together on one set of shared
+// informers: in-process under `kroll up`, and (later) as `kroll controller-manager`.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/controller/deployment"
+	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
+)
+
+// Options are the manager's settings; the zero value takes upstream's defaults.
+type Options struct {
+	// QPS and Burst are each controller's client-side API limits (kube-controller-manager:
+	// 20 and 30, per controller).
+	QPS   float32
+	Burst int
+	// DeploymentWorkers and ReplicaSetWorkers are the concurrent syncs (upstream: 5 each).
+	DeploymentWorkers int
+	ReplicaSetWorkers int
+}
+
+func (o *Options) defaults() {
+	if o.QPS == 0 {
+		o.QPS = 20
+	}
+	if o.Burst == 0 {
+		o.Burst = 30
+	}
+	if o.DeploymentWorkers == 0 {
+		o.DeploymentWorkers = 5
+	}
+	if o.ReplicaSetWorkers == 0 {
+		o.ReplicaSetWorkers = 5
+	}
+}
+
+// Run runs the Deployment and ReplicaSet controllers against cfg until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	opts.defaults()
+	clientFor := func(name string) (kubernetes.Interface, error) {
+		c := rest.CopyConfig(cfg)
+		c.QPS, c.Burst = opts.QPS, opts.Burst
+		return kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/"+name))
+	}
+	informerClient, err := clientFor("informers")
+	if err != nil {
+		return err
+	}
+	rsClient, err := clientFor(replicaset.ControllerName)
+	if err != nil {
+		return err
+	}
+	dClient, err := clientFor(deployment.ControllerName)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(informerClient, 0)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+
+	rsc, err := replicaset.New(rsClient, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
+		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: replicaset.ControllerName}))
+	if err != nil {
+		return fmt.Errorf("replicaset controller: %w", err)
+	}
+	dc, err := deployment.New(dClient, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
+		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deployment.ControllerName}))
+	if err != nil {
+		return fmt.Errorf("deployment controller: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	klog.FromContext(ctx).Info("Starting kroll workload controllers")
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); rsc.Run(ctx, opts.ReplicaSetWorkers) }()
+	go func() { defer wg.Done(); dc.Run(ctx, opts.DeploymentWorkers) }()
+	wg.Wait()
+	return nil
+}
