@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -93,4 +94,20 @@ func CheckAdoptable(owner, fresh metav1.Object, readErr error, kind string) erro
 		return fmt.Errorf("%s/%s has just been deleted at %v", owner.GetNamespace(), owner.GetName(), fresh.GetDeletionTimestamp())
 	}
 	return nil
+}
+
+// Selecting returns the owners whose selector (selectorOf) matches childLabels: the
+// candidates to adopt an orphan. An empty or invalid selector matches nothing.
+func Selecting[T any](owners []T, selectorOf func(T) *metav1.LabelSelector, childLabels map[string]string) []T {
+	if len(childLabels) == 0 {
+		return nil
+	}
+	var out []T
+	for _, o := range owners {
+		sel, err := metav1.LabelSelectorAsSelector(selectorOf(o))
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(childLabels)) {
+			out = append(out, o)
+		}
+	}
+	return out
 }

@@ -98,21 +98,11 @@ func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *apps
 
 // deploymentsSelecting lists the Deployments whose selector matches rs (adoption candidates).
 func (c *Controller) deploymentsSelecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
-	if len(rs.Labels) == 0 {
-		return nil
-	}
 	all, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.Deployment
-	for _, d := range all {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			out = append(out, d)
-		}
-	}
-	return out
+	return controller.Selecting(all, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels)
 }
 
 func (c *Controller) addReplicaSet(obj any) {

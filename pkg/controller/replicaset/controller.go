@@ -141,21 +141,11 @@ func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *apps
 
 // replicaSetsSelecting lists the ReplicaSets whose selector matches pod (adoption candidates).
 func (c *Controller) replicaSetsSelecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
-	if len(pod.Labels) == 0 {
-		return nil
-	}
 	all, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.ReplicaSet
-	for _, rs := range all {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
-			out = append(out, rs)
-		}
-	}
-	return out
+	return controller.Selecting(all, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }, pod.Labels)
 }
 
 func (c *Controller) addPod(obj any) {
