@@ -13,7 +13,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-var logMu sync.Mutex
+var (
+	logMu sync.Mutex
+	// logFile is where klog writes now; a later cluster in the same process replaces
+	// (and closes) it.
+	logFile *os.File
+)
 
 // setupLogging sends klog, which every embedded component logs through, to file
 // (appending), keeping the terminal for kroll's own messages.
@@ -44,6 +49,10 @@ func setupLogging(file string, verbosity int) error {
 		}
 	}
 	klog.SetOutput(f)
+	if logFile != nil {
+		logFile.Close()
+	}
+	logFile = f
 	// Deprecation warnings the components' clients receive are noise to a user.
 	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 	return nil

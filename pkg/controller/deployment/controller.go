@@ -86,13 +86,7 @@ func (c *Controller) enqueue(obj any) { c.queue.Enqueue(obj) }
 
 // ownerOf returns the Deployment a controllerRef names, if cached with that UID.
 func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref == nil || ref.Kind != "Deployment" {
-		return nil
-	}
-	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
+	d, _ := controller.Resolve(ref, "Deployment", c.dLister.Deployments(namespace).Get)
 	return d
 }
 
@@ -148,15 +142,9 @@ func (c *Controller) updateReplicaSet(oldObj, curObj any) {
 }
 
 func (c *Controller) deleteReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := controller.Deleted[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs)); d != nil {
 		c.enqueue(d)
@@ -166,22 +154,12 @@ func (c *Controller) deleteReplicaSet(obj any) {
 // deletePod wakes a Recreate Deployment when one of its old pods is finally gone: it
 // waits for that before creating new pods.
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.Deleted[*corev1.Pod](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
-	}
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "ReplicaSet" {
 		return
 	}
-	rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
+	rs, ok := controller.Resolve(metav1.GetControllerOf(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
+	if !ok {
 		return
 	}
 	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs)); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {

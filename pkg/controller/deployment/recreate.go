@@ -31,7 +31,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 	if scaledDown {
 		return c.syncRolloutStatus(ctx, all, newRS, d)
 	}
-	if running, err := c.oldPodsExist(d, newRS, oldRSs); err != nil {
+	if running, err := c.oldPodsExist(d, oldRSs); err != nil {
 		return err
 	} else if running {
 		return c.syncRolloutStatus(ctx, all, newRS, d)
@@ -55,7 +55,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 
 // oldPodsExist tells whether any pod of an old ReplicaSet is still around and not
 // finished (Pending, Running, Unknown, or terminating).
-func (c *Controller) oldPodsExist(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) (bool, error) {
+func (c *Controller) oldPodsExist(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (bool, error) {
 	for _, rs := range oldRSs {
 		if rs.Status.Replicas > 0 {
 			return true, nil
@@ -75,7 +75,7 @@ func (c *Controller) oldPodsExist(d *appsv1.Deployment, newRS *appsv1.ReplicaSet
 	}
 	for _, p := range pods {
 		ref := metav1.GetControllerOf(p)
-		if ref == nil || !old[string(ref.UID)] || (newRS != nil && ref.UID == newRS.UID) {
+		if ref == nil || !old[string(ref.UID)] {
 			continue
 		}
 		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {

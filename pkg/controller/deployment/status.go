@@ -18,10 +18,8 @@ import (
 // conditions carried over, and Available set by whether replicas−maxUnavailable are
 // available.
 func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) appsv1.DeploymentStatus {
-	var replicas, ready, available, updated int32
-	var terminating *int32
-	zero := int32(0)
-	terminating = &zero
+	var replicas, ready, available, updated, terminatingSum int32
+	terminatingKnown := true // unknown as soon as one ReplicaSet does not report it
 	for _, rs := range all {
 		if rs == nil {
 			continue
@@ -29,14 +27,15 @@ func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Rep
 		replicas += rs.Status.Replicas
 		ready += rs.Status.ReadyReplicas
 		available += rs.Status.AvailableReplicas
-		if terminating != nil {
-			if rs.Status.TerminatingReplicas == nil {
-				terminating = nil
-			} else {
-				n := *terminating + *rs.Status.TerminatingReplicas
-				terminating = &n
-			}
+		if rs.Status.TerminatingReplicas == nil {
+			terminatingKnown = false
+		} else {
+			terminatingSum += *rs.Status.TerminatingReplicas
 		}
+	}
+	var terminating *int32
+	if terminatingKnown {
+		terminating = &terminatingSum
 	}
 	if newRS != nil {
 		updated = newRS.Status.Replicas

@@ -129,13 +129,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 
 // ownerOf returns the ReplicaSet a controllerRef names, if it is in the cache with that UID.
 func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref == nil || ref.Kind != "ReplicaSet" {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
+	rs, _ := controller.Resolve(ref, "ReplicaSet", c.rsLister.ReplicaSets(namespace).Get)
 	return rs
 }
 
@@ -204,15 +198,9 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 }
 
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.Deleted[*corev1.Pod](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	rs := c.ownerOf(pod.Namespace, metav1.GetControllerOf(pod))
 	if rs == nil {
