@@ -19,7 +19,10 @@ import (
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
 
-var progressingReason = regexp.MustCompile(`Progressing=True/\w+`)
+var (
+	progressingReason = regexp.MustCompile(`Progressing=True/\w+`)
+	rsName            = regexp.MustCompile(`rs \S+ `)
+)
 
 // The spec's walkthrough uses nginx:1.161 as the typo that never pulls.
 var typoImage = clustertest.WithKubelet(func(k *kubelet.Config) {
@@ -305,6 +308,49 @@ var deploymentScenarios = []deploymentScenario{
 			s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		}
 		s.waitRS(t, "nginx:1.16.0=0 nginx:1.16.1=0 nginx:1.17.0=2")
+		return s.summary(t, "nginx-deployment")
+	}, false},
+
+	{"rollout restart starts a rollout like any template change", func(t *testing.T, s *scene) string {
+		s.apply(t, nginxDeployment)
+		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
+		w := s.watch(t)
+		s.kubectl(t, "rollout", "restart", "deployment/nginx-deployment")
+		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
+		s.waitRS(t, "nginx:1.14.2=0 nginx:1.14.2=3")
+		rss := s.replicaSets(t)
+		if _, ok := rss[1].Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"]; !ok {
+			t.Errorf("the new ReplicaSet's template lacks restartedAt: %v", rss[1].Spec.Template.Annotations)
+		}
+		s.verify(t, w, 10)
+		// The restart time is part of the template, so the new ReplicaSet's name differs
+		// between runs: compare without names.
+		return rsName.ReplaceAllString(s.summary(t, "nginx-deployment"), "rs ")
+	}, false},
+
+	{"a quota that allows 2 pods makes a 3-replica Deployment report ReplicaFailure", func(t *testing.T, s *scene) string {
+		s.kubectl(t, "create", "quota", "two-pods", "--hard=pods=2")
+		eventually(t, time.Minute, "the quota controller to count usage", func(ctx context.Context) (bool, string) {
+			q, err := s.c.Client.CoreV1().ResourceQuotas(s.ns).Get(ctx, "two-pods", metav1.GetOptions{})
+			return err == nil && q.Status.Hard != nil, fmt.Sprint(err)
+		})
+		s.apply(t, nginxDeployment)
+		eventually(t, time.Minute, "ReplicaFailure on the Deployment", func(context.Context) (bool, string) {
+			sum := s.summary(t, "nginx-deployment")
+			return strings.Contains(sum, "ReplicaFailure=True/FailedCreate") && strings.Contains(sum, "replicas=3"), sum
+		})
+		eventually(t, time.Minute, "the ReplicaSet to run the 2 pods the quota allows", func(context.Context) (bool, string) {
+			rs := s.replicaSets(t)[0]
+			return rs.Status.Replicas == 2, fmt.Sprintf("%d pods", rs.Status.Replicas)
+		})
+		time.Sleep(time.Second) // and no more
+		if rs := s.replicaSets(t)[0]; rs.Status.Replicas != 2 {
+			t.Errorf("the ReplicaSet runs %d pods under a quota of 2", rs.Status.Replicas)
+		}
+		events := s.kubectl(t, "get", "events", "--field-selector", "reason=FailedCreate", "-o", "custom-columns=M:.message", "--no-headers")
+		if !strings.Contains(events, "exceeded quota") {
+			t.Errorf("no FailedCreate event naming the quota:\n%s", events)
+		}
 		return s.summary(t, "nginx-deployment")
 	}, false},
 }
