@@ -84,11 +84,16 @@ func DeploymentFenceposts(d *appsv1.Deployment) Fenceposts {
 // With 10 replicas, surge 3, old RS at 10 and a new RS at 0: 3; once the old RS is
 // scaled down to 8: 5.
 //
-// An old ReplicaSet counts with max(spec.replicas, status.replicas): pods it was just
-// told to remove still run until its controller has deleted them. Counting spec alone
-// (as upstream does) lets new pods start before old ones stop, briefly running more
-// than replicas+maxSurge pods; kroll waits for the old RS to report them gone.
-func NewReplicaSetReplicas(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) int32 {
+// An old ReplicaSet counts with max(spec.replicas, status.replicas, pods seen): pods it
+// was just told to remove still run until its controller has deleted them, and its
+// status can lag pods it created just before. Counting spec alone (as upstream does)
+// lets new pods start before old ones stop, briefly running more than
+// replicas+maxSurge pods; kroll waits until the old pods are gone. seenPods, when not
+// nil, tells how many active pods of an old ReplicaSet the caller sees in its cache.
+// While an old ReplicaSet's controller has not yet observed its latest spec
+// (status.observedGeneration < generation), it may still be creating pods for an
+// earlier size that nothing counts yet: no new pods are added until it has.
+func NewReplicaSetReplicas(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, seenPods func(*appsv1.ReplicaSet) int32) int32 {
 	desired := DesiredReplicas(d)
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		return desired
@@ -100,8 +105,14 @@ func NewReplicaSetReplicas(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS
 		case rs == nil:
 		case rs == newRS || rs.UID != "" && rs.UID == newRS.UID:
 			total += current
+		case rs.Status.ObservedGeneration < rs.Generation:
+			return current
 		default:
-			total += max(replicas(rs.Spec.Replicas), rs.Status.Replicas)
+			n := max(replicas(rs.Spec.Replicas), rs.Status.Replicas)
+			if seenPods != nil {
+				n = max(n, seenPods(rs))
+			}
+			total += n
 		}
 	}
 	maxTotal := desired + DeploymentFenceposts(d).MaxSurge

@@ -81,10 +81,45 @@ func TestNewReplicaSetReplicas(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			all := append([]*appsv1.ReplicaSet{tt.newRS}, tt.oldRSs...)
-			if got := NewReplicaSetReplicas(tt.d, all, tt.newRS); got != tt.want {
+			if got := NewReplicaSetReplicas(tt.d, all, tt.newRS, nil); got != tt.want {
 				t.Errorf("got %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestNewReplicaSetReplicas_countsPodsTheStatusHasNotCaughtUpWith(t *testing.T) {
+	// A stuck RS just scaled 3 → 0 whose status still says 2 (its third pod was created
+	// after its last status write): its 3 pods still run, so there is no room yet.
+	d := newDeployment(5, "2", "1")
+	stuck := newRS("stuck", 0, 0, 2)
+	stuck.Status.Replicas = 2
+	old, nRS := newRS("old", 4, 4, 1), newRS("new", 0, 0, 3)
+	all := []*appsv1.ReplicaSet{old, stuck, nRS}
+	seen := func(rs *appsv1.ReplicaSet) int32 {
+		if rs.Name == "stuck" {
+			return 3
+		}
+		return *rs.Spec.Replicas
+	}
+	if got := NewReplicaSetReplicas(d, all, nRS, seen); got != 0 {
+		t.Errorf("got %d, want 0: 4 old + 3 stuck pods already fill 5+2", got)
+	}
+	if got := NewReplicaSetReplicas(d, all, nRS, nil); got != 1 {
+		t.Errorf("without the pods seen: got %d, want 1 (4 + 2 by status)", got)
+	}
+}
+
+func TestNewReplicaSetReplicas_waitsForOldReplicaSetsToObserveTheirSize(t *testing.T) {
+	d := newDeployment(5, "2", "1")
+	old, nRS := newRS("old", 4, 4, 1), newRS("new", 0, 0, 3)
+	old.Generation, old.Status.ObservedGeneration = 3, 2
+	if got := NewReplicaSetReplicas(d, []*appsv1.ReplicaSet{old, nRS}, nRS, nil); got != 0 {
+		t.Errorf("got %d while the old ReplicaSet has not observed its latest size, want 0", got)
+	}
+	old.Status.ObservedGeneration = 3
+	if got := NewReplicaSetReplicas(d, []*appsv1.ReplicaSet{old, nRS}, nRS, nil); got != 3 {
+		t.Errorf("got %d once it has, want 3", got)
 	}
 }
 
@@ -184,7 +219,7 @@ func TestRollingUpdateWorkedExample(t *testing.T) {
 	oldRS, nRS := newRS("old", 10, 10, 1), newRS("new", 0, 0, 2)
 	for step := 0; step < 40; step++ {
 		all := []*appsv1.ReplicaSet{nRS, oldRS}
-		*nRS.Spec.Replicas = NewReplicaSetReplicas(d, all, nRS)
+		*nRS.Spec.Replicas = NewReplicaSetReplicas(d, all, nRS, nil)
 		if total := SpecReplicas(all); total > 13 {
 			t.Fatalf("step %d: %d pods wanted, more than 13", step, total)
 		}

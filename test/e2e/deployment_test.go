@@ -259,8 +259,6 @@ var deploymentScenarios = []deploymentScenario{
 		s.apply(t, deploymentManifest(5, ""))
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		w := s.watch(t)
-		w.SkipPodSurge("known gap: while a stuck ReplicaSet is cleaned up in a rollover, new pods can start " +
-			"before its pods are marked for deletion (upstream shows the same); ReplicaSet-level surge is still checked")
 		s.kubectl(t, "set", "image", "deployment/nginx-deployment", "nginx=nginx:1.161") // never becomes available
 		// 5 replicas at 25%/25%: surge 2, unavailable 1 → new 2, old 4, new 3; stuck there.
 		s.waitRS(t, "nginx:1.14.2=4 nginx:1.161=3")

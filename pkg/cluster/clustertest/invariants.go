@@ -46,16 +46,6 @@ type DeploymentWatcher struct {
 	mu         sync.Mutex
 	observed   int
 	violations []string
-	// podSurgeGap, when set, says why the pod-level surge bound is not held here.
-	podSurgeGap string
-}
-
-// SkipPodSurge stops checking the pod-level surge bound (the ReplicaSet-level one stays),
-// for a scenario where it is known not to hold; why is logged by Verify.
-func (w *DeploymentWatcher) SkipPodSurge(why string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.podSurgeGap = why
 }
 
 // WatchDeployment starts watching namespace/name until the test ends.
@@ -163,7 +153,7 @@ func (w *DeploymentWatcher) check() {
 	if n := rollout.AvailableReplicas(owned); n < desired-f.MaxUnavailable {
 		fail("ReplicaSets report %d available, fewer than %d replicas − %d unavailable", n, desired, f.MaxUnavailable)
 	}
-	if running > desired+f.MaxSurge && w.podSurgeGap == "" {
+	if running > desired+f.MaxSurge {
 		fail("%d pods running, more than %d replicas + %d surge", running, desired, f.MaxSurge)
 	}
 	if available < desired-f.MaxUnavailable {
@@ -182,9 +172,6 @@ func (w *DeploymentWatcher) Verify(t testing.TB, minObserved int) {
 	}
 	if w.observed < minObserved {
 		t.Errorf("deployment %s: only %d states observed, want at least %d", w.name, w.observed, minObserved)
-	}
-	if w.podSurgeGap != "" {
-		t.Logf("deployment %s: pod-level surge not checked: %s", w.name, w.podSurgeGap)
 	}
 	t.Logf("deployment %s: %d states observed, %d violations", w.name, w.observed, len(w.violations))
 }

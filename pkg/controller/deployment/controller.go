@@ -37,10 +37,11 @@ type Controller struct {
 	recorder record.EventRecorder
 	now      func() time.Time
 
-	dLister   appslisters.DeploymentLister
-	rsLister  appslisters.ReplicaSetLister
-	podLister corelisters.PodLister
-	synced    []cache.InformerSynced
+	dLister    appslisters.DeploymentLister
+	rsLister   appslisters.ReplicaSetLister
+	podLister  corelisters.PodLister
+	podIndexer cache.Indexer
+	synced     []cache.InformerSynced
 
 	queue controller.Queue
 }
@@ -48,14 +49,18 @@ type Controller struct {
 // New builds the controller on shared informers (start them after).
 func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		client:    client,
-		recorder:  recorder,
-		now:       time.Now,
-		dLister:   dInformer.Lister(),
-		rsLister:  rsInformer.Lister(),
-		podLister: podInformer.Lister(),
-		synced:    []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
-		queue:     controller.NewQueue("deployment"),
+		client:     client,
+		recorder:   recorder,
+		now:        time.Now,
+		dLister:    dInformer.Lister(),
+		rsLister:   rsInformer.Lister(),
+		podLister:  podInformer.Lister(),
+		podIndexer: podInformer.Informer().GetIndexer(),
+		synced:     []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
+		queue:      controller.NewQueue("deployment"),
+	}
+	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
+		return nil, err
 	}
 	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -83,6 +88,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 }
 
 func (c *Controller) enqueue(obj any) { c.queue.Enqueue(obj) }
+
+// seenPods counts the active pods of rs in the pod cache.
+func (c *Controller) seenPods(rs *appsv1.ReplicaSet) int32 {
+	return controller.ActivePodsOf(c.podIndexer, string(rs.UID))
+}
 
 // ownerOf returns the Deployment a controllerRef names, if cached with that UID.
 func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {

@@ -91,7 +91,7 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: template},
 	}
-	size := rollout.NewReplicaSetReplicas(d, append(append([]*appsv1.ReplicaSet{}, oldRSs...), rs), rs)
+	size := rollout.NewReplicaSetReplicas(d, append(append([]*appsv1.ReplicaSet{}, oldRSs...), rs), rs, c.seenPods)
 	rs.Spec.Replicas = &size
 	history.SetNewReplicaSetAnnotations(d, rs, revision)
 	for k, v := range rollout.ReplicasAnnotations(d) {

@@ -49,7 +49,7 @@ func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deploymen
 	case size > desired:
 		size = desired
 	default:
-		size = rollout.NewReplicaSetReplicas(d, all, newRS)
+		size = rollout.NewReplicaSetReplicas(d, all, newRS, c.seenPods)
 	}
 	if size == *newRS.Spec.Replicas {
 		return false, nil

@@ -32,32 +32,6 @@ const ControllerName = "replicaset-controller"
 // rest wait for the next sync, once these have been observed.
 const BurstReplicas = 500
 
-// PodControllerIndex indexes pods by the UID of their controller; orphans are indexed
-// as orphanIndexKey(namespace), so that a sync reads only its own pods and the orphans
-// it might adopt, not its whole namespace.
-const PodControllerIndex = "kroll.dev/controller-uid"
-
-func orphanIndexKey(namespace string) string { return "orphan/" + namespace }
-
-func podControllerIndex(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		return []string{string(ref.UID)}, nil
-	}
-	return []string{orphanIndexKey(pod.Namespace)}, nil
-}
-
-// AddPodControllerIndex adds PodControllerIndex to a pod informer that has not started.
-func AddPodControllerIndex(pods cache.SharedIndexInformer) error {
-	if _, exists := pods.GetIndexer().GetIndexers()[PodControllerIndex]; exists {
-		return nil
-	}
-	return pods.AddIndexers(cache.Indexers{PodControllerIndex: podControllerIndex})
-}
-
 // Controller is the ReplicaSet controller.
 type Controller struct {
 	client     kubernetes.Interface
@@ -91,7 +65,7 @@ func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInforme
 		expectations: newExpectations(time.Now),
 		burst:        BurstReplicas,
 	}
-	if err := AddPodControllerIndex(podInformer.Informer()); err != nil {
+	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
 	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -216,8 +190,8 @@ func (c *Controller) deletePod(obj any) {
 // of its namespace.
 func (c *Controller) candidatePods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
-	for _, key := range []string{string(rs.UID), orphanIndexKey(rs.Namespace)} {
-		objs, err := c.podIndexer.ByIndex(PodControllerIndex, key)
+	for _, key := range []string{string(rs.UID), controller.OrphanIndexKey(rs.Namespace)} {
+		objs, err := c.podIndexer.ByIndex(controller.PodControllerIndex, key)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +221,7 @@ func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 	}
 	var out []*corev1.Pod
 	for _, o := range owners {
-		objs, _ := c.podIndexer.ByIndex(PodControllerIndex, string(o.UID))
+		objs, _ := c.podIndexer.ByIndex(controller.PodControllerIndex, string(o.UID))
 		for _, obj := range objs {
 			if p, ok := obj.(*corev1.Pod); ok && rollout.IsPodActive(p) {
 				out = append(out, p)

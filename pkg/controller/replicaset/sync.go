@@ -72,6 +72,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	now := c.now()
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
+	// observedGeneration moves on only once this generation has been acted on: while
+	// creates or deletes of an earlier resize are unobserved, pods may still appear that
+	// the status does not count, and the Deployment controller relies on a ReplicaSet
+	// whose observedGeneration is current to report all of its pods.
+	status.ObservedGeneration = rs.Status.ObservedGeneration
+	if needsResize {
+		status.ObservedGeneration = rs.Generation
+	}
 	updated, err := c.writeStatus(ctx, rs, status)
 	if err != nil {
 		return err
@@ -269,9 +277,8 @@ func replicasOf(rs *appsv1.ReplicaSet) int32 {
 	return *rs.Spec.Replicas
 }
 
-// writeStatus writes status (with observedGeneration) if it differs from rs's.
+// writeStatus writes status if it differs from rs's.
 func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
-	status.ObservedGeneration = rs.Generation
 	if equality.Semantic.DeepEqual(rs.Status, status) {
 		return rs, nil
 	}
