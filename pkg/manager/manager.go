@@ -26,9 +26,11 @@ type Options struct {
 	// 20 and 30, per controller).
 	QPS   float32
 	Burst int
-	// DeploymentWorkers and ReplicaSetWorkers are the concurrent syncs (upstream: 5 each).
-	DeploymentWorkers int
-	ReplicaSetWorkers int
+	// DeploymentWorkers, ReplicaSetWorkers and ReplicationControllerWorkers are the
+	// concurrent syncs (upstream: 5 each).
+	DeploymentWorkers            int
+	ReplicaSetWorkers            int
+	ReplicationControllerWorkers int
 }
 
 func (o *Options) defaults() {
@@ -44,9 +46,13 @@ func (o *Options) defaults() {
 	if o.ReplicaSetWorkers == 0 {
 		o.ReplicaSetWorkers = 5
 	}
+	if o.ReplicationControllerWorkers == 0 {
+		o.ReplicationControllerWorkers = 5
+	}
 }
 
-// Run runs the Deployment and ReplicaSet controllers against cfg until ctx ends.
+// Run runs the Deployment, ReplicaSet and ReplicationController controllers against cfg
+// until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	opts.defaults()
 	clientFor := func(name string) (kubernetes.Interface, error) {
@@ -66,6 +72,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	rcClient, err := clientFor(replicaset.RCControllerName)
+	if err != nil {
+		return err
+	}
 	factory := informers.NewSharedInformerFactory(informerClient, 0)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
@@ -82,13 +92,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("deployment controller: %w", err)
 	}
+	rcc, err := replicaset.NewForReplicationControllers(rcClient, factory.Core().V1().ReplicationControllers(), factory.Core().V1().Pods(),
+		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: replicaset.RCControllerName}))
+	if err != nil {
+		return fmt.Errorf("replicationcontroller controller: %w", err)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	klog.FromContext(ctx).Info("Starting kroll workload controllers")
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); rsc.Run(ctx, opts.ReplicaSetWorkers) }()
+	go func() { defer wg.Done(); rcc.Run(ctx, opts.ReplicationControllerWorkers) }()
 	go func() { defer wg.Done(); dc.Run(ctx, opts.DeploymentWorkers) }()
 	wg.Wait()
 	return nil

@@ -1,6 +1,7 @@
-// Package replicaset is kroll's ReplicaSet controller: it keeps exactly spec.replicas
-// pods of each ReplicaSet, adopting and releasing pods by selector and controllerRef,
-// and reports their readiness in the ReplicaSet's status.
+// Package replicaset is kroll's ReplicaSet and ReplicationController controller: it
+// keeps exactly spec.replicas pods of each ReplicaSet (or ReplicationController),
+// adopting and releasing pods by selector and controllerRef, and reports their
+// readiness in its status. One implementation serves both kinds (see kind).
 package replicaset
 
 import (
@@ -12,11 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -25,21 +24,24 @@ import (
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
-// ControllerName is the name upstream's ReplicaSet controller records events under.
-const ControllerName = "replicaset-controller"
+// ControllerName and RCControllerName are the names upstream's ReplicaSet and
+// ReplicationController controllers record events under.
+const (
+	ControllerName   = "replicaset-controller"
+	RCControllerName = "replication-controller"
+)
 
 // BurstReplicas caps the pods created or deleted for one ReplicaSet in one sync; the
 // rest wait for the next sync, once these have been observed.
 const BurstReplicas = 500
 
-// Controller is the ReplicaSet controller.
+// Controller is the ReplicaSet or the ReplicationController controller.
 type Controller struct {
-	client     kubernetes.Interface
+	kind       *kind
 	podControl PodControl
 	recorder   record.EventRecorder
 	now        func() time.Time
 
-	rsLister   appslisters.ReplicaSetLister
 	podLister  corelisters.PodLister
 	podIndexer cache.Indexer
 	synced     []cache.InformerSynced
@@ -49,26 +51,35 @@ type Controller struct {
 	burst        int
 }
 
-// New builds the controller on shared informers (which it adds handlers and an index
-// to; start them after). recorder receives the SuccessfulCreate/SuccessfulDelete events.
+// New builds the ReplicaSet controller on shared informers (which it adds handlers and
+// an index to; start them after). recorder receives the SuccessfulCreate and
+// SuccessfulDelete events.
 func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
+	return newController(client, replicaSetKind(client, rsInformer), podInformer, recorder)
+}
+
+// NewForReplicationControllers builds the ReplicationController controller, as New.
+func NewForReplicationControllers(client kubernetes.Interface, rcInformer coreinformers.ReplicationControllerInformer, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
+	return newController(client, replicationControllerKind(client, rcInformer), podInformer, recorder)
+}
+
+func newController(client kubernetes.Interface, k *kind, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		client:       client,
+		kind:         k,
 		podControl:   &realPodControl{client: client, recorder: recorder},
 		recorder:     recorder,
 		now:          time.Now,
-		rsLister:     rsInformer.Lister(),
 		podLister:    podInformer.Lister(),
 		podIndexer:   podInformer.Informer().GetIndexer(),
-		synced:       []cache.InformerSynced{rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
-		queue:        controller.NewQueue("replicaset"),
+		synced:       []cache.InformerSynced{k.informer.HasSynced, podInformer.Informer().HasSynced},
+		queue:        controller.NewQueue(k.queue),
 		expectations: newExpectations(time.Now),
 		burst:        BurstReplicas,
 	}
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
 		DeleteFunc: c.deleteReplicaSet,
@@ -85,9 +96,9 @@ func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInforme
 	return c, nil
 }
 
-// Run syncs ReplicaSets with workers goroutines until ctx ends.
+// Run syncs ReplicaSets (or ReplicationControllers) with workers goroutines until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	c.queue.Run(ctx, ControllerName, workers, c.synced, c.sync)
+	c.queue.Run(ctx, c.kind.component, workers, c.synced, c.sync)
 }
 
 func (c *Controller) enqueue(obj any) { c.queue.Enqueue(obj) }
@@ -103,13 +114,13 @@ func (c *Controller) deleteReplicaSet(obj any) {
 
 // ownerOf returns the ReplicaSet a controllerRef names, if it is in the cache with that UID.
 func (c *Controller) ownerOf(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	rs, _ := controller.Resolve(ref, "ReplicaSet", c.rsLister.ReplicaSets(namespace).Get)
+	rs, _ := controller.Resolve(ref, c.kind.name, func(name string) (*appsv1.ReplicaSet, error) { return c.kind.get(namespace, name) })
 	return rs
 }
 
 // replicaSetsSelecting lists the ReplicaSets whose selector matches pod (adoption candidates).
 func (c *Controller) replicaSetsSelecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
-	all, err := c.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	all, err := c.kind.list(pod.Namespace)
 	if err != nil {
 		return nil
 	}
@@ -209,7 +220,7 @@ func (c *Controller) candidatePods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error)
 func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 	owners := []*appsv1.ReplicaSet{rs}
 	if ref := metav1.GetControllerOf(rs); ref != nil {
-		siblings, err := c.rsLister.ReplicaSets(rs.Namespace).List(labels.Everything())
+		siblings, err := c.kind.list(rs.Namespace)
 		if err == nil {
 			owners = owners[:0]
 			for _, s := range siblings {
@@ -234,8 +245,11 @@ func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 // checkAdoptable re-reads rs from the API server (not the cache) before pods are
 // adopted: a ReplicaSet that was just deleted or replaced must not take pods.
 func (c *Controller) checkAdoptable(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
-	return controller.CheckAdoptable(rs, fresh, err, "ReplicaSet")
+	fresh, err := c.kind.getFresh(ctx, rs.Namespace, rs.Name)
+	if err != nil {
+		return err
+	}
+	return controller.CheckAdoptable(rs, fresh, nil, c.kind.name)
 }
 
 func isNotFoundOrGone(err error) bool {

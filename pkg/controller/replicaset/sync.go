@@ -34,7 +34,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(name)
+	rs, err := c.kind.get(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.forget(key)
 		return nil
@@ -72,6 +72,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	now := c.now()
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
+	if !c.kind.hasTerminatingReplicas {
+		status.TerminatingReplicas = nil
+	}
 	// observedGeneration moves on only once this generation has been acted on: while
 	// creates or deletes of an earlier resize are unobserved, pods may still appear that
 	// the status does not count, and the Deployment controller relies on a ReplicaSet
@@ -108,7 +111,7 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 			if matches {
 				claimed = append(claimed, pod)
 			} else if rs.DeletionTimestamp == nil {
-				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, releasePatch(rs, pod)); err != nil && !isNotFoundOrGone(err) && !apierrors.IsInvalid(err) {
+				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, c.releasePatch(rs, pod)); err != nil && !isNotFoundOrGone(err) && !apierrors.IsInvalid(err) {
 					errs = append(errs, err)
 				}
 			}
@@ -124,7 +127,7 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 			errs = append(errs, fmt.Errorf("cannot adopt pod %s/%s: %w", pod.Namespace, pod.Name, adoptable))
 			continue
 		}
-		if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, adoptPatch(rs, pod)); err != nil {
+		if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, c.adoptPatch(rs, pod)); err != nil {
 			if !isNotFoundOrGone(err) {
 				errs = append(errs, err)
 			}
@@ -135,24 +138,18 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 	return claimed, utilerrors.NewAggregate(errs)
 }
 
-// controllerRef is the owner reference rs's pods carry.
-func controllerRef(rs *appsv1.ReplicaSet) metav1.OwnerReference {
-	yes := true
-	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes, BlockOwnerDeletion: &yes}
-}
-
 // adoptPatch adds rs as the pod's controller; the pod's UID guards against a pod of
 // the same name created meanwhile.
-func adoptPatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
+func (c *Controller) adoptPatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []metav1.OwnerReference{controllerRef(rs)},
+		"ownerReferences": []metav1.OwnerReference{c.kind.controllerRef(rs)},
 		"uid":             pod.UID,
 	}})
 	return b
 }
 
 // releasePatch removes rs from the pod's owners.
-func releasePatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
+func (c *Controller) releasePatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": rs.UID}},
 		"uid":             pod.UID,
@@ -168,9 +165,10 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		n := min(-diff, c.burst)
 		c.expectations.expect(key, n, nil)
 		klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "creating", n)
-		template := podFromTemplate(rs)
+		template := podFromTemplate(rs, c.kind.controllerRef(rs))
+		owner := c.kind.original(rs)
 		created, err := slowStartBatch(n, 1, func() error {
-			_, err := c.podControl.CreatePod(ctx, rs, template.DeepCopy())
+			_, err := c.podControl.CreatePod(ctx, owner, template.DeepCopy())
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // the namespace is going away; nothing to report
 			}
@@ -183,6 +181,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 
 	case diff > 0:
 		n := min(diff, c.burst)
+		owner := c.kind.original(rs)
 		victims := rollout.PodsToDelete(active, c.relatedPods(rs), n, c.now())
 		keys := make([]string, len(victims))
 		for i, p := range victims {
@@ -196,7 +195,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := c.podControl.DeletePod(ctx, rs, p); err != nil {
+				if err := c.podControl.DeletePod(ctx, owner, p); err != nil {
 					c.expectations.deletionObserved(key, keys[i]) // never going to be seen
 					if !apierrors.IsNotFound(err) {
 						errs[i] = err
@@ -239,8 +238,8 @@ func slowStartBatch(count, initial int, fn func() error) (int, error) {
 }
 
 // podFromTemplate is a new pod of rs: the template's labels, annotations, finalizers
-// and spec, named "<rs>-" plus a random suffix, controlled by rs.
-func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+// and spec, named "<rs>-" plus a random suffix, controlled by rs (ref).
+func podFromTemplate(rs *appsv1.ReplicaSet, ref metav1.OwnerReference) *corev1.Pod {
 	t := rs.Spec.Template
 	prefix := rs.Name + "-"
 	if len(apivalidation.NameIsDNSSubdomain(prefix, true)) != 0 {
@@ -253,7 +252,7 @@ func podFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 			Labels:          copyMap(t.Labels),
 			Annotations:     copyMap(t.Annotations),
 			Finalizers:      append([]string(nil), t.Finalizers...),
-			OwnerReferences: []metav1.OwnerReference{controllerRef(rs)},
+			OwnerReferences: []metav1.OwnerReference{ref},
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
@@ -284,7 +283,7 @@ func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, sta
 	}
 	next := rs.DeepCopy()
 	next.Status = status
-	return c.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	return c.kind.updateStatus(ctx, next)
 }
 
 // nextAvailable is the earliest instant a ready pod of rs becomes available under

@@ -67,7 +67,7 @@ func newReplicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 func ownedPod(rs *appsv1.ReplicaSet, name string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), Labels: map[string]string{"app": "web"},
-			OwnerReferences: []metav1.OwnerReference{controllerRef(rs)}, CreationTimestamp: metav1.Now()},
+			OwnerReferences: []metav1.OwnerReference{rsControllerRef(rs)}, CreationTimestamp: metav1.Now()},
 		Spec: corev1.PodSpec{NodeName: "n1"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}},
@@ -201,5 +201,72 @@ func TestCalculateStatus(t *testing.T) {
 	if status.Replicas != 3 || status.ReadyReplicas != 3 || status.AvailableReplicas != 2 || status.FullyLabeledReplicas != 0 ||
 		status.TerminatingReplicas == nil || *status.TerminatingReplicas != 1 {
 		t.Errorf("status %+v: want 3 replicas, 3 ready, 2 available (minReadySeconds 30), 0 fully labelled, 1 terminating", status)
+	}
+}
+
+func rsControllerRef(rs *appsv1.ReplicaSet) metav1.OwnerReference {
+	return (&kind{name: "ReplicaSet", apiVersion: "apps/v1"}).controllerRef(rs)
+}
+
+// The ReplicationController controller is the same code on the core/v1 kind: its pods
+// name the RC as controller, its status goes to the RC, its selector is a plain map.
+func TestSync_replicationController(t *testing.T) {
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	rcInformer, podInformer := factory.Core().V1().ReplicationControllers(), factory.Core().V1().Pods()
+	c, err := NewForReplicationControllers(client, rcInformer, podInformer, record.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := &fakePodControl{}
+	c.podControl = pods
+	replicas := int32(3)
+	rc := &corev1.ReplicationController{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "web-uid", Generation: 2},
+		Spec: corev1.ReplicationControllerSpec{
+			Replicas: &replicas,
+			Selector: map[string]string{"app": "web"},
+			Template: &corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+			},
+		},
+	}
+	if _, err := client.CoreV1().ReplicationControllers("default").Create(context.Background(), rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rcInformer.Informer().GetIndexer().Add(rc); err != nil {
+		t.Fatal(err)
+	}
+	orphan := ownedPod(newReplicaSet("x", 1), "orphan")
+	orphan.OwnerReferences = nil
+	other := ownedPod(newReplicaSet("x", 1), "other")
+	other.Labels = map[string]string{"app": "db"}
+	other.OwnerReferences = nil
+	for _, p := range []*corev1.Pod{orphan, other} {
+		if err := podInformer.Informer().GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pods.patched) != "[orphan]" {
+		t.Errorf("patched %v, want the orphan matching app=web adopted", pods.patched)
+	}
+	if len(pods.created) != 2 {
+		t.Fatalf("created %d pods, want 2 (3 wanted, 1 adopted)", len(pods.created))
+	}
+	ref := metav1.GetControllerOf(pods.created[0])
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "ReplicationController" || ref.UID != rc.UID || pods.created[0].GenerateName != "web-" {
+		t.Errorf("created pod generateName %q controller %+v, want web- owned by ReplicationController web", pods.created[0].GenerateName, ref)
+	}
+	got, err := client.CoreV1().ReplicationControllers("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Replicas != 1 || got.Status.ReadyReplicas != 1 || got.Status.AvailableReplicas != 1 || got.Status.ObservedGeneration != 2 {
+		t.Errorf("RC status %+v: want 1 replica (the adopted one), ready and available, generation 2 observed", got.Status)
 	}
 }

@@ -1,0 +1,168 @@
+package replicaset
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// kind is the API kind a Controller serves. The controller's logic is written once, on
+// the ReplicaSet form: a ReplicationController is read as the ReplicaSet it is
+// equivalent to (its equality-based selector becomes matchLabels) and written back as
+// itself. Defaulting an RC's selector from its template labels is the API server's
+// job, so an RC the controller sees always has one; one without matches nothing.
+type kind struct {
+	// name and apiVersion are what the pods' controllerRef says (Kind, APIVersion).
+	name, apiVersion string
+	// component records the events, queue names the work queue (upstream's names).
+	component, queue string
+	// hasTerminatingReplicas: the kind's status has terminatingReplicas (RC's has not).
+	hasTerminatingReplicas bool
+
+	informer cache.SharedIndexInformer
+	// get and list read the informer cache; the objects must not be modified.
+	get  func(namespace, name string) (*appsv1.ReplicaSet, error)
+	list func(namespace string) ([]*appsv1.ReplicaSet, error)
+	// getFresh reads the object from the API server, for the check before adopting.
+	getFresh func(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, error)
+	// updateStatus writes rs's status through the kind's status subresource.
+	updateStatus func(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error)
+	// original is rs as its own kind, the object events are recorded on.
+	original func(rs *appsv1.ReplicaSet) runtime.Object
+}
+
+// controllerRef is the owner reference the pods of rs carry.
+func (k *kind) controllerRef(rs *appsv1.ReplicaSet) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{APIVersion: k.apiVersion, Kind: k.name, Name: rs.Name, UID: rs.UID, Controller: &yes, BlockOwnerDeletion: &yes}
+}
+
+func replicaSetKind(client kubernetes.Interface, informer appsinformers.ReplicaSetInformer) *kind {
+	lister := informer.Lister()
+	return &kind{
+		name: "ReplicaSet", apiVersion: "apps/v1", component: ControllerName, queue: "replicaset",
+		hasTerminatingReplicas: true,
+		informer:               informer.Informer(),
+		get:                    func(ns, name string) (*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).Get(name) },
+		list: func(ns string) ([]*appsv1.ReplicaSet, error) {
+			return lister.ReplicaSets(ns).List(labels.Everything())
+		},
+		getFresh: func(ctx context.Context, ns, name string) (*appsv1.ReplicaSet, error) {
+			return client.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		updateStatus: func(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+			return client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		},
+		original: func(rs *appsv1.ReplicaSet) runtime.Object { return rs },
+	}
+}
+
+func replicationControllerKind(client kubernetes.Interface, informer coreinformers.ReplicationControllerInformer) *kind {
+	lister := informer.Lister()
+	return &kind{
+		name: "ReplicationController", apiVersion: "v1", component: RCControllerName, queue: "replicationmanager",
+		informer: informer.Informer(),
+		get: func(ns, name string) (*appsv1.ReplicaSet, error) {
+			rc, err := lister.ReplicationControllers(ns).Get(name)
+			if err != nil {
+				return nil, err
+			}
+			return replicaSetFromRC(rc), nil
+		},
+		list: func(ns string) ([]*appsv1.ReplicaSet, error) {
+			rcs, err := lister.ReplicationControllers(ns).List(labels.Everything())
+			if err != nil {
+				return nil, err
+			}
+			out := make([]*appsv1.ReplicaSet, len(rcs))
+			for i, rc := range rcs {
+				out[i] = replicaSetFromRC(rc)
+			}
+			return out, nil
+		},
+		getFresh: func(ctx context.Context, ns, name string) (*appsv1.ReplicaSet, error) {
+			rc, err := client.CoreV1().ReplicationControllers(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return replicaSetFromRC(rc), nil
+		},
+		updateStatus: func(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+			rc, err := client.CoreV1().ReplicationControllers(rs.Namespace).UpdateStatus(ctx, rcFromReplicaSet(rs), metav1.UpdateOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return replicaSetFromRC(rc), nil
+		},
+		original: func(rs *appsv1.ReplicaSet) runtime.Object { return rcFromReplicaSet(rs) },
+	}
+}
+
+// replicaSetFromRC is rc in ReplicaSet form. It shares rc's maps and slices: read only.
+func replicaSetFromRC(rc *corev1.ReplicationController) *appsv1.ReplicaSet {
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: rc.ObjectMeta,
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas:        rc.Spec.Replicas,
+			MinReadySeconds: rc.Spec.MinReadySeconds,
+		},
+		Status: appsv1.ReplicaSetStatus{
+			Replicas:             rc.Status.Replicas,
+			FullyLabeledReplicas: rc.Status.FullyLabeledReplicas,
+			ReadyReplicas:        rc.Status.ReadyReplicas,
+			AvailableReplicas:    rc.Status.AvailableReplicas,
+			ObservedGeneration:   rc.Status.ObservedGeneration,
+		},
+	}
+	if len(rc.Spec.Selector) > 0 {
+		// A nil selector matches nothing; an empty one would match everything.
+		rs.Spec.Selector = &metav1.LabelSelector{MatchLabels: rc.Spec.Selector}
+	}
+	if rc.Spec.Template != nil {
+		rs.Spec.Template = *rc.Spec.Template
+	}
+	for _, c := range rc.Status.Conditions {
+		rs.Status.Conditions = append(rs.Status.Conditions, appsv1.ReplicaSetCondition{
+			Type: appsv1.ReplicaSetConditionType(c.Type), Status: c.Status,
+			LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message,
+		})
+	}
+	return rs
+}
+
+// rcFromReplicaSet is the ReplicationController rs stands for (see replicaSetFromRC).
+func rcFromReplicaSet(rs *appsv1.ReplicaSet) *corev1.ReplicationController {
+	rc := &corev1.ReplicationController{
+		ObjectMeta: *rs.ObjectMeta.DeepCopy(),
+		Spec: corev1.ReplicationControllerSpec{
+			Replicas:        rs.Spec.Replicas,
+			MinReadySeconds: rs.Spec.MinReadySeconds,
+			Template:        rs.Spec.Template.DeepCopy(),
+		},
+		Status: corev1.ReplicationControllerStatus{
+			Replicas:             rs.Status.Replicas,
+			FullyLabeledReplicas: rs.Status.FullyLabeledReplicas,
+			ReadyReplicas:        rs.Status.ReadyReplicas,
+			AvailableReplicas:    rs.Status.AvailableReplicas,
+			ObservedGeneration:   rs.Status.ObservedGeneration,
+		},
+	}
+	if rs.Spec.Selector != nil {
+		rc.Spec.Selector = rs.Spec.Selector.MatchLabels
+	}
+	for _, c := range rs.Status.Conditions {
+		rc.Status.Conditions = append(rc.Status.Conditions, corev1.ReplicationControllerCondition{
+			Type: corev1.ReplicationControllerConditionType(c.Type), Status: c.Status,
+			LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message,
+		})
+	}
+	return rc
+}
