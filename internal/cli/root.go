@@ -5,9 +5,11 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Main runs kroll with args and returns the process exit code: 0 on success, 1 on any
@@ -24,6 +26,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 // NewRootCommand builds the kroll command tree.
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	// cobra offers every flag registered on pflag.CommandLine as a global flag; the
+	// embedded Kubernetes packages register some there (--version) that are not kroll's.
+	pflag.CommandLine = pflag.NewFlagSet("kroll", pflag.ContinueOnError)
 	root := &cobra.Command{
 		Use:           "kroll",
 		Short:         "Kubernetes workload rollouts: controllers, CLI and a one-machine cluster",
@@ -36,6 +41,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		return fmt.Errorf("%s: %w; see '%s --help'", cmd.CommandPath(), err, cmd.CommandPath())
 	})
 	root.AddCommand(newUpCommand(stdout, stderr))
+	root.AddCommand(newRollingUpdateCommand(os.Stdin, stdout))
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,17 +16,41 @@ import (
 	"time"
 )
 
-// buildKroll builds the kroll binary into a temp dir, as `go build ./cmd/kroll` would.
+// built is the kroll binary the package's tests share, built once.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildKroll builds the kroll binary, as `go build ./cmd/kroll` would, once per test run.
 func buildKroll(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kroll")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/kroll-dev/kroll/cmd/kroll").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./cmd/kroll: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "kroll-e2e-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "kroll")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", built.path, "github.com/kroll-dev/kroll/cmd/kroll").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build ./cmd/kroll: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.path
 }
 
 // upProcess is a running `kroll up`.

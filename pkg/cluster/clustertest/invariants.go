@@ -1,10 +1,7 @@
 package clustertest
 
 import (
-	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -38,48 +34,22 @@ type DeploymentWatcher struct {
 	deployments appslisters.DeploymentNamespaceLister
 	replicaSets appslisters.ReplicaSetNamespaceLister
 	pods        corelisters.PodNamespaceLister
-
-	// synced turns true once both caches hold the full state; events before that
-	// would be judged on half a picture.
-	synced atomic.Bool
-
-	mu         sync.Mutex
-	observed   int
-	violations []string
+	observer
 }
 
 // WatchDeployment starts watching namespace/name until the test ends.
 func WatchDeployment(t testing.TB, client kubernetes.Interface, namespace, name string) *DeploymentWatcher {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	deployments, replicaSets, pods := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	w := &DeploymentWatcher{name: name, deployments: deployments.Lister().Deployments(namespace),
-		replicaSets: replicaSets.Lister().ReplicaSets(namespace), pods: pods.Lister().Pods(namespace)}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.check() },
-		UpdateFunc: func(any, any) { w.check() },
-		DeleteFunc: func(any) { w.check() },
-	}
-	for _, inf := range []cache.SharedIndexInformer{deployments.Informer(), replicaSets.Informer(), pods.Informer()} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			t.Fatal(err)
-		}
-	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("invariant watcher: the %v cache did not sync", typ)
-		}
-	}
-	w.synced.Store(true)
-	w.check()
+		replicaSets: replicaSets.Lister().ReplicaSets(namespace), pods: pods.Lister().Pods(namespace),
+		observer: observer{what: "deployment " + name}}
+	w.start(t, factory, w.check, deployments.Informer(), replicaSets.Informer(), pods.Informer())
 	return w
 }
 
-// check evaluates the bounds on the state the informers hold now. Informer handlers run
-// one at a time per informer, and the listers see every event applied in order.
+// check evaluates the bounds on the state the informers hold now.
 func (w *DeploymentWatcher) check() {
 	if !w.synced.Load() {
 		return
@@ -126,14 +96,13 @@ func (w *DeploymentWatcher) check() {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.observed++
-	fail := func(format string, args ...any) {
-		state := ""
+	fail := w.observation(func() string {
+		state := "replica sets spec/available:"
 		for _, rs := range owned {
 			state += fmt.Sprintf(" %s=%d/%d", rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], *rs.Spec.Replicas, rs.Status.AvailableReplicas)
 		}
-		w.violations = append(w.violations, fmt.Sprintf("observation %d: ", w.observed)+fmt.Sprintf(format, args...)+" [replica sets spec/available:"+state+"]")
-	}
+		return state
+	})
 	for i := range owned {
 		for j := i + 1; j < len(owned); j++ {
 			if history.EqualIgnoringHash(&owned[i].Spec.Template, &owned[j].Spec.Template) {
@@ -159,30 +128,4 @@ func (w *DeploymentWatcher) check() {
 	if available < desired-f.MaxUnavailable {
 		fail("%d pods available, fewer than %d replicas − %d unavailable", available, desired, f.MaxUnavailable)
 	}
-}
-
-// Verify fails t if any observed state broke a bound, or if fewer than minObserved
-// states were observed (a watcher that saw nothing proves nothing).
-func (w *DeploymentWatcher) Verify(t testing.TB, minObserved int) {
-	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, v := range w.violations {
-		t.Errorf("deployment %s invariant broken: %s", w.name, v)
-	}
-	if w.observed < minObserved {
-		t.Errorf("deployment %s: only %d states observed, want at least %d", w.name, w.observed, minObserved)
-	}
-	t.Logf("deployment %s: %d states observed, %d violations", w.name, w.observed, len(w.violations))
-}
-
-// Report logs what Verify would check, without failing t.
-func (w *DeploymentWatcher) Report(t testing.TB) {
-	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, v := range w.violations {
-		t.Logf("deployment %s bound not kept: %s", w.name, v)
-	}
-	t.Logf("deployment %s: %d states observed, %d bounds not kept", w.name, w.observed, len(w.violations))
 }

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// krollUpKubeconfig is where a `kroll up` started in the current directory writes its
+// kubeconfig (its default --data-dir).
+var krollUpKubeconfig = filepath.Join(".kroll", "kubeconfig")
+
+// clientFlags are kubectl's connection flags (--kubeconfig, --context, -n, --server, …).
+type clientFlags struct {
+	config *genericclioptions.ConfigFlags
+}
+
+func addClientFlags(cmd *cobra.Command) *clientFlags {
+	f := &clientFlags{config: genericclioptions.NewConfigFlags(true)}
+	f.config.AddFlags(cmd.Flags())
+	return f
+}
+
+// resolveKubeconfig picks the kubeconfig as kroll documents it: --kubeconfig, then
+// $KUBECONFIG, then the kubeconfig of a `kroll up` running in ./.kroll, then
+// ~/.kube/config.
+func (f *clientFlags) resolveKubeconfig() {
+	if *f.config.KubeConfig != "" || os.Getenv("KUBECONFIG") != "" {
+		return
+	}
+	if _, err := os.Stat(krollUpKubeconfig); err == nil {
+		*f.config.KubeConfig = krollUpKubeconfig
+	}
+}
+
+// client returns a clientset and the namespace to work in (-n, else the context's,
+// else "default").
+func (f *clientFlags) client() (kubernetes.Interface, string, string, error) {
+	f.resolveKubeconfig()
+	cfg, err := f.config.ToRESTConfig()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("no usable kubeconfig: %w; start a cluster with 'kroll up' or pass --kubeconfig", err)
+	}
+	ns, _, err := f.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", "", err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "kroll"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return client, ns, cfg.Host, nil
+}
+
+// explainUnreachable rewrites an error that is really "the API server cannot be
+// reached" into one line that says so and what to check.
+func explainUnreachable(err error, host string) error {
+	var ue *url.Error
+	var oe *net.OpError
+	if errors.As(err, &oe) || (errors.As(err, &ue) && (ue.Timeout() || errors.As(ue.Err, &oe))) {
+		return fmt.Errorf("cannot reach the API server at %s (%v): is the cluster running ('kroll up'), and is the kubeconfig right?", host, rootCause(err))
+	}
+	return err
+}
+
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }
