@@ -328,14 +328,20 @@ func TestRollingUpdate(t *testing.T) {
 			t.Errorf("output:\n%s", out)
 		}
 		s.expectDone(t, "web-v2", "nginx:1.16.1")
+		w.Verify(t, 15)
 
-		file := writeFile(t, "web-v3.yaml", strings.NewReplacer("name: web\n", "name: web-v3\n", "version: v1", "version: v3", "nginx:1.14.2", "nginx:1.17.0").Replace(webRCv1))
+		// The file's controller asks for minReadySeconds: 1; a pod counts as available
+		// only a second after it is ready, and the update must wait for that.
+		w = clustertest.WatchPodBounds(t, s.c.Client, s.ns, labels.SelectorFromSet(labels.Set{"app": "web"}),
+			clustertest.PodBounds{Replicas: 3, MaxSurge: 1, MinReadySeconds: 1})
+		file := writeFile(t, "web-v3.yaml", strings.NewReplacer("name: web\n", "name: web-v3\n", "version: v1", "version: v3", "nginx:1.14.2", "nginx:1.17.0",
+			"  replicas: 3\n", "  replicas: 3\n  minReadySeconds: 1\n").Replace(webRCv1))
 		out = s.mustKroll(t, append([]string{"rolling-update", "web-v2", "-f", file}, fast...)...)
 		if !strings.HasPrefix(out, "Created web-v3\n") || !strings.HasSuffix(out, "replicationcontroller/web-v3 rolling updated to \"web-v3\"\n") {
 			t.Errorf("output:\n%s", out)
 		}
 		s.expectDone(t, "web-v3", "nginx:1.17.0")
-		w.Verify(t, 30)
+		w.Verify(t, 15)
 	})
 
 	t.Run("timeout then Ctrl-C then --rollback", func(t *testing.T) {
