@@ -18,6 +18,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller/deployment"
 	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
+	"github.com/kroll-dev/kroll/pkg/controller/statefulset"
 )
 
 // Options are the manager's settings; the zero value takes upstream's defaults.
@@ -31,6 +32,7 @@ type Options struct {
 	DeploymentWorkers            int
 	ReplicaSetWorkers            int
 	ReplicationControllerWorkers int
+	StatefulSetWorkers           int
 }
 
 func (o *Options) defaults() {
@@ -49,10 +51,13 @@ func (o *Options) defaults() {
 	if o.ReplicationControllerWorkers == 0 {
 		o.ReplicationControllerWorkers = 5
 	}
+	if o.StatefulSetWorkers == 0 {
+		o.StatefulSetWorkers = 5
+	}
 }
 
-// Run runs the Deployment, ReplicaSet and ReplicationController controllers against cfg
-// until ctx ends.
+// Run runs the Deployment, ReplicaSet, ReplicationController and StatefulSet controllers
+// against cfg until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	opts.defaults()
 	clientFor := func(name string) (kubernetes.Interface, error) {
@@ -73,6 +78,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	rcClient, err := clientFor(replicaset.RCControllerName)
+	if err != nil {
+		return err
+	}
+	stsClient, err := clientFor(statefulset.ControllerName)
 	if err != nil {
 		return err
 	}
@@ -97,12 +106,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("replicationcontroller controller: %w", err)
 	}
+	ssc, err := statefulset.New(stsClient, factory.Apps().V1().StatefulSets(), factory.Core().V1().Pods(),
+		factory.Apps().V1().ControllerRevisions(), factory.Core().V1().PersistentVolumeClaims(),
+		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: statefulset.ControllerName}))
+	if err != nil {
+		return fmt.Errorf("statefulset controller: %w", err)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	klog.FromContext(ctx).Info("Starting kroll workload controllers")
 
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); ssc.Run(ctx, opts.StatefulSetWorkers) }()
 	go func() { defer wg.Done(); rsc.Run(ctx, opts.ReplicaSetWorkers) }()
 	go func() { defer wg.Done(); rcc.Run(ctx, opts.ReplicationControllerWorkers) }()
 	go func() { defer wg.Done(); dc.Run(ctx, opts.DeploymentWorkers) }()

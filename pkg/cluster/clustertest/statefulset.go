@@ -1,0 +1,125 @@
+package clustertest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// StatefulSetWatcher checks a StatefulSet's bounds at every change it observes, and
+// records the order in which pods appeared and started terminating:
+//
+//	pods not Ready or terminating ≤ maxUnavailable (1 unless the set says otherwise)
+//	pods below the partition never run the update revision (RollingUpdate)
+//
+// Start it once the set's pods are all Ready.
+type StatefulSetWatcher struct {
+	name string
+	sets appslisters.StatefulSetNamespaceLister
+	pods corelisters.PodNamespaceLister
+	observer
+
+	seen, terminating map[string]bool
+	// Created and Terminated are pod names in the order observed.
+	Created, Terminated []string
+}
+
+// WatchStatefulSet starts watching namespace/name until the test ends.
+func WatchStatefulSet(t testing.TB, client kubernetes.Interface, namespace, name string) *StatefulSetWatcher {
+	t.Helper()
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	sets, pods := factory.Apps().V1().StatefulSets(), factory.Core().V1().Pods()
+	w := &StatefulSetWatcher{name: name, sets: sets.Lister().StatefulSets(namespace), pods: pods.Lister().Pods(namespace),
+		observer: observer{what: "statefulset " + name}, seen: map[string]bool{}, terminating: map[string]bool{}}
+	w.start(t, factory, w.check, sets.Informer(), pods.Informer())
+	return w
+}
+
+func (w *StatefulSetWatcher) check() {
+	if !w.synced.Load() {
+		return
+	}
+	set, err := w.sets.Get(w.name)
+	if err != nil {
+		return
+	}
+	selector, err := metav1LabelSelector(set)
+	if err != nil {
+		return
+	}
+	pods, err := w.pods.List(selector)
+	if err != nil {
+		return
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var unready []string
+	state := []string{}
+	for _, p := range pods {
+		if !w.seen[p.Name] || (w.terminating[p.Name] && p.DeletionTimestamp == nil) {
+			w.seen[p.Name] = true
+			w.terminating[p.Name] = false
+			w.Created = append(w.Created, p.Name)
+		}
+		if p.DeletionTimestamp != nil && !w.terminating[p.Name] {
+			w.terminating[p.Name] = true
+			w.Terminated = append(w.Terminated, p.Name)
+		}
+		if p.DeletionTimestamp != nil || !rollout.IsPodReady(p) {
+			unready = append(unready, p.Name)
+		}
+		state = append(state, fmt.Sprintf("%s:%s", p.Name, p.Labels[appsv1.StatefulSetRevisionLabel]))
+	}
+	fail := w.observation(func() string { return strings.Join(state, " ") })
+	maxUnavailable := 1
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(*set.Spec.Replicas), false)
+		if err == nil {
+			maxUnavailable = max(n, 1)
+		}
+	}
+	if set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement && len(unready) > maxUnavailable {
+		fail("%d pods not ready (%s), more than %d", len(unready), strings.Join(unready, ","), maxUnavailable)
+	}
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil && ru.Partition != nil &&
+		set.Status.UpdateRevision != set.Status.CurrentRevision {
+		for _, p := range pods {
+			if ordinal(p) < int(*ru.Partition) && p.Labels[appsv1.StatefulSetRevisionLabel] == set.Status.UpdateRevision {
+				fail("pod %s, below partition %d, runs the update revision", p.Name, *ru.Partition)
+			}
+		}
+	}
+}
+
+func ordinal(p *corev1.Pod) int {
+	i := strings.LastIndex(p.Name, "-")
+	n := 0
+	for _, r := range p.Name[i+1:] {
+		n = n*10 + int(r-'0')
+	}
+	return n
+}
+
+func metav1LabelSelector(set *appsv1.StatefulSet) (labels.Selector, error) {
+	return labels.SelectorFromSet(set.Spec.Selector.MatchLabels), nil
+}
+
+// Order returns the pods created and terminated so far, in the order observed.
+func (w *StatefulSetWatcher) Order() (created, terminated []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.Created...), append([]string(nil), w.Terminated...)
+}

@@ -1,0 +1,286 @@
+// Package statefulset is kroll's StatefulSet controller: pods with stable names
+// (<set>-<ordinal>), network identities and storage, created and removed in ordinal
+// order, updated through ControllerRevisions by RollingUpdate (highest ordinal first,
+// partition, maxUnavailable) or OnDelete — as upstream does, with one deliberate
+// difference explained at update.
+package statefulset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/history"
+)
+
+// ControllerName is the name upstream's StatefulSet controller records events under.
+const ControllerName = "statefulset-controller"
+
+// Controller is the StatefulSet controller.
+type Controller struct {
+	client    kubernetes.Interface
+	recorder  record.EventRecorder
+	now       func() time.Time
+	pods      podWriter
+	claims    *claimKeeper
+	sets      appslisters.StatefulSetLister
+	revisions appslisters.ControllerRevisionLister
+	podIndex  cache.Indexer
+	synced    []cache.InformerSynced
+	queue     controller.Queue
+}
+
+// New builds the controller on shared informers (start them after).
+func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, pods coreinformers.PodInformer,
+	revisions appsinformers.ControllerRevisionInformer, claims coreinformers.PersistentVolumeClaimInformer, recorder record.EventRecorder) (*Controller, error) {
+	c := &Controller{
+		client: client, recorder: recorder, now: time.Now,
+		pods:      &apiPods{client: client, recorder: recorder},
+		claims:    &claimKeeper{client: client, claims: claims.Lister(), pods: pods.Lister(), recorder: recorder},
+		sets:      sets.Lister(),
+		revisions: revisions.Lister(),
+		podIndex:  pods.Informer().GetIndexer(),
+		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced,
+			revisions.Informer().HasSynced, claims.Informer().HasSynced},
+		queue: controller.NewQueue("statefulset"),
+	}
+	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
+		return nil, err
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{sets.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.queue.Enqueue,
+			UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
+			DeleteFunc: c.queue.Enqueue,
+		}},
+		{pods.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.podChanged,
+			UpdateFunc: func(old, cur any) { c.podChanged(old); c.podChanged(cur) },
+			DeleteFunc: c.podChanged,
+		}},
+		{revisions.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.ownedChanged,
+			UpdateFunc: func(_, cur any) { c.ownedChanged(cur) },
+			DeleteFunc: c.ownedChanged,
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Run syncs StatefulSets with workers goroutines until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.queue.Run(ctx, ControllerName, workers, c.synced, c.sync)
+}
+
+// podChanged enqueues the set that controls the pod, or, for an orphan, the sets that
+// could adopt it (selector and name match).
+func (c *Controller) podChanged(obj any) {
+	pod, ok := controller.Deleted[*corev1.Pod](obj)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		if ref.Kind == "StatefulSet" {
+			c.queue.Add(pod.Namespace + "/" + ref.Name)
+		}
+		return
+	}
+	parent, _, ok := parentAndOrdinal(pod.Name)
+	if !ok {
+		return
+	}
+	if set, err := c.sets.StatefulSets(pod.Namespace).Get(parent); err == nil {
+		c.queue.Enqueue(set)
+	}
+}
+
+func (c *Controller) ownedChanged(obj any) {
+	m, ok := controller.Deleted[metav1.Object](obj)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "StatefulSet" {
+		c.queue.Add(m.GetNamespace() + "/" + ref.Name)
+	}
+}
+
+// sync brings one StatefulSet one step towards its spec and writes its status.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	set, err := c.sets.StatefulSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return nil // rejected by validation
+	}
+	pods, err := c.claimPods(ctx, set, selector)
+	if err != nil {
+		return err
+	}
+	revs, err := c.history(ctx, set, selector)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	current, collisions, err := c.revisionsFor(ctx, set, revs)
+	if err != nil {
+		return err
+	}
+	status, updateErr := c.update(ctx, set, pods, current, now)
+	status.CollisionCount = &collisions
+	completeRollingUpdate(set, &status)
+	if statusChanged(set, &status) || set.Status.CollisionCount == nil || *set.Status.CollisionCount != collisions {
+		next := set.DeepCopy()
+		next.Status = status
+		if _, err := c.client.AppsV1().StatefulSets(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return utilerrors.NewAggregate([]error{updateErr, err})
+		}
+	}
+	if err := c.truncateHistory(ctx, set, pods, revs, current, status); err != nil {
+		klog.FromContext(ctx).V(2).Info("Could not truncate history", "statefulSet", klog.KObj(set), "err", err)
+	}
+	if updateErr == nil && set.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
+		c.queue.EnqueueAfter(set, time.Duration(set.Spec.MinReadySeconds)*time.Second)
+	}
+	return updateErr
+}
+
+// claimPods returns the pods set controls, after adopting orphans its selector and name
+// match and releasing pods it controls but no longer selects.
+func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	var checked bool
+	var adoptable error
+	for _, key := range []string{string(set.UID), controller.OrphanIndexKey(set.Namespace)} {
+		objs, err := c.podIndex.ByIndex(controller.PodControllerIndex, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			pod, ok := o.(*corev1.Pod)
+			if !ok || pod.Namespace != set.Namespace {
+				continue
+			}
+			matches := selector.Matches(labels.Set(pod.Labels)) && isMember(set, pod)
+			owned := metav1.IsControlledBy(pod, set)
+			switch {
+			case owned && matches:
+				out = append(out, pod)
+			case owned && set.DeletionTimestamp == nil:
+				patch := fmt.Appendf(nil, `{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, set.UID, pod.UID)
+				if _, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
+			case !owned && matches && set.DeletionTimestamp == nil && pod.DeletionTimestamp == nil:
+				if !checked {
+					fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+					adoptable, checked = controller.CheckAdoptable(set, fresh, err, "StatefulSet"), true
+				}
+				if adoptable != nil {
+					continue
+				}
+				if err := c.adopt(ctx, set, "pods", pod.Namespace, pod.Name, pod.UID); err != nil {
+					return nil, err
+				}
+				out = append(out, pod)
+			}
+		}
+	}
+	return out, nil
+}
+
+// adopt makes set the controller of an orphan (a pod or a revision).
+func (c *Controller) adopt(ctx context.Context, set *appsv1.StatefulSet, resource, namespace, name string, uid types.UID) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(set, controllerKind)},
+		"uid":             uid,
+	}})
+	var err error
+	if resource == "pods" {
+		_, err = c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	} else {
+		_, err = c.client.AppsV1().ControllerRevisions(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// history lists the set's ControllerRevisions (adopting orphans its selector matches),
+// oldest first.
+func (c *Controller) history(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	all, err := c.revisions.ControllerRevisions(set.Namespace).List(selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []*appsv1.ControllerRevision
+	for _, r := range all {
+		ref := metav1.GetControllerOf(r)
+		switch {
+		case ref != nil && ref.UID == set.UID:
+			out = append(out, r)
+		case ref == nil && set.DeletionTimestamp == nil:
+			if err := c.adopt(ctx, set, "controllerrevisions", r.Namespace, r.Name, r.UID); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	history.SortRevisions(out)
+	return out, nil
+}
+
+// truncateHistory deletes the oldest revisions beyond revisionHistoryLimit that neither
+// the status nor any pod uses.
+func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, current revisions, status appsv1.StatefulSetStatus) error {
+	live := map[string]bool{current.current.Name: true, current.update.Name: true, status.CurrentRevision: true}
+	for _, p := range pods {
+		live[p.Labels[RevisionLabel]] = true
+	}
+	limit := int32(10)
+	if set.Spec.RevisionHistoryLimit != nil {
+		limit = *set.Spec.RevisionHistoryLimit
+	}
+	var errs []error
+	for _, r := range history.StaleRevisions(revs, live, limit) {
+		if err := c.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+

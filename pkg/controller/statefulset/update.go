@@ -1,0 +1,303 @@
+package statefulset
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// revisions are the two revisions a sync works with: current (what the pods below the
+// partition run) and update (what the set's template says now), each with the set as
+// that revision describes it.
+type revisions struct {
+	current, update       *appsv1.ControllerRevision
+	currentSet, updateSet *appsv1.StatefulSet
+}
+
+// slots are the set's pods by role: replicas[i] is the pod of ordinal start+i (a pod
+// not yet created where missing); condemned are existing pods whose ordinal is out of
+// range, highest first.
+type slots struct {
+	replicas  []*corev1.Pod
+	condemned []*corev1.Pod
+}
+
+func (c *Controller) slots(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, status *appsv1.StatefulSetStatus) slots {
+	start, n := startOrdinal(set), replicasOf(set)
+	s := slots{replicas: make([]*corev1.Pod, n)}
+	for _, p := range pods {
+		o := ordinalOf(p)
+		switch {
+		case o < 0:
+		case o >= start && o < start+n:
+			s.replicas[o-start] = p
+		default:
+			s.condemned = append(s.condemned, p)
+		}
+	}
+	sort.Slice(s.condemned, func(i, j int) bool { return ordinalOf(s.condemned[i]) > ordinalOf(s.condemned[j]) })
+	for i := range s.replicas {
+		if s.replicas[i] == nil {
+			s.replicas[i] = c.placeholder(set, revs, status, start+i)
+		}
+	}
+	return s
+}
+
+// placeholder is the pod ordinal should have, not yet created: at the current revision
+// below the partition (or below status.currentReplicas for an update without
+// rollingUpdate), else at the update revision.
+func (c *Controller) placeholder(set *appsv1.StatefulSet, revs revisions, status *appsv1.StatefulSetStatus, ordinal int) *corev1.Pod {
+	start := startOrdinal(set)
+	useCurrent := false
+	switch ru := set.Spec.UpdateStrategy.RollingUpdate; {
+	case set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil:
+		useCurrent = ordinal < start+int(partitionOf(set))
+	case set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType:
+		useCurrent = ordinal < start+int(status.CurrentReplicas)
+	}
+	if useCurrent {
+		return newPod(set, revs.currentSet, revs.current.Name, ordinal)
+	}
+	return newPod(set, revs.updateSet, revs.update.Name, ordinal)
+}
+
+func partitionOf(set *appsv1.StatefulSet) int32 {
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
+func isCreated(p *corev1.Pod) bool     { return p.Status.Phase != "" }
+func isTerminating(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }
+func isFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+}
+func isRunningAndReady(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && rollout.IsPodReady(p)
+}
+
+// isHealthy: Running, Ready, available under minReadySeconds, not terminating — what
+// OrderedReady waits for before it moves to the next ordinal.
+func isHealthy(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
+	return !isTerminating(p) && isRunningAndReady(p) && rollout.IsPodAvailable(p, set.Spec.MinReadySeconds, now)
+}
+
+func isUnavailable(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
+	return isTerminating(p) || !rollout.IsPodAvailable(p, set.Spec.MinReadySeconds, now)
+}
+
+// stale tells whether pod is one the update strategy is going to replace: RollingUpdate,
+// at or above the partition, and not at the update revision.
+func stale(set *appsv1.StatefulSet, p *corev1.Pod, revs revisions) bool {
+	return set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType &&
+		ordinalOf(p) >= startOrdinal(set)+int(partitionOf(set)) && p.Labels[RevisionLabel] != revs.update.Name
+}
+
+// update brings set's pods one step towards its spec, and returns the status to
+// write. Contract (upstream's, by ordinal):
+//
+//   - Pods of in-range ordinals are made to exist, lowest first. OrderedReady creates
+//     one at a time and moves on only once the previous is Running, Ready and
+//     available; Parallel creates all at once. Failed and Succeeded pods are deleted,
+//     to be recreated. Scaling comes before updating.
+//   - Out-of-range pods are deleted highest first: OrderedReady one at a time, only
+//     once every in-range pod is healthy; Parallel all at once.
+//   - RollingUpdate then replaces pods at or above the partition that are not at the
+//     update revision, highest first: one at a time, each waited for, without
+//     maxUnavailable; up to maxUnavailable unavailable at once with it. OnDelete
+//     replaces nothing: a pod the user deletes comes back at the update revision.
+//
+// Beyond upstream (kubernetes/kubernetes#67250): under OrderedReady, an in-range pod
+// that is not available and that the rolling update is going to replace anyway is
+// deleted instead of waited for. Upstream waits for it to become Ready first, so a
+// rollout stuck on a pod that can never start (a bad image) stays stuck after
+// `kubectl rollout undo` until someone deletes that pod by hand. Deleting it is safe:
+// it serves nothing (it is not available), it is outside the partition (the user asked
+// for it to be replaced), and it is recreated at once at the update revision — which
+// after an undo is the revision that worked.
+func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, now time.Time) (appsv1.StatefulSetStatus, error) {
+	status := appsv1.StatefulSetStatus{
+		ObservedGeneration: set.Generation,
+		CurrentRevision:    revs.current.Name,
+		UpdateRevision:     revs.update.Name,
+		CollisionCount:     set.Status.CollisionCount,
+		CurrentReplicas:    set.Status.CurrentReplicas,
+	}
+	countPods(set, pods, revs, &status, now)
+	s := c.slots(set, pods, revs, &status)
+	if set.DeletionTimestamp != nil {
+		return status, nil
+	}
+	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+
+	// Replicas: create what is missing, lowest ordinal first.
+	var errs []error
+	for _, p := range s.replicas {
+		acted, err := c.replicaStep(ctx, set, p, revs, ordered, now)
+		if err != nil {
+			errs = append(errs, err)
+			if ordered {
+				break
+			}
+		}
+		if acted && ordered {
+			return status, firstErr(errs)
+		}
+	}
+	if len(errs) > 0 {
+		return status, firstErr(errs)
+	}
+
+	// Condemned pods: their claims first (so a whenScaled=Delete claim goes with its
+	// pod), then the pods, highest first.
+	for _, p := range s.condemned {
+		if err := c.claims.fixRetention(ctx, set, p, true); err != nil {
+			return status, err
+		}
+	}
+	firstUnhealthy := firstUnhealthyPod(set, s, now)
+	for _, p := range s.condemned {
+		if isTerminating(p) {
+			if ordered {
+				return status, nil
+			}
+			continue
+		}
+		if ordered && !isHealthy(set, p, now) && p != firstUnhealthy {
+			return status, nil
+		}
+		if err := c.pods.delete(ctx, set, p); err != nil {
+			return status, err
+		}
+		if ordered {
+			return status, nil
+		}
+	}
+
+	if set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
+		return status, nil
+	}
+	partition := int(partitionOf(set))
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		return c.updateWithMaxUnavailable(ctx, set, s, revs, status, now)
+	}
+	for i := len(s.replicas) - 1; i >= partition && i >= 0; i-- {
+		p := s.replicas[i]
+		if p.Labels[RevisionLabel] != revs.update.Name && !isTerminating(p) {
+			if err := c.pods.delete(ctx, set, p); err != nil {
+				return status, err
+			}
+			status.CurrentReplicas--
+			return status, nil
+		}
+		if isUnavailable(set, p, now) {
+			return status, nil
+		}
+	}
+	return status, nil
+}
+
+// replicaStep acts on the in-range pod p, if it needs it; acted says whether
+// OrderedReady must stop here (a write made, or p not yet healthy).
+func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, ordered bool, now time.Time) (acted bool, err error) {
+	ordinal := ordinalOf(p)
+	switch {
+	case isFinished(p):
+		if !isTerminating(p) {
+			return true, c.pods.delete(ctx, set, p)
+		}
+		return true, nil
+	case !isCreated(p):
+		if waiting, err := c.claims.staleClaim(set, ordinal); err != nil || waiting {
+			return true, err
+		}
+		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
+			return true, err
+		}
+		return true, c.pods.create(ctx, set, p)
+	case p.Status.Phase == corev1.PodPending:
+		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
+			return true, err
+		}
+	}
+	if ordered && !isHealthy(set, p, now) {
+		if !isTerminating(p) && stale(set, p, revs) && isUnavailable(set, p, now) {
+			// A pod the update replaces anyway and that serves nothing: do not wait for it.
+			return true, c.pods.delete(ctx, set, p)
+		}
+		return true, nil
+	}
+	if !hasIdentity(set, p) || !hasStorage(set, p, ordinal) {
+		fixed := p.DeepCopy()
+		setIdentity(set, fixed, ordinal)
+		setStorage(set, fixed, ordinal)
+		if err := c.claims.create(ctx, set, fixed, ordinal); err != nil {
+			return false, err
+		}
+		return false, c.pods.update(ctx, set, fixed)
+	}
+	return false, c.claims.fixRetention(ctx, set, p, false)
+}
+
+// updateWithMaxUnavailable replaces stale pods at or above the partition, highest first,
+// as many at once as keep at most maxUnavailable (rounded down, at least 1) in-range
+// pods unavailable.
+func (c *Controller) updateWithMaxUnavailable(ctx context.Context, set *appsv1.StatefulSet, s slots, revs revisions, status appsv1.StatefulSetStatus, now time.Time) (appsv1.StatefulSetStatus, error) {
+	maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable, replicasOf(set), false)
+	if err != nil {
+		return status, err
+	}
+	maxUnavailable = max(maxUnavailable, 1)
+	unavailable := 0
+	for _, p := range s.replicas {
+		if isUnavailable(set, p, now) {
+			unavailable++
+		}
+	}
+	partition := int(partitionOf(set))
+	for i := len(s.replicas) - 1; i >= partition && i >= 0 && unavailable < maxUnavailable; i-- {
+		p := s.replicas[i]
+		if p.Labels[RevisionLabel] == revs.update.Name || isTerminating(p) {
+			continue
+		}
+		if err := c.pods.delete(ctx, set, p); err != nil {
+			return status, err
+		}
+		status.CurrentReplicas--
+		if !isUnavailable(set, p, now) {
+			unavailable++
+		}
+	}
+	return status, nil
+}
+
+// firstUnhealthyPod is the lowest in-range pod that is not healthy, else the lowest
+// condemned one: the one unhealthy pod OrderedReady may still scale down.
+func firstUnhealthyPod(set *appsv1.StatefulSet, s slots, now time.Time) *corev1.Pod {
+	for _, p := range s.replicas {
+		if !isHealthy(set, p, now) {
+			return p
+		}
+	}
+	for i := len(s.condemned) - 1; i >= 0; i-- {
+		if !isHealthy(set, s.condemned[i], now) {
+			return s.condemned[i]
+		}
+	}
+	return nil
+}
+
+func firstErr(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
+}
