@@ -283,4 +283,3 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 	}
 	return utilerrors.NewAggregate(errs)
 }
-
