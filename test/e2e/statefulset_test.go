@@ -125,6 +125,58 @@ func (s *scene) stsSummary(t *testing.T) string {
 	return fmt.Sprintf("revisions %s\npods %s\nstatus %s", strings.Join(revs, " "), s.stsPods(t), stsStatus(s.statefulSet(t)))
 }
 
+// persistentVolume is a hostPath volume for the claim tests (namespace, mode, index).
+const persistentVolume = `apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: pv-%[1]s-%[2]s-%[3]d
+spec:
+  storageClassName: manual-%[1]s
+  capacity:
+    storage: 1Gi
+  accessModes: [ReadWriteOnce]
+  hostPath:
+    path: /tmp/kroll-pv-%[3]d
+`
+
+// claimTemplate gives web a claim per pod, kept when the set is deleted and deleted
+// with a pod that is scaled away. The storage class is the namespace's own.
+const claimTemplate = `  persistentVolumeClaimRetentionPolicy:
+    whenDeleted: Retain
+    whenScaled: Delete
+  volumeClaimTemplates:
+  - metadata:
+      name: www
+    spec:
+      storageClassName: manual-STORAGECLASS
+      accessModes: [ReadWriteOnce]
+      resources:
+        requests:
+          storage: 1Gi
+`
+
+// claims describes the namespace's PVCs: name(phase owner=Kind/name), sorted.
+func (s *scene) claims(t *testing.T) string {
+	t.Helper()
+	list, err := s.c.Client.CoreV1().PersistentVolumeClaims(s.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, c := range list.Items {
+		owner := "none"
+		if ref := metav1.GetControllerOf(&c); ref != nil {
+			owner = ref.Kind + "/" + ref.Name
+		}
+		if c.DeletionTimestamp != nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s(%s owner=%s)", c.Name, c.Status.Phase, owner))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
 type statefulSetScenario struct {
 	name string
 	run  func(t *testing.T, s *scene) string
@@ -211,6 +263,40 @@ var statefulSetScenarios = []statefulSetScenario{
 		s.kubectl(t, "delete", "pod", "web-1", "--wait=false")
 		s.waitSTS(t, "web-0=r1 web-1=r2 web-2=r1")
 		return s.stsSummary(t)
+	}},
+	{name: "spec.ordinals.start numbers the pods from 5", run: func(t *testing.T, s *scene) string {
+		s.apply(t, statefulSetManifest(2, "  ordinals:\n    start: 5\n"))
+		s.waitSTS(t, "web-5=r1 web-6=r1")
+		s.kubectl(t, "scale", "statefulset/web", "--replicas=3")
+		s.waitSTS(t, "web-5=r1 web-6=r1 web-7=r1")
+		return s.stsSummary(t)
+	}},
+	{name: "claims are created per pod and deleted or kept per retention policy", run: func(t *testing.T, s *scene) string {
+		for i := 0; i < 3; i++ {
+			s.kubectl(t, "apply", "-f", writeFile(t, "pv.yaml", fmt.Sprintf(persistentVolume, s.ns, s.mode, i)))
+		}
+		s.apply(t, statefulSetManifest(3, strings.ReplaceAll(claimTemplate, "STORAGECLASS", s.ns)))
+		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1")
+		var steps []string
+		steps = append(steps, "3 pods: "+s.claims(t))
+		pod := s.pods(t, "statefulset.kubernetes.io/pod-name=web-0")[0]
+		if v := pod.Spec.Volumes[0]; v.Name != "www" || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "www-web-0" {
+			t.Errorf("web-0's first volume %+v, want www from claim www-web-0", v)
+		}
+		s.kubectl(t, "scale", "statefulset/web", "--replicas=1")
+		s.waitSTS(t, "web-0=r1")
+		eventually(t, time.Minute, "the claims of the scaled-down pods deleted", func(context.Context) (bool, string) {
+			c := s.claims(t)
+			return c == "www-web-0(Bound owner=StatefulSet/web)" || c == "www-web-0(Bound owner=none)", c
+		})
+		steps = append(steps, "scaled to 1: "+s.claims(t))
+		s.kubectl(t, "delete", "statefulset/web")
+		eventually(t, time.Minute, "the pods gone with the set", func(context.Context) (bool, string) {
+			names := s.podNames(t, "app=nginx")
+			return len(names) == 0, fmt.Sprint(names)
+		})
+		steps = append(steps, "set deleted: "+s.claims(t))
+		return strings.Join(steps, "\n")
 	}},
 	{name: "a stuck rollout is undone without deleting the stuck pod", krollOnly: true, run: func(t *testing.T, s *scene) string {
 		s.apply(t, statefulSetManifest(3, ""))

@@ -1,0 +1,91 @@
+package statefulset
+
+import (
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// newSet is StatefulSet web with replicas, service nginx and a claim template www.
+func newSet(replicas int32, whenDeleted, whenScaled appsv1.PersistentVolumeClaimRetentionPolicyType) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "set-uid"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    &replicas,
+			ServiceName: "nginx",
+			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "nginx"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx"}},
+					Volumes: []corev1.Volume{{Name: "www"}, {Name: "config"}}},
+			},
+			VolumeClaimTemplates:                 []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "www", Labels: map[string]string{"tier": "data"}}}},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: whenDeleted, WhenScaled: whenScaled},
+		},
+	}
+}
+
+func TestNewPod(t *testing.T) {
+	set := newSet(3, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+	pod := newPod(set, set, "web-6b9c", 2)
+	if pod.Name != "web-2" || pod.Spec.Hostname != "web-2" || pod.Spec.Subdomain != "nginx" {
+		t.Errorf("name %s hostname %s subdomain %s, want web-2, web-2, nginx", pod.Name, pod.Spec.Hostname, pod.Spec.Subdomain)
+	}
+	want := map[string]string{"app": "nginx", PodNameLabel: "web-2", PodIndexLabel: "2", RevisionLabel: "web-6b9c"}
+	if fmt.Sprint(pod.Labels) != fmt.Sprint(want) {
+		t.Errorf("labels %v, want %v", pod.Labels, want)
+	}
+	if len(pod.Spec.Volumes) != 2 || pod.Spec.Volumes[0].PersistentVolumeClaim == nil || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "www-web-2" || pod.Spec.Volumes[1].Name != "config" {
+		t.Errorf("volumes %+v, want www from claim www-web-2 (replacing the template's), then config", pod.Spec.Volumes)
+	}
+	if !metav1.IsControlledBy(pod, set) || !hasIdentity(set, pod) || !hasStorage(set, pod, 2) {
+		t.Error("the new pod is not the set's, or fails its own identity or storage check")
+	}
+	if set.Spec.Template.Labels[RevisionLabel] != "" {
+		t.Error("the set's template was modified")
+	}
+	claim := newClaim(set, &set.Spec.VolumeClaimTemplates[0], 2)
+	if claim.Name != "www-web-2" || claim.Labels["tier"] != "data" || claim.Labels["app"] != "nginx" {
+		t.Errorf("claim %s labels %v, want www-web-2 with the template's labels and the selector's", claim.Name, claim.Labels)
+	}
+}
+
+func TestWantedClaimOwners(t *testing.T) {
+	retain, del := appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	inRange := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", UID: "pod-1"}}
+	condemned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-3", UID: "pod-3"}}
+	tests := []struct {
+		whenDeleted, whenScaled appsv1.PersistentVolumeClaimRetentionPolicyType
+		inRange, condemned      string
+	}{
+		{retain, retain, "[]", "[]"},
+		{del, retain, "[StatefulSet/web]", "[StatefulSet/web]"},
+		{retain, del, "[]", "[Pod/web-3]"},
+		{del, del, "[StatefulSet/web]", "[Pod/web-3]"},
+	}
+	owners := func(refs []metav1.OwnerReference) string {
+		var out []string
+		for _, r := range refs {
+			out = append(out, r.Kind+"/"+r.Name)
+		}
+		return fmt.Sprint(out)
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("whenDeleted=%s whenScaled=%s", tt.whenDeleted, tt.whenScaled), func(t *testing.T) {
+			set := newSet(3, tt.whenDeleted, tt.whenScaled)
+			stale := []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web", UID: "old"}, {Kind: "ConfigMap", Name: "keep"}}
+			if got := owners(wantedClaimOwners(set, inRange, 1, nil)); got != tt.inRange {
+				t.Errorf("in-range claim owners %s, want %s", got, tt.inRange)
+			}
+			if got := owners(wantedClaimOwners(set, condemned, 3, nil)); got != tt.condemned {
+				t.Errorf("condemned claim owners %s, want %s", got, tt.condemned)
+			}
+			if got := owners(wantedClaimOwners(set, inRange, 1, stale)); got[:len("[ConfigMap/keep")] != "[ConfigMap/keep" {
+				t.Errorf("owners %s: other owners must be kept first", got)
+			}
+		})
+	}
+}
