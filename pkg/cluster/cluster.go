@@ -99,6 +99,10 @@ type Cluster struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// nodes is how many simulated nodes run (cfg.Kubelet.Nodes plus those AddNodes added).
+	nodesMu sync.Mutex
+	nodes   int
+
 	failOnce sync.Once
 	failed   chan struct{}
 	err      error
@@ -235,7 +239,8 @@ func (c *Cluster) startComponents() error {
 	}
 	c.supervise("kube-scheduler", runScheduler)
 
-	kl, err := c.newKubelet()
+	c.nodes = c.cfg.Kubelet.Nodes
+	kl, err := c.newKubelet(c.cfg.Kubelet)
 	if err != nil {
 		return err
 	}
@@ -253,7 +258,7 @@ func (c *Cluster) startComponents() error {
 
 // newKubelet builds the node simulator on two clients: pod work on one, heartbeats on
 // another with a connection of its own, so heartbeats never queue behind pod writes.
-func (c *Cluster) newKubelet() (*kubelet.Kubelet, error) {
+func (c *Cluster) newKubelet(cfg kubelet.Config) (*kubelet.Kubelet, error) {
 	podConfig, err := c.pki.restConfigFor(c.Server, identityKubelet)
 	if err != nil {
 		return nil, err
@@ -269,9 +274,24 @@ func (c *Cluster) newKubelet() (*kubelet.Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := c.cfg.Kubelet
 	cfg.KubeletVersion = KubernetesVersion
 	return kubelet.New(cfg, podClient, heartbeatClient)
+}
+
+// AddNodes adds n simulated nodes to the running cluster, numbered after the existing
+// ones, and waits until they are Ready; they run until the cluster stops.
+func (c *Cluster) AddNodes(ctx context.Context, n int) error {
+	c.nodesMu.Lock()
+	cfg := c.cfg.Kubelet
+	cfg.FirstNode, cfg.Nodes = c.nodes, n
+	c.nodes += n
+	c.nodesMu.Unlock()
+	kl, err := c.newKubelet(cfg)
+	if err != nil {
+		return err
+	}
+	c.supervise(fmt.Sprintf("simulated kubelet of nodes %d-%d", cfg.FirstNode, cfg.FirstNode+n-1), kl.Run)
+	return c.waitFor(ctx, "the added nodes Ready", c.nodesReady)
 }
 
 // supervise runs a component; if it stops while the cluster is meant to run, the whole
@@ -373,7 +393,9 @@ func (c *Cluster) nodesReady(ctx context.Context) bool {
 			}
 		}
 	}
-	return ready == c.cfg.Kubelet.Nodes
+	c.nodesMu.Lock()
+	defer c.nodesMu.Unlock()
+	return ready == c.nodes
 }
 
 func (c *Cluster) defaultServiceAccount(ctx context.Context) bool {

@@ -20,8 +20,11 @@ const (
 
 // Config describes the simulated nodes and how their pods behave.
 type Config struct {
-	// Nodes is how many nodes to register, named NodeName(0..Nodes-1).
+	// Nodes is how many nodes to register, named NodeName(FirstNode..FirstNode+Nodes-1).
 	Nodes int
+	// FirstNode is the index of the first node; a second simulator added to a running
+	// cluster starts where the first one's nodes end.
+	FirstNode int
 	// CPU, Memory and Pods are each node's capacity (and allocatable).
 	CPU    resource.Quantity
 	Memory resource.Quantity
@@ -88,3 +91,12 @@ func (c *Config) Validate() error {
 
 // NodeName is the name of simulated node i.
 func NodeName(i int) string { return fmt.Sprintf("kroll-node-%d", i) }
+
+// nodeIndex is the index in a NodeName; ok is false for other names.
+func nodeIndexOf(name string) (int, bool) {
+	var i int
+	if _, err := fmt.Sscanf(name, "kroll-node-%d", &i); err != nil || NodeName(i) != name {
+		return 0, false
+	}
+	return i, true
+}

@@ -76,7 +76,7 @@ func New(cfg Config, podClient, heartbeatClient kubernetes.Interface) (*Kubelet,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-pods"}),
 	}
-	for i := 0; i < cfg.Nodes; i++ {
+	for i := cfg.FirstNode; i < cfg.FirstNode+cfg.Nodes; i++ {
 		k.nodeIndex[NodeName(i)] = i
 	}
 	// Only bound pods concern a kubelet; the field selector keeps the rest out of memory.

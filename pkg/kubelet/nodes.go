@@ -87,9 +87,10 @@ func nodeConditions(now metav1.Time, old []corev1.NodeCondition) []corev1.NodeCo
 }
 
 // registerNodes creates the simulated nodes, or brings existing ones (a resumed cluster)
-// up to date, and removes simulated nodes beyond cfg.Nodes.
+// up to date, and removes simulated nodes numbered beyond its own (left by an earlier
+// run with more --nodes).
 func (k *Kubelet) registerNodes(ctx context.Context) error {
-	for i := 0; i < k.cfg.Nodes; i++ {
+	for i := k.cfg.FirstNode; i < k.cfg.FirstNode+k.cfg.Nodes; i++ {
 		want := k.desiredNode(i)
 		now := metav1.Now()
 		want.Status.Conditions = nodeConditions(now, nil)
@@ -115,7 +116,7 @@ func (k *Kubelet) registerNodes(ctx context.Context) error {
 		return fmt.Errorf("list simulated nodes: %w", err)
 	}
 	for _, n := range extra.Items {
-		if _, ours := k.nodeIndex[n.Name]; !ours {
+		if i, ok := nodeIndexOf(n.Name); ok && i >= k.cfg.FirstNode+k.cfg.Nodes {
 			if err := k.heartbeat.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("remove simulated node %s beyond --nodes: %w", n.Name, err)
 			}
@@ -241,7 +242,7 @@ func (k *Kubelet) heartbeats(ctx context.Context) {
 func (k *Kubelet) forEachNode(ctx context.Context, fn func(node string)) {
 	sem := make(chan struct{}, heartbeatParallelism)
 	var wg sync.WaitGroup
-	for i := 0; i < k.cfg.Nodes; i++ {
+	for i := k.cfg.FirstNode; i < k.cfg.FirstNode+k.cfg.Nodes; i++ {
 		if ctx.Err() != nil {
 			break
 		}

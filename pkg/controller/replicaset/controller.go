@@ -47,7 +47,7 @@ type Controller struct {
 	synced     []cache.InformerSynced
 
 	queue        controller.Queue
-	expectations *expectations
+	expectations *controller.Expectations
 	burst        int
 }
 
@@ -73,7 +73,7 @@ func newController(client kubernetes.Interface, k *kind, podInformer coreinforme
 		podIndexer:   podInformer.Informer().GetIndexer(),
 		synced:       []cache.InformerSynced{k.informer.HasSynced, podInformer.Informer().HasSynced},
 		queue:        controller.NewQueue(k.queue),
-		expectations: newExpectations(time.Now),
+		expectations: controller.NewExpectations(time.Now),
 		burst:        BurstReplicas,
 	}
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
@@ -108,7 +108,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	if err != nil {
 		return
 	}
-	c.expectations.forget(key)
+	c.expectations.Forget(key)
 	c.queue.Add(key)
 }
 
@@ -137,7 +137,7 @@ func (c *Controller) addPod(obj any) {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		if rs := c.ownerOf(pod.Namespace, ref); rs != nil {
 			key, _ := cache.MetaNamespaceKeyFunc(rs)
-			c.expectations.creationObserved(key)
+			c.expectations.CreationObserved(key)
 			c.queue.Add(key)
 		}
 		return
@@ -193,7 +193,7 @@ func (c *Controller) deletePod(obj any) {
 	}
 	key, _ := cache.MetaNamespaceKeyFunc(rs)
 	podKey, _ := cache.MetaNamespaceKeyFunc(pod)
-	c.expectations.deletionObserved(key, podKey)
+	c.expectations.DeletionObserved(key, podKey)
 	c.queue.Add(key)
 }
 

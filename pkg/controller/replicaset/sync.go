@@ -36,7 +36,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	rs, err := c.kind.get(ns, name)
 	if apierrors.IsNotFound(err) {
-		c.expectations.forget(key)
+		c.expectations.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -46,7 +46,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // rejected by validation; nothing sensible to do
 	}
-	needsResize := c.expectations.satisfied(key) && rs.DeletionTimestamp == nil
+	needsResize := c.expectations.Satisfied(key) && rs.DeletionTimestamp == nil
 
 	candidates, err := c.candidatePods(rs)
 	if err != nil {
@@ -163,7 +163,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 	switch {
 	case diff < 0:
 		n := min(-diff, c.burst)
-		c.expectations.expect(key, n, nil)
+		c.expectations.Expect(key, n, nil)
 		klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "creating", n)
 		template := podFromTemplate(rs, c.kind.controllerRef(rs))
 		owner := c.kind.original(rs)
@@ -175,7 +175,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 			return err
 		})
 		for i := created; i < n; i++ {
-			c.expectations.creationObserved(key) // never going to be seen
+			c.expectations.CreationObserved(key) // never going to be seen
 		}
 		return err
 
@@ -187,7 +187,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		for i, p := range victims {
 			keys[i], _ = cache.MetaNamespaceKeyFunc(p)
 		}
-		c.expectations.expect(key, 0, keys)
+		c.expectations.Expect(key, 0, keys)
 		klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "deleting", n)
 		errs := make([]error, len(victims))
 		var wg sync.WaitGroup
@@ -196,7 +196,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 			go func() {
 				defer wg.Done()
 				if err := c.podControl.DeletePod(ctx, owner, p); err != nil {
-					c.expectations.deletionObserved(key, keys[i]) // never going to be seen
+					c.expectations.DeletionObserved(key, keys[i]) // never going to be seen
 					if !apierrors.IsNotFound(err) {
 						errs[i] = err
 					}
