@@ -38,7 +38,7 @@ const BurstReplicas = 500
 // Controller is the ReplicaSet or the ReplicationController controller.
 type Controller struct {
 	kind       *kind
-	podControl PodControl
+	podControl controller.PodControl
 	recorder   record.EventRecorder
 	now        func() time.Time
 
@@ -66,7 +66,7 @@ func NewForReplicationControllers(client kubernetes.Interface, rcInformer corein
 func newController(client kubernetes.Interface, k *kind, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		kind:         k,
-		podControl:   &realPodControl{client: client, recorder: recorder},
+		podControl:   controller.NewPodControl(client, recorder),
 		recorder:     recorder,
 		now:          time.Now,
 		podLister:    podInformer.Lister(),

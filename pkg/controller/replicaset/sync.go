@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -167,7 +168,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "creating", n)
 		template := podFromTemplate(rs, c.kind.controllerRef(rs))
 		owner := c.kind.original(rs)
-		created, err := slowStartBatch(n, 1, func() error {
+		created, err := controller.SlowStartBatch(n, 1, func() error {
 			_, err := c.podControl.CreatePod(ctx, owner, template.DeepCopy())
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // the namespace is going away; nothing to report
@@ -207,34 +208,6 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		return utilerrors.NewAggregate(errs)
 	}
 	return nil
-}
-
-// slowStartBatch calls fn count times in batches of initial, 2·initial, 4·initial, …,
-// each batch in parallel, and stops after the first batch with an error. It returns how
-// many calls succeeded and the first error.
-func slowStartBatch(count, initial int, fn func() error) (int, error) {
-	remaining, succeeded := count, 0
-	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for i := 0; i < batch; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		succeeded += batch - len(errs)
-		if err, failed := <-errs; failed {
-			return succeeded, err
-		}
-		remaining -= batch
-	}
-	return succeeded, nil
 }
 
 // podFromTemplate is a new pod of rs: the template's labels, annotations, finalizers

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
 )
 
 func TestSlowStartBatch(t *testing.T) {
@@ -31,7 +33,7 @@ func TestSlowStartBatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := 0
 			mu := make(chan struct{}, 1)
-			ok, err := slowStartBatch(tt.count, 1, func() error {
+			ok, err := controller.SlowStartBatch(tt.count, 1, func() error {
 				mu <- struct{}{}
 				calls++
 				n := calls
@@ -79,7 +81,7 @@ func ownedPod(rs *appsv1.ReplicaSet, name string) *corev1.Pod {
 type fixture struct {
 	c      *Controller
 	client *fake.Clientset
-	pods   *fakePodControl
+	pods   *controller.FakePodControl
 }
 
 func newFixture(t *testing.T, objects ...any) *fixture {
@@ -91,7 +93,7 @@ func newFixture(t *testing.T, objects ...any) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := &fakePodControl{}
+	pods := &controller.FakePodControl{}
 	c.podControl = pods
 	for _, o := range objects {
 		switch o := o.(type) {
@@ -117,10 +119,10 @@ func TestSync_createsMissingPodsOnceUntilObserved(t *testing.T) {
 	if err := f.c.sync(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.pods.created) != 2 {
-		t.Fatalf("created %d pods, want 2", len(f.pods.created))
+	if len(f.pods.Created) != 2 {
+		t.Fatalf("created %d pods, want 2", len(f.pods.Created))
 	}
-	p := f.pods.created[0]
+	p := f.pods.Created[0]
 	if p.GenerateName != "web-" || p.Labels["app"] != "web" || !metav1.IsControlledBy(p, rs) {
 		t.Errorf("created pod: generateName %q labels %v owners %v", p.GenerateName, p.Labels, p.OwnerReferences)
 	}
@@ -128,8 +130,8 @@ func TestSync_createsMissingPodsOnceUntilObserved(t *testing.T) {
 	if err := f.c.sync(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.pods.created) != 2 {
-		t.Errorf("a stale cache made the controller create %d pods in all, want 2", len(f.pods.created))
+	if len(f.pods.Created) != 2 {
+		t.Errorf("a stale cache made the controller create %d pods in all, want 2", len(f.pods.Created))
 	}
 }
 
@@ -144,8 +146,8 @@ func TestSync_deletesTheMostExpendablePods(t *testing.T) {
 	if err := f.c.sync(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(f.pods.deleted) != "[web-pending web-not-ready]" && fmt.Sprint(f.pods.deleted) != "[web-not-ready web-pending]" {
-		t.Errorf("deleted %v, want the pending and the not-ready pod", f.pods.deleted)
+	if fmt.Sprint(f.pods.Deleted) != "[web-pending web-not-ready]" && fmt.Sprint(f.pods.Deleted) != "[web-not-ready web-pending]" {
+		t.Errorf("deleted %v, want the pending and the not-ready pod", f.pods.Deleted)
 	}
 }
 
@@ -159,18 +161,18 @@ func TestSync_adoptsOrphansAndReleasesPodsItNoLongerSelects(t *testing.T) {
 	if err := f.c.sync(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(f.pods.patched) != "[orphan strayed]" && fmt.Sprint(f.pods.patched) != "[strayed orphan]" {
-		t.Errorf("patched %v, want the orphan adopted and the strayed pod released", f.pods.patched)
+	if fmt.Sprint(f.pods.Patched) != "[orphan strayed]" && fmt.Sprint(f.pods.Patched) != "[strayed orphan]" {
+		t.Errorf("patched %v, want the orphan adopted and the strayed pod released", f.pods.Patched)
 	}
-	if len(f.pods.created) != 1 {
-		t.Errorf("created %d pods, want 1 (2 wanted, 1 adopted)", len(f.pods.created))
+	if len(f.pods.Created) != 1 {
+		t.Errorf("created %d pods, want 1 (2 wanted, 1 adopted)", len(f.pods.Created))
 	}
 }
 
 func TestSync_failedCreatesBecomeReplicaFailure(t *testing.T) {
 	rs := newReplicaSet("web", 4)
 	f := newFixture(t, rs)
-	f.pods.createErr, f.pods.failAfter = errors.New(`pods "web-x" is forbidden: exceeded quota: pods`), 1
+	f.pods.CreateErr, f.pods.FailAfter = errors.New(`pods "web-x" is forbidden: exceeded quota: pods`), 1
 	if err := f.c.sync(context.Background(), "default/web"); err == nil {
 		t.Fatal("a failing create was not reported")
 	}
@@ -182,8 +184,8 @@ func TestSync_failedCreatesBecomeReplicaFailure(t *testing.T) {
 	if c == nil || c.Reason != "FailedCreate" || c.Status != corev1.ConditionTrue {
 		t.Fatalf("ReplicaFailure condition: %+v", c)
 	}
-	if len(f.pods.created) != 1 {
-		t.Errorf("created %d pods; slow start should stop after the batch that failed (1 ok, then a batch of 2 failing)", len(f.pods.created))
+	if len(f.pods.Created) != 1 {
+		t.Errorf("created %d pods; slow start should stop after the batch that failed (1 ok, then a batch of 2 failing)", len(f.pods.Created))
 	}
 }
 
@@ -218,7 +220,7 @@ func TestSync_replicationController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := &fakePodControl{}
+	pods := &controller.FakePodControl{}
 	c.podControl = pods
 	replicas := int32(3)
 	rc := &corev1.ReplicationController{
@@ -252,15 +254,15 @@ func TestSync_replicationController(t *testing.T) {
 	if err := c.sync(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(pods.patched) != "[orphan]" {
-		t.Errorf("patched %v, want the orphan matching app=web adopted", pods.patched)
+	if fmt.Sprint(pods.Patched) != "[orphan]" {
+		t.Errorf("patched %v, want the orphan matching app=web adopted", pods.Patched)
 	}
-	if len(pods.created) != 2 {
-		t.Fatalf("created %d pods, want 2 (3 wanted, 1 adopted)", len(pods.created))
+	if len(pods.Created) != 2 {
+		t.Fatalf("created %d pods, want 2 (3 wanted, 1 adopted)", len(pods.Created))
 	}
-	ref := metav1.GetControllerOf(pods.created[0])
-	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "ReplicationController" || ref.UID != rc.UID || pods.created[0].GenerateName != "web-" {
-		t.Errorf("created pod generateName %q controller %+v, want web- owned by ReplicationController web", pods.created[0].GenerateName, ref)
+	ref := metav1.GetControllerOf(pods.Created[0])
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "ReplicationController" || ref.UID != rc.UID || pods.Created[0].GenerateName != "web-" {
+		t.Errorf("created pod generateName %q controller %+v, want web- owned by ReplicationController web", pods.Created[0].GenerateName, ref)
 	}
 	got, err := client.CoreV1().ReplicationControllers("default").Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {

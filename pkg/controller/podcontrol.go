@@ -1,4 +1,4 @@
-package replicaset
+package controller
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// PodControl is every write the ReplicaSet controller makes to pods. Events for creates
+// PodControl is every write a controller makes to pods it owns (ReplicaSets,
+// ReplicationControllers, DaemonSets). Events for creates
 // and deletes are recorded on owner, as upstream does.
 type PodControl interface {
 	// CreatePod creates pod and returns the created object.
@@ -22,6 +23,12 @@ type PodControl interface {
 	DeletePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error
 	// PatchPod applies a strategic-merge patch to a pod's metadata (adoption, release).
 	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
+}
+
+// NewPodControl is the PodControl that writes through client and records events on
+// the owner with recorder ("Created pod: web-x", as upstream's controllers do).
+func NewPodControl(client kubernetes.Interface, recorder record.EventRecorder) PodControl {
+	return &realPodControl{client: client, recorder: recorder}
 }
 
 // realPodControl writes through the API.
@@ -57,41 +64,41 @@ func (r *realPodControl) PatchPod(ctx context.Context, namespace, name string, p
 	return err
 }
 
-// fakePodControl records calls and fails on demand, for tests.
-type fakePodControl struct {
+// FakePodControl records calls and fails on demand, for tests.
+type FakePodControl struct {
 	mu        sync.Mutex
-	created   []*corev1.Pod
-	deleted   []string
-	patched   []string
-	createErr error
-	// failAfter lets this many creates succeed before createErr applies (-1: always fail).
-	failAfter int
+	Created   []*corev1.Pod
+	Deleted   []string
+	Patched   []string
+	CreateErr error
+	// FailAfter lets this many creates succeed before CreateErr applies (-1: always fail).
+	FailAfter int
 }
 
-var _ PodControl = &fakePodControl{}
+var _ PodControl = &FakePodControl{}
 
-func (f *fakePodControl) CreatePod(_ context.Context, _ runtime.Object, pod *corev1.Pod) (*corev1.Pod, error) {
+func (f *FakePodControl) CreatePod(_ context.Context, _ runtime.Object, pod *corev1.Pod) (*corev1.Pod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.createErr != nil && (f.failAfter < 0 || len(f.created) >= f.failAfter) {
-		return nil, f.createErr
+	if f.CreateErr != nil && (f.FailAfter < 0 || len(f.Created) >= f.FailAfter) {
+		return nil, f.CreateErr
 	}
 	p := pod.DeepCopy()
-	p.Name = fmt.Sprintf("%s%d", pod.GenerateName, len(f.created))
-	f.created = append(f.created, p)
+	p.Name = fmt.Sprintf("%s%d", pod.GenerateName, len(f.Created))
+	f.Created = append(f.Created, p)
 	return p, nil
 }
 
-func (f *fakePodControl) DeletePod(_ context.Context, _ runtime.Object, pod *corev1.Pod) error {
+func (f *FakePodControl) DeletePod(_ context.Context, _ runtime.Object, pod *corev1.Pod) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.deleted = append(f.deleted, pod.Name)
+	f.Deleted = append(f.Deleted, pod.Name)
 	return nil
 }
 
-func (f *fakePodControl) PatchPod(_ context.Context, _, name string, _ []byte) error {
+func (f *FakePodControl) PatchPod(_ context.Context, _, name string, _ []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.patched = append(f.patched, name)
+	f.Patched = append(f.Patched, name)
 	return nil
 }

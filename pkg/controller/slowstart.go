@@ -1,0 +1,31 @@
+package controller
+
+import "sync"
+
+// SlowStartBatch calls fn count times in batches of initial, 2·initial, 4·initial, …,
+// each batch in parallel, and stops after the first batch with an error. It returns how
+// many calls succeeded and the first error.
+func SlowStartBatch(count, initial int, fn func() error) (int, error) {
+	remaining, succeeded := count, 0
+	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
+		errs := make(chan error, batch)
+		var wg sync.WaitGroup
+		for i := 0; i < batch; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		succeeded += batch - len(errs)
+		if err, failed := <-errs; failed {
+			return succeeded, err
+		}
+		remaining -= batch
+	}
+	return succeeded, nil
+}
