@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/kroll-dev/kroll/pkg/controller/daemonset"
 	"github.com/kroll-dev/kroll/pkg/controller/deployment"
 	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
 	"github.com/kroll-dev/kroll/pkg/controller/statefulset"
@@ -33,6 +34,7 @@ type Options struct {
 	ReplicaSetWorkers            int
 	ReplicationControllerWorkers int
 	StatefulSetWorkers           int
+	DaemonSetWorkers             int
 }
 
 func (o *Options) defaults() {
@@ -54,10 +56,13 @@ func (o *Options) defaults() {
 	if o.StatefulSetWorkers == 0 {
 		o.StatefulSetWorkers = 5
 	}
+	if o.DaemonSetWorkers == 0 {
+		o.DaemonSetWorkers = 2 // kube-controller-manager's --concurrent-daemonset-syncs
+	}
 }
 
-// Run runs the Deployment, ReplicaSet, ReplicationController and StatefulSet controllers
-// against cfg until ctx ends.
+// Run runs the Deployment, ReplicaSet, ReplicationController, StatefulSet and DaemonSet
+// controllers against cfg until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	opts.defaults()
 	clientFor := func(name string) (kubernetes.Interface, error) {
@@ -82,6 +87,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	stsClient, err := clientFor(statefulset.ControllerName)
+	if err != nil {
+		return err
+	}
+	dsClient, err := clientFor(daemonset.ControllerName)
 	if err != nil {
 		return err
 	}
@@ -112,12 +121,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("statefulset controller: %w", err)
 	}
+	dsc, err := daemonset.New(dsClient, factory.Apps().V1().DaemonSets(), factory.Core().V1().Pods(), factory.Core().V1().Nodes(),
+		factory.Apps().V1().ControllerRevisions(), broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: daemonset.ControllerName}))
+	if err != nil {
+		return fmt.Errorf("daemonset controller: %w", err)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	klog.FromContext(ctx).Info("Starting kroll workload controllers")
 
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
+	go func() { defer wg.Done(); dsc.Run(ctx, opts.DaemonSetWorkers) }()
 	go func() { defer wg.Done(); ssc.Run(ctx, opts.StatefulSetWorkers) }()
 	go func() { defer wg.Done(); rsc.Run(ctx, opts.ReplicaSetWorkers) }()
 	go func() { defer wg.Done(); rcc.Run(ctx, opts.ReplicationControllerWorkers) }()

@@ -1,0 +1,170 @@
+package daemonset
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// The labels and annotation that tie a DaemonSet's pods to its template.
+const (
+	RevisionLabel = appsv1.DefaultDaemonSetUniqueLabelKey // controller-revision-hash
+	// TemplateGenerationLabel is the pod's copy of TemplateGenerationAnnotation.
+	TemplateGenerationLabel = "pod-template-generation"
+	// TemplateGenerationAnnotation is the API server's count of template changes.
+	TemplateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
+)
+
+// isUpdated tells whether pod runs ds's current template: its hash label is hash, or its
+// template generation is ds's.
+func isUpdated(ds *appsv1.DaemonSet, pod *corev1.Pod, hash string) bool {
+	if pod.Labels[RevisionLabel] == hash {
+		return true
+	}
+	gen, ok := ds.Annotations[TemplateGenerationAnnotation]
+	return ok && pod.Labels[TemplateGenerationLabel] == gen
+}
+
+// oldestFirst sorts pods scheduled before unscheduled, then by age, then by name: the
+// first is the pod a node keeps.
+func oldestFirst(pods []*corev1.Pod) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if (a.Spec.NodeName != "") != (b.Spec.NodeName != "") {
+			return a.Spec.NodeName != ""
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+}
+
+// onNode is one node's daemon pods that are not being deleted, split by template.
+type onNode struct {
+	node string
+	// updated and old are the oldest pod of each kind; ok is false when a node has two
+	// of a kind (the manage step removes the extra one first).
+	updated, old *corev1.Pod
+	ok           bool
+}
+
+func splitPods(ds *appsv1.DaemonSet, node string, pods []*corev1.Pod, hash string) onNode {
+	n := onNode{node: node, ok: true}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if isUpdated(ds, p, hash) {
+			if n.updated != nil {
+				n.ok = false
+			}
+			n.updated = p
+		} else {
+			if n.old != nil {
+				n.ok = false
+			}
+			n.old = p
+		}
+	}
+	return n
+}
+
+// fenceposts resolves a DaemonSet's maxUnavailable and maxSurge against the number of
+// nodes that should run it; both round up, and both 0 means 1 unavailable.
+func fenceposts(ds *appsv1.DaemonSet, desired int) (maxUnavailable, maxSurge int, err error) {
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	unavailable, surge := intstr.FromInt32(1), intstr.FromInt32(0)
+	if ru != nil {
+		if ru.MaxUnavailable != nil {
+			unavailable = *ru.MaxUnavailable
+		}
+		if ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+	}
+	if maxUnavailable, err = intstr.GetScaledValueFromIntOrPercent(&unavailable, desired, true); err != nil {
+		return 0, 0, fmt.Errorf("maxUnavailable: %w", err)
+	}
+	if maxSurge, err = intstr.GetScaledValueFromIntOrPercent(&surge, desired, true); err != nil {
+		return 0, 0, fmt.Errorf("maxSurge: %w", err)
+	}
+	if maxUnavailable == 0 && maxSurge == 0 {
+		maxUnavailable = 1
+	}
+	return maxUnavailable, maxSurge, nil
+}
+
+// updatePlan is one step of a rolling update: old pods to delete, nodes to give an
+// updated pod (surge).
+type updatePlan struct {
+	deletes []*corev1.Pod
+	creates []string
+}
+
+// planRollingUpdate is the next step of ds's rolling update over nodes (sorted by name).
+//
+// Without surge, old pods are deleted — never more than maxUnavailable nodes without an
+// available pod: a node without pods, with two, or with an updated pod not yet
+// available counts as unavailable; an old pod that is not available is replaced at
+// once (it serves nothing); available old pods go while room is left. The manage step
+// then creates their replacements. With 3 nodes and maxUnavailable 1: one old pod goes
+// per step, the next once its replacement is available.
+//
+// With surge, an updated pod is started next to the old one first — on at most
+// maxSurge nodes at a time (nodes whose old pod is not available do not wait) — and
+// the old pod is deleted once the updated one is available.
+func planRollingUpdate(ds *appsv1.DaemonSet, nodes []onNode, maxUnavailable, maxSurge int, now time.Time) updatePlan {
+	available := func(p *corev1.Pod) bool { return rollout.IsPodAvailable(p, ds.Spec.MinReadySeconds, now) }
+	var plan updatePlan
+	if maxSurge == 0 {
+		unavailable := 0
+		var candidates []*corev1.Pod
+		for _, n := range nodes {
+			switch {
+			case !n.ok, n.old == nil && n.updated == nil, n.old != nil && n.updated != nil:
+				unavailable++
+			case n.updated != nil:
+				if !available(n.updated) {
+					unavailable++
+				}
+			case !available(n.old):
+				plan.deletes = append(plan.deletes, n.old)
+				unavailable++
+			case unavailable < maxUnavailable:
+				candidates = append(candidates, n.old)
+			}
+		}
+		room := min(max(maxUnavailable-unavailable, 0), len(candidates))
+		plan.deletes = append(plan.deletes, candidates[:room]...)
+		return plan
+	}
+	surging := 0
+	var candidates []string
+	for _, n := range nodes {
+		switch {
+		case !n.ok:
+			surging++
+		case n.updated == nil && n.old == nil:
+		case n.updated == nil && !available(n.old):
+			plan.creates = append(plan.creates, n.node)
+		case n.updated == nil:
+			if surging < maxSurge {
+				candidates = append(candidates, n.node)
+			}
+		case !available(n.updated):
+			surging++
+		case n.old != nil:
+			plan.deletes = append(plan.deletes, n.old)
+		}
+	}
+	room := min(max(maxSurge-surging, 0), len(candidates))
+	plan.creates = append(plan.creates, candidates[:room]...)
+	return plan
+}
