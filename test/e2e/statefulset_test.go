@@ -187,7 +187,9 @@ type statefulSetScenario struct {
 var statefulSetScenarios = []statefulSetScenario{
 	{name: "OrderedReady scales up in order and down in reverse", run: func(t *testing.T, s *scene) string {
 		w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
-		s.apply(t, statefulSetManifest(5, ""))
+		s.apply(t, statefulSetManifest(0, ""))
+		s.waitSTS(t, "")
+		s.kubectl(t, "scale", "statefulset/web", "--replicas=5")
 		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1 web-3=r1 web-4=r1")
 		s.kubectl(t, "scale", "statefulset/web", "--replicas=2")
 		s.waitSTS(t, "web-0=r1 web-1=r1")
