@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -31,6 +32,15 @@ const serviceClusterIPRange = "10.96.0.0/12"
 
 var kubernetesServiceIP = net.ParseIP("10.96.0.1")
 
+// featureGates are the beta gates kroll turns on for every component, so that the API
+// server and the controllers agree: maxUnavailable for StatefulSet rolling updates
+// (beta and off by default in v1.36, so the API server would drop the field). They are
+// set on the process-wide gate, which API strategies read, before each component
+// copies it.
+var featureGates = map[string]bool{"MaxUnavailableStatefulSet": true}
+
+var setFeatureGates = sync.OnceValue(func() error { return utilfeature.DefaultMutableFeatureGate.SetFromMap(featureGates) })
+
 // workloadControllers are kube-controller-manager's controllers that kroll replaces.
 var workloadControllers = []string{
 	"deployment-controller",
@@ -41,8 +51,11 @@ var workloadControllers = []string{
 }
 
 // newComponentRegistry gives a component its own effective version and feature gate,
-// copied from the process defaults (kroll passes no feature-gate flags).
+// copied from the process-wide gate (with featureGates set).
 func newComponentRegistry() (basecompatibility.ComponentGlobalsRegistry, error) {
+	if err := setFeatureGates(); err != nil {
+		return nil, err
+	}
 	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	effectiveVersion := compatibility.DefaultBuildEffectiveVersion()
 	effectiveVersion.SetEmulationVersion(featureGate.EmulationVersion())

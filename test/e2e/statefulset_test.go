@@ -253,6 +253,22 @@ var statefulSetScenarios = []statefulSetScenario{
 		w.Verify(t, 10)
 		return canary + "\n" + s.stsSummary(t)
 	}},
+	{name: "maxUnavailable 2 replaces two pods at a time", run: func(t *testing.T, s *scene) string {
+		s.apply(t, statefulSetManifest(5, "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      maxUnavailable: 2\n"))
+		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1 web-3=r1 web-4=r1")
+		if mu := s.statefulSet(t).Spec.UpdateStrategy.RollingUpdate.MaxUnavailable; mu == nil || mu.IntValue() != 2 {
+			t.Fatalf("the API server dropped maxUnavailable (%v): the MaxUnavailableStatefulSet gate is off", mu)
+		}
+		w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
+		s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
+		s.waitSTS(t, "web-0=r2 web-1=r2 web-2=r2 web-3=r2 web-4=r2")
+		_, terminated := w.Order()
+		if len(terminated) != 5 || fmt.Sprint(terminated[:2]) != "[web-4 web-3]" {
+			t.Errorf("pods replaced in the order %v, want web-4 and web-3 first, together", terminated)
+		}
+		w.Verify(t, 10)
+		return s.stsSummary(t)
+	}},
 	{name: "OnDelete replaces only deleted pods", run: func(t *testing.T, s *scene) string {
 		s.apply(t, statefulSetManifest(3, "  updateStrategy:\n    type: OnDelete\n"))
 		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1")
