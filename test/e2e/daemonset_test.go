@@ -82,7 +82,7 @@ func (s *scene) waitDS(t *testing.T, want string) {
 		got := s.dsPods(t)
 		ds := s.daemonSet(t)
 		st := ds.Status
-		settled := st.ObservedGeneration == ds.Generation && st.NumberAvailable == st.DesiredNumberScheduled &&
+		settled := st.ObservedGeneration == ds.Generation && int(st.DesiredNumberScheduled) == strings.Count(want, "=") && st.NumberAvailable == st.DesiredNumberScheduled &&
 			st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.CurrentNumberScheduled == st.DesiredNumberScheduled
 		return got == want && settled, got + " " + dsStatus(ds)
 	})
@@ -192,6 +192,23 @@ var daemonSetScenarios = []deploymentScenario{
 				ds.Status.UpdatedNumberScheduled == 1 && ds.Status.NumberAvailable == 5, got + " " + dsStatus(ds)
 		})
 		return s.dsSummary(t)
+	}},
+	{name: "rollout restart replaces every pod", run: func(t *testing.T, s *scene) string {
+		s.apply(t, logDaemonSet)
+		s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2, 3, 4))
+		before := s.podNames(t, "app=logs")
+		s.kubectl(t, "rollout", "restart", "daemonset/logs")
+		s.kubectl(t, "rollout", "status", "daemonset/logs", "--timeout=90s")
+		s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2, 3, 4))
+		after := s.podNames(t, "app=logs")
+		for _, name := range after {
+			for _, old := range before {
+				if name == old {
+					t.Errorf("pod %s was not replaced", name)
+				}
+			}
+		}
+		return dsStatus(s.daemonSet(t))
 	}},
 	{name: "a node added gets a pod", run: func(t *testing.T, s *scene) string {
 		s.apply(t, logDaemonSet)

@@ -84,13 +84,29 @@ func (s *scene) revisionNumbers(t *testing.T) map[string]string {
 	return out
 }
 
-// waitSTS waits until web's pods read want (see stsPods) and its status is settled.
+// waitSTS waits until web's pods read want (see stsPods) and its status has caught up
+// with them: generation observed, every pod ready, and the current and updated counts
+// those of the pods' revision labels.
 func (s *scene) waitSTS(t *testing.T, want string) {
 	t.Helper()
 	eventually(t, 2*time.Minute, "statefulset pods "+want, func(context.Context) (bool, string) {
 		got := s.stsPods(t)
 		set := s.statefulSet(t)
-		settled := set.Status.ObservedGeneration == set.Generation && set.Status.ReadyReplicas == *set.Spec.Replicas && set.Status.Replicas == *set.Spec.Replicas
+		st := set.Status
+		var current, updated int32
+		for _, p := range s.pods(t, "app=nginx") {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			if p.Labels[appsv1.StatefulSetRevisionLabel] == st.CurrentRevision {
+				current++
+			}
+			if p.Labels[appsv1.StatefulSetRevisionLabel] == st.UpdateRevision {
+				updated++
+			}
+		}
+		settled := st.ObservedGeneration == set.Generation && st.ReadyReplicas == *set.Spec.Replicas && st.Replicas == *set.Spec.Replicas &&
+			st.AvailableReplicas == *set.Spec.Replicas && st.CurrentReplicas == current && st.UpdatedReplicas == updated
 		return got == want && settled, got + " " + stsStatus(set)
 	})
 }
@@ -316,6 +332,23 @@ var statefulSetScenarios = []statefulSetScenario{
 		steps = append(steps, "set deleted: "+s.claims(t))
 		return strings.Join(steps, "\n")
 	}},
+	{name: "rollout restart replaces every pod", run: func(t *testing.T, s *scene) string {
+		s.apply(t, statefulSetManifest(3, ""))
+		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1")
+		before := map[string]string{}
+		for _, p := range s.pods(t, "app=nginx") {
+			before[p.Name] = string(p.UID)
+		}
+		s.kubectl(t, "rollout", "restart", "statefulset/web")
+		s.waitSTS(t, "web-0=r2 web-1=r2 web-2=r2")
+		for _, p := range s.pods(t, "app=nginx") {
+			if before[p.Name] == string(p.UID) {
+				t.Errorf("%s was not replaced", p.Name)
+			}
+		}
+		st := s.statefulSet(t).Status
+		return fmt.Sprintf("replicas=%d ready=%d current=%d updated=%d revisions equal=%v", st.Replicas, st.ReadyReplicas, st.CurrentReplicas, st.UpdatedReplicas, st.CurrentRevision == st.UpdateRevision)
+	}},
 	{name: "a stuck rollout is undone without deleting the stuck pod", krollOnly: true, run: func(t *testing.T, s *scene) string {
 		s.apply(t, statefulSetManifest(3, ""))
 		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1")
@@ -324,6 +357,9 @@ var statefulSetScenarios = []statefulSetScenario{
 			return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
 				p.Status.ContainerStatuses[0].State.Waiting.Reason == "ImagePullBackOff"
 		})
+		if got := s.stsPods(t); got != "web-0=r1 web-1=r1 web-2=r2" {
+			t.Errorf("the bad rollout went past web-2: %s", got)
+		}
 		s.kubectl(t, "rollout", "undo", "statefulset/web")
 		if s.mode == cluster.WorkloadControllersUpstream {
 			// Upstream waits for web-2 to become Ready, which it never will.

@@ -1,0 +1,119 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+)
+
+// fakePods records the controller's pod writes.
+type fakePods struct{ actions []string }
+
+var _ podWriter = &fakePods{}
+
+func (f *fakePods) create(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod) error {
+	f.actions = append(f.actions, "create "+p.Name+"@"+p.Labels[RevisionLabel])
+	return nil
+}
+func (f *fakePods) update(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod) error {
+	f.actions = append(f.actions, "update "+p.Name)
+	return nil
+}
+func (f *fakePods) delete(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod) error {
+	f.actions = append(f.actions, "delete "+p.Name)
+	return nil
+}
+
+// setPod is set's pod of ordinal at revision, Running and Ready for an hour unless not ready.
+func setPod(set *appsv1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {
+	p := newPod(set, set, revision, ordinal)
+	p.UID = "uid-" + "p"
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionFalse
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}
+	return p
+}
+
+func rev(name string) *appsv1.ControllerRevision {
+	return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func TestUpdate(t *testing.T) {
+	partitioned := func(set *appsv1.StatefulSet, p int32) *appsv1.StatefulSet {
+		set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: &p}}
+		return set
+	}
+	set3 := func() *appsv1.StatefulSet {
+		s := newSet(3, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+		s.Spec.VolumeClaimTemplates = nil
+		return partitioned(s, 0)
+	}
+	tests := []struct {
+		name             string
+		set              *appsv1.StatefulSet
+		pods             func(*appsv1.StatefulSet) []*corev1.Pod
+		current, updated string
+		want             string
+	}{
+		{"OrderedReady creates the lowest missing ordinal only", set3(),
+			func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{setPod(s, 0, "A", true)} },
+			"A", "A", "[create web-1@A]"},
+		{"OrderedReady waits for a pod at the update revision that is not ready", set3(),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{setPod(s, 0, "A", true), setPod(s, 1, "A", true), setPod(s, 2, "B", false)}
+			},
+			"A", "B", "[]"},
+		{"after an undo, the stuck pod of the abandoned revision is replaced, not waited for (#67250)", set3(),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{setPod(s, 0, "A", true), setPod(s, 1, "A", true), setPod(s, 2, "B", false)}
+			},
+			"A", "A", "[delete web-2]"},
+		{"rolling update: highest stale ordinal first, one at a time", set3(),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{setPod(s, 0, "A", true), setPod(s, 1, "A", true), setPod(s, 2, "A", true)}
+			},
+			"A", "B", "[delete web-2]"},
+		{"partition 2: a stale pod below it is left alone", partitioned(set3(), 2),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{setPod(s, 0, "A", true), setPod(s, 1, "A", false), setPod(s, 2, "B", true)}
+			},
+			"A", "B", "[]"},
+		{"OrderedReady scale down: the highest condemned pod, alone", set3(),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				var pods []*corev1.Pod
+				for i := 0; i < 5; i++ {
+					pods = append(pods, setPod(s, i, "A", true))
+				}
+				return pods
+			},
+			"A", "A", "[delete web-4]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			factory := informers.NewSharedInformerFactory(client, 0)
+			pods := &fakePods{}
+			c := &Controller{client: client, recorder: record.NewFakeRecorder(10), now: time.Now, pods: pods,
+				claims: &claimKeeper{client: client, claims: factory.Core().V1().PersistentVolumeClaims().Lister(), recorder: record.NewFakeRecorder(10)}}
+			revs := revisions{current: rev(tt.current), update: rev(tt.updated), currentSet: tt.set, updateSet: tt.set}
+			if _, err := c.update(context.Background(), tt.set, tt.pods(tt.set), revs, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(pods.actions); got != tt.want {
+				t.Errorf("actions %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
