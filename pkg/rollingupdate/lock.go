@@ -50,9 +50,12 @@ type lock struct {
 
 	mu     sync.Mutex
 	leases map[string]*coordinationv1.Lease // by controller name
-	lost   chan error                       // receives once if renewing fails
-	stop   chan struct{}
-	done   chan struct{}
+	// renewed is when every lease was last renewed; past LockDuration−LockRenewInterval
+	// without a renewal the leases may have expired and the lock counts as lost.
+	renewed time.Time
+	lost    chan error // receives once if renewing fails
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 func newLock(client kubernetes.Interface, namespace, command string) *lock {
@@ -91,6 +94,9 @@ func (l *lock) acquire(ctx context.Context, controllers ...string) error {
 		}
 		l.mu.Lock()
 		l.leases[c] = lease
+		if l.renewed.IsZero() {
+			l.renewed = time.Now()
+		}
 		l.mu.Unlock()
 	}
 	l.startRenewing()
@@ -217,6 +223,7 @@ func (l *lock) renew() error {
 	defer l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), LockRenewInterval)
 	defer cancel()
+	failed := false
 	for c, lease := range l.leases {
 		next := lease.DeepCopy()
 		now := metav1.NewMicroTime(time.Now())
@@ -226,9 +233,15 @@ func (l *lock) renew() error {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return fmt.Errorf("lost the lock on replicationcontroller/%s to another client", c)
 			}
-			continue // a transient error; the lease has time left until the next try
+			failed = true // a transient error; the lease may have time left for the next try
+			continue
 		}
 		l.leases[c] = updated
+	}
+	if !failed {
+		l.renewed = time.Now()
+	} else if time.Since(l.renewed) > LockDuration-LockRenewInterval {
+		return fmt.Errorf("could not renew the lock for %s; another client may take it over", time.Since(l.renewed).Round(time.Second))
 	}
 	return nil
 }

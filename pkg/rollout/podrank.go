@@ -179,3 +179,23 @@ func AvailableAt(p *corev1.Pod, minReadySeconds int32) time.Time {
 func IsPodActive(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
 }
+
+// NextAvailable is the earliest instant one of pods that is ready but not yet available
+// under minReadySeconds becomes available: when a controller must look again, as no
+// event will tell it. Zero when no pod is waiting for that.
+func NextAvailable(pods []*corev1.Pod, minReadySeconds int32, now time.Time) time.Time {
+	if minReadySeconds == 0 {
+		return time.Time{}
+	}
+	var next time.Time
+	for _, p := range pods {
+		at := AvailableAt(p, minReadySeconds)
+		if at.IsZero() || IsPodAvailable(p, minReadySeconds, now) {
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}

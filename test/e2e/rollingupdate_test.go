@@ -270,25 +270,45 @@ func (s *ruScene) expectDone(t *testing.T, name, image string) {
 	}
 }
 
-// snapshot is every object of the namespace a failed command must not have changed.
+// snapshot is what a refused or failed command must not change: each controller's
+// spec, labels and annotations, each pod's labels and owners, and the locks. It waits
+// first until no pod is terminating, so that what the controllers are still finishing
+// (a pod going away, the status that follows) is not taken for a change.
 func (s *ruScene) snapshot(t *testing.T) string {
 	t.Helper()
+	eventually(t, time.Minute, "no pod terminating", func(context.Context) (bool, string) {
+		var terminating []string
+		for _, p := range s.pods(t, "") {
+			if p.DeletionTimestamp != nil {
+				terminating = append(terminating, p.Name)
+			}
+		}
+		return len(terminating) == 0, strings.Join(terminating, " ")
+	})
 	var parts []string
 	for _, rc := range s.rcs(t) {
-		parts = append(parts, "rc/"+rc.Name+"@"+rc.ResourceVersion)
+		parts = append(parts, fmt.Sprintf("rc/%s gen=%d replicas=%d labels=%v annotations=%v selector=%v", rc.Name, rc.Generation, *rc.Spec.Replicas, rc.Labels, rc.Annotations, rc.Spec.Selector))
 	}
 	for _, p := range s.pods(t, "") {
-		parts = append(parts, "pod/"+p.Name+"@"+p.ResourceVersion)
+		owner := ""
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			owner = ref.Name
+		}
+		parts = append(parts, fmt.Sprintf("pod/%s uid=%s labels=%v owner=%s", p.Name, p.UID, p.Labels, owner))
 	}
 	leases, err := s.c.Client.CoordinationV1().Leases(s.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range leases.Items {
-		parts = append(parts, "lease/"+l.Name)
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		parts = append(parts, "lease/"+l.Name+" held by "+holder)
 	}
 	sort.Strings(parts)
-	return strings.Join(parts, " ")
+	return strings.Join(parts, "\n")
 }
 
 // The client-side update relies on nothing but the ReplicationController semantics

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -28,6 +29,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
@@ -55,6 +57,10 @@ type Controller struct {
 	synced       []cache.InformerSynced
 	queue        controller.Queue
 	expectations *controller.Expectations
+	// failedBackoff spaces out the deletion of failed pods per DaemonSet and node (1s
+	// doubling to 15m): a kubelet that rejects the pod would otherwise meet a new one
+	// in a tight loop.
+	failedBackoff *flowcontrol.Backoff
 }
 
 // New builds the controller on shared informers (start them after).
@@ -67,8 +73,9 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		podIndex: pods.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced,
 			revisions.Informer().HasSynced},
-		queue:        controller.NewQueue("daemonset"),
-		expectations: controller.NewExpectations(time.Now),
+		queue:         controller.NewQueue("daemonset"),
+		expectations:  controller.NewExpectations(time.Now),
+		failedBackoff: flowcontrol.NewBackOff(time.Second, 15*time.Minute),
 	}
 	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
 		return nil, err
@@ -220,7 +227,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var syncErr error
 	satisfied := c.expectations.Satisfied(key)
 	if satisfied {
-		creates, deletes := manage(ds, nodes, byNode, hash)
+		creates, deletes := manage(ds, nodes, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
 		for _, p := range deletes {
 			c.podEventFor(ds, p)
 		}
@@ -232,7 +239,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					desired++
 				}
 				if list, ok := byNode[n.Name]; ok {
-					states = append(states, splitPods(ds, n.Name, list, hash))
+					states = append(states, splitPods(ds, n.Name, nodeFit(ds, n).shouldRun, list, hash))
 				}
 			}
 			maxUnavailable, maxSurge, ferr := fenceposts(ds, desired)
@@ -245,10 +252,26 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
 	}
 	statusErr := c.writeStatus(ctx, ds, nodes, byNode, hash, satisfied)
+	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
+		// A ready pod becomes available without any event: look again then.
+		c.queue.EnqueueAfter(ds, time.Until(at)+10*time.Millisecond)
+	}
 	if err := c.cleanupHistory(ctx, ds, pods, hash); err != nil && syncErr == nil {
 		syncErr = err
 	}
 	return utilerrors.NewAggregate([]error{syncErr, statusErr})
+}
+
+// failedMayGo tells whether a failed pod of ds on node may be deleted now; if not, ds
+// is looked at again when its back-off ends.
+func (c *Controller) failedMayGo(key string, ds *appsv1.DaemonSet, node string) bool {
+	id, now := key+"/"+node, c.now()
+	if c.failedBackoff.IsInBackOffSinceUpdate(id, now) {
+		c.queue.EnqueueAfter(ds, c.failedBackoff.Get(id))
+		return false
+	}
+	c.failedBackoff.Next(id, now)
+	return true
 }
 
 // podEventFor records the Failed/Succeeded events upstream gives before deleting a
@@ -266,7 +289,9 @@ func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 // deletion of finished pods, of extra pods (a node keeps its oldest, or with surge its
 // oldest updated and oldest old), of pods on nodes they no longer fit, and of unplaced
 // pods for nodes that are gone.
-func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string) (creates []string, deletes []*corev1.Pod) {
+//
+// failedMayGo says whether a failed pod on a node may be deleted now (its back-off).
+func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, failedMayGo func(node string) bool) (creates []string, deletes []*corev1.Pod) {
 	surge := false
 	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ru != nil && ru.MaxSurge != nil {
 		surge = ru.MaxSurge.String() != "0" && ru.MaxSurge.String() != "0%"
@@ -284,7 +309,11 @@ func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*cor
 			for _, p := range pods {
 				switch {
 				case p.DeletionTimestamp != nil:
-				case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+				case p.Status.Phase == corev1.PodFailed:
+					if failedMayGo(n.Name) {
+						deletes = append(deletes, p)
+					}
+				case p.Status.Phase == corev1.PodSucceeded:
 					deletes = append(deletes, p)
 				default:
 					running = append(running, p)
@@ -459,8 +488,31 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 	}
 	var current []*appsv1.ControllerRevision
 	var maxOld int64
+	var adoptable error
+	checked := false
 	for _, r := range all {
 		ref := metav1.GetControllerOf(r)
+		if ref == nil {
+			// An orphan (its DaemonSet was deleted with --cascade=orphan and made again):
+			// adopt it, so that history and undo see it.
+			if !checked {
+				fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+				adoptable, checked = controller.CheckAdoptable(ds, fresh, err, "DaemonSet"), true
+			}
+			if adoptable != nil {
+				continue
+			}
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+				"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}, "uid": r.UID}})
+			adopted, err := c.client.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			if err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return "", err
+			}
+			r, ref = adopted, metav1.GetControllerOf(adopted)
+		}
 		if ref == nil || ref.UID != ds.UID {
 			continue
 		}
@@ -622,9 +674,6 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
-	}
-	if err == nil && ds.Spec.MinReadySeconds > 0 && st.NumberReady != st.NumberAvailable {
-		c.queue.EnqueueAfter(ds, time.Duration(ds.Spec.MinReadySeconds)*time.Second)
 	}
 	return err
 }

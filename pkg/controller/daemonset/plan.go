@@ -53,10 +53,12 @@ type onNode struct {
 	// of a kind (the manage step removes the extra one first).
 	updated, old *corev1.Pod
 	ok           bool
+	// shouldRun: the DaemonSet still places pods on this node.
+	shouldRun bool
 }
 
-func splitPods(ds *appsv1.DaemonSet, node string, pods []*corev1.Pod, hash string) onNode {
-	n := onNode{node: node, ok: true}
+func splitPods(ds *appsv1.DaemonSet, node string, shouldRun bool, pods []*corev1.Pod, hash string) onNode {
+	n := onNode{node: node, ok: true, shouldRun: shouldRun}
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
@@ -152,6 +154,12 @@ func planRollingUpdate(ds *appsv1.DaemonSet, nodes []onNode, maxUnavailable, max
 		case !n.ok:
 			surging++
 		case n.updated == nil && n.old == nil:
+		case n.updated == nil && !n.shouldRun:
+			// No new pod goes where the DaemonSet no longer places pods (a taint added
+			// since); an old pod that serves nothing there goes.
+			if !available(n.old) {
+				plan.deletes = append(plan.deletes, n.old)
+			}
 		case n.updated == nil && !available(n.old):
 			plan.creates = append(plan.creates, n.node)
 		case n.updated == nil:

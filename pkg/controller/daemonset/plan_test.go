@@ -49,7 +49,7 @@ func names(pods []*corev1.Pod) string {
 
 func TestPlanRollingUpdate(t *testing.T) {
 	node := func(name string, pods ...*corev1.Pod) onNode {
-		return splitPods(newDaemonSet("1", "0"), name, pods, "new")
+		return splitPods(newDaemonSet("1", "0"), name, true, pods, "new")
 	}
 	tests := []struct {
 		name                     string
@@ -75,6 +75,9 @@ func TestPlanRollingUpdate(t *testing.T) {
 		{"surge: the old pod goes once the new one is available", 0, 1,
 			[]onNode{node("a", daemonPod("a", "old", true), daemonPod("a", "new", true)), node("b", daemonPod("b", "old", true))},
 			"[a-old]", "[b]"},
+		{"surge: no new pod on a node the DaemonSet no longer places pods on", 0, 1,
+			[]onNode{splitPods(newDaemonSet("1", "0"), "a", false, []*corev1.Pod{daemonPod("a", "old", true)}, "new"), node("b", daemonPod("b", "old", true))},
+			"[]", "[b]"},
 		{"surge: a new pod not yet available uses the surge", 0, 1,
 			[]onNode{node("a", daemonPod("a", "old", true), daemonPod("a", "new", false)), node("b", daemonPod("b", "old", true))},
 			"[]", "[]"},

@@ -89,7 +89,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if resizeErr == nil {
-		if at := nextAvailable(updated, active, now); !at.IsZero() {
+		if at := rollout.NextAvailable(active, updated.Spec.MinReadySeconds, now); !at.IsZero() {
 			c.queue.EnqueueAfter(updated, at.Sub(now)+10*time.Millisecond)
 		}
 	}
@@ -257,23 +257,4 @@ func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, sta
 	next := rs.DeepCopy()
 	next.Status = status
 	return c.kind.updateStatus(ctx, next)
-}
-
-// nextAvailable is the earliest instant a ready pod of rs becomes available under
-// minReadySeconds; zero when none is waiting for that.
-func nextAvailable(rs *appsv1.ReplicaSet, active []*corev1.Pod, now time.Time) time.Time {
-	if rs.Spec.MinReadySeconds == 0 {
-		return time.Time{}
-	}
-	var next time.Time
-	for _, p := range active {
-		at := rollout.AvailableAt(p, rs.Spec.MinReadySeconds)
-		if at.IsZero() || rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) {
-			continue
-		}
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
-	return next
 }

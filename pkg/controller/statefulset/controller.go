@@ -78,6 +78,11 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 			UpdateFunc: func(old, cur any) { c.podChanged(old); c.podChanged(cur) },
 			DeleteFunc: c.podChanged,
 		}},
+		{claims.Informer(), cache.ResourceEventHandlerFuncs{
+			// A new pod may be waiting for the garbage collector to remove its ordinal's
+			// claim of an earlier pod (whenScaled=Delete).
+			DeleteFunc: c.claimDeleted,
+		}},
 		{revisions.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.ownedChanged,
 			UpdateFunc: func(_, cur any) { c.ownedChanged(cur) },
@@ -116,6 +121,23 @@ func (c *Controller) podChanged(obj any) {
 	}
 	if set, err := c.sets.StatefulSets(pod.Namespace).Get(parent); err == nil {
 		c.queue.Enqueue(set)
+	}
+}
+
+func (c *Controller) claimDeleted(obj any) {
+	claim, ok := controller.Deleted[*corev1.PersistentVolumeClaim](obj)
+	if !ok {
+		return
+	}
+	for _, ref := range claim.OwnerReferences {
+		switch ref.Kind {
+		case "StatefulSet":
+			c.queue.Add(claim.Namespace + "/" + ref.Name)
+		case "Pod":
+			if parent, _, ok := parentAndOrdinal(ref.Name); ok {
+				c.queue.Add(claim.Namespace + "/" + parent)
+			}
+		}
 	}
 }
 
@@ -248,12 +270,21 @@ func (c *Controller) history(ctx context.Context, set *appsv1.StatefulSet, selec
 		return nil, err
 	}
 	var out []*appsv1.ControllerRevision
+	var adoptable error
+	checked := false
 	for _, r := range all {
 		ref := metav1.GetControllerOf(r)
 		switch {
 		case ref != nil && ref.UID == set.UID:
 			out = append(out, r)
 		case ref == nil && set.DeletionTimestamp == nil:
+			if !checked {
+				fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+				adoptable, checked = controller.CheckAdoptable(set, fresh, err, "StatefulSet"), true
+			}
+			if adoptable != nil {
+				continue
+			}
 			if err := c.adopt(ctx, set, "controllerrevisions", r.Namespace, r.Name, r.UID); err != nil {
 				return nil, err
 			}

@@ -86,6 +86,15 @@ func TestWantedClaimOwners(t *testing.T) {
 			if got := owners(wantedClaimOwners(set, inRange, 1, stale)); got[:len("[ConfigMap/keep")] != "[ConfigMap/keep" {
 				t.Errorf("owners %s: other owners must be kept first", got)
 			}
+			yes := true
+			operator := []metav1.OwnerReference{{Kind: "Database", Name: "db", Controller: &yes}}
+			want := wantedClaimOwners(set, inRange, 1, operator)
+			if conflict := conflictingController(set, 1, want); conflict != (tt.inRange != "[]") {
+				t.Errorf("a claim another controller manages: conflict %v with owners %s", conflict, owners(want))
+			}
+			if got := owners(withoutOwnRefs(set, 1, want)); got != "[Database/db]" {
+				t.Errorf("after a conflict the claim keeps %s, want only its own controller", got)
+			}
 		})
 	}
 }

@@ -94,11 +94,12 @@ func isUnavailable(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
 	return isTerminating(p) || !rollout.IsPodAvailable(p, set.Spec.MinReadySeconds, now)
 }
 
-// stale tells whether pod is one the update strategy is going to replace: RollingUpdate,
-// at or above the partition, and not at the update revision.
-func stale(set *appsv1.StatefulSet, p *corev1.Pod, revs revisions) bool {
-	return set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType &&
-		ordinalOf(p) >= startOrdinal(set)+int(partitionOf(set)) && p.Labels[RevisionLabel] != revs.update.Name
+// abandoned tells whether pod runs a revision the set has left behind: neither the
+// current one (what the pods below the partition run, and what an unfinished rollout
+// started from) nor the update one.
+func abandoned(p *corev1.Pod, revs revisions) bool {
+	r := p.Labels[RevisionLabel]
+	return r != revs.current.Name && r != revs.update.Name
 }
 
 // update brings set's pods one step towards its spec, and returns the status to
@@ -116,13 +117,16 @@ func stale(set *appsv1.StatefulSet, p *corev1.Pod, revs revisions) bool {
 //     replaces nothing: a pod the user deletes comes back at the update revision.
 //
 // Beyond upstream (kubernetes/kubernetes#67250): under OrderedReady, an in-range pod
-// that is not available and that the rolling update is going to replace anyway is
-// deleted instead of waited for. Upstream waits for it to become Ready first, so a
-// rollout stuck on a pod that can never start (a bad image) stays stuck after
-// `kubectl rollout undo` until someone deletes that pod by hand. Deleting it is safe:
-// it serves nothing (it is not available), it is outside the partition (the user asked
-// for it to be replaced), and it is recreated at once at the update revision — which
-// after an undo is the revision that worked.
+// that is not available and runs an abandoned revision — neither the current nor the
+// update one — is deleted instead of waited for. Upstream waits for it to become Ready
+// first, so a rollout stuck on a pod that can never start (a bad image) stays stuck
+// after `kubectl rollout undo` (or a fix-forward to a third template) until someone
+// deletes that pod by hand: the undo makes the update revision the current one again,
+// and the stuck pod's revision is then neither. Deleting it is safe: it serves nothing
+// (it is not available), no setting of the set asks for its revision any more, and it
+// is recreated at a revision the set does ask for. A pod of the current or the update
+// revision that is briefly not ready is still waited for, as upstream does: during a
+// rollout only one pod is ever down.
 func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, now time.Time) (appsv1.StatefulSetStatus, error) {
 	status := appsv1.StatefulSetStatus{
 		ObservedGeneration: set.Generation,
@@ -229,8 +233,8 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		}
 	}
 	if ordered && !isHealthy(set, p, now) {
-		if !isTerminating(p) && stale(set, p, revs) && isUnavailable(set, p, now) {
-			// A pod the update replaces anyway and that serves nothing: do not wait for it.
+		if !isTerminating(p) && abandoned(p, revs) && isUnavailable(set, p, now) {
+			// A pod of an abandoned revision that serves nothing: do not wait for it.
 			return true, c.pods.delete(ctx, set, p)
 		}
 		return true, nil

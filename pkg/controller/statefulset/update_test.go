@@ -80,6 +80,16 @@ func TestUpdate(t *testing.T) {
 				return []*corev1.Pod{setPod(s, 0, "A", true), setPod(s, 1, "A", true), setPod(s, 2, "B", false)}
 			},
 			"A", "A", "[delete web-2]"},
+		{"a pod of the current revision that is briefly not ready is waited for, mid-rollout", set3(),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{setPod(s, 0, "A", false), setPod(s, 1, "A", true), setPod(s, 2, "B", true)}
+			},
+			"A", "B", "[]"},
+		{"fix-forward: the stuck pod of an abandoned revision is replaced", set3(),
+			func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{setPod(s, 0, "A", true), setPod(s, 1, "A", true), setPod(s, 2, "B", false)}
+			},
+			"A", "C", "[delete web-2]"},
 		{"rolling update: highest stale ordinal first, one at a time", set3(),
 			func(s *appsv1.StatefulSet) []*corev1.Pod {
 				return []*corev1.Pod{setPod(s, 0, "A", true), setPod(s, 1, "A", true), setPod(s, 2, "A", true)}

@@ -144,6 +144,14 @@ func (k *claimKeeper) fixRetention(ctx context.Context, set *appsv1.StatefulSet,
 			podRef = pod
 		}
 		want := wantedClaimOwners(set, podRef, ordinal, claim.OwnerReferences)
+		if conflictingController(set, ordinal, want) {
+			// Another controller manages the claim: the policy does not apply; only
+			// the set's and its pod's references go.
+			k.recorder.Eventf(set, corev1.EventTypeWarning, "ConflictingController",
+				"PersistentVolumeClaim %s has a conflicting OwnerReference that acts as a manging controller, the retention policy is ignored for this claim", claim.Name)
+			want = wantedClaimOwners(set, nil, ordinal, claim.OwnerReferences)
+			want = withoutOwnRefs(set, ordinal, want)
+		}
 		if sameOwners(claim.OwnerReferences, want) {
 			continue
 		}
@@ -175,6 +183,35 @@ func wantedClaimOwners(set *appsv1.StatefulSet, pod *corev1.Pod, ordinal int, ha
 		out = append(out, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes})
 	case policy.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType:
 		out = append(out, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: set.Name, UID: set.UID, Controller: &yes, BlockOwnerDeletion: &yes})
+	}
+	return out
+}
+
+// conflictingController tells whether owners have two controllers: one the policy
+// added, and another that was there (an operator managing the claim).
+func conflictingController(set *appsv1.StatefulSet, ordinal int, owners []metav1.OwnerReference) bool {
+	foreign, own := false, false
+	for _, r := range owners {
+		if r.Controller == nil || !*r.Controller {
+			continue
+		}
+		if (r.Kind == "StatefulSet" && r.Name == set.Name) || (r.Kind == "Pod" && r.Name == podName(set, ordinal)) {
+			own = true
+		} else {
+			foreign = true
+		}
+	}
+	return foreign && own
+}
+
+// withoutOwnRefs drops the set's and its pod's references from owners.
+func withoutOwnRefs(set *appsv1.StatefulSet, ordinal int, owners []metav1.OwnerReference) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, r := range owners {
+		if (r.Kind == "StatefulSet" && r.Name == set.Name) || (r.Kind == "Pod" && r.Name == podName(set, ordinal)) {
+			continue
+		}
+		out = append(out, r)
 	}
 	return out
 }
