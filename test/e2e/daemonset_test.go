@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 )
 
@@ -113,7 +112,7 @@ func (s *scene) dsSummary(t *testing.T) string {
 	return fmt.Sprintf("revisions %s\npods %s\nstatus %s", strings.Join(revs, " "), s.dsPods(t), dsStatus(s.daemonSet(t)))
 }
 
-var daemonSetScenarios = []deploymentScenario{
+var daemonSetScenarios = []scenario{
 	{name: "a pod on each node and a nodeSelector change moves them", run: func(t *testing.T, s *scene) string {
 		s.apply(t, logDaemonSet)
 		s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2, 3, 4))
@@ -224,29 +223,5 @@ var daemonSetScenarios = []deploymentScenario{
 }
 
 func TestDaemonSetScenarios(t *testing.T) {
-	results := map[cluster.WorkloadControllers]map[string]string{}
-	for _, mode := range []cluster.WorkloadControllers{cluster.WorkloadControllersKroll, cluster.WorkloadControllersUpstream} {
-		results[mode] = map[string]string{}
-		t.Run(string(mode), func(t *testing.T) {
-			c := clustertest.Start(t, clustertest.WithWorkloadControllers(mode), clustertest.WithNodes(5))
-			for i, sc := range daemonSetScenarios {
-				t.Run(sc.name, func(t *testing.T) {
-					s := &scene{c: c, ns: fmt.Sprintf("ds-%d", i), mode: mode}
-					mustKubectl(t, c.KubeconfigPath, "create", "namespace", s.ns)
-					eventually(t, time.Minute, "the default service account", func(ctx context.Context) (bool, string) {
-						_, err := c.Client.CoreV1().ServiceAccounts(s.ns).Get(ctx, "default", metav1.GetOptions{})
-						return err == nil, fmt.Sprint(err)
-					})
-					results[mode][sc.name] = sc.run(t, s)
-					s.kubectl(t, "delete", "namespace", s.ns, "--wait=false")
-				})
-			}
-		})
-	}
-	for _, sc := range daemonSetScenarios {
-		k, u := results[cluster.WorkloadControllersKroll][sc.name], results[cluster.WorkloadControllersUpstream][sc.name]
-		if k != "" && u != "" && k != u {
-			t.Errorf("%s: kroll and upstream differ\nkroll:\n%s\nupstream:\n%s", sc.name, k, u)
-		}
-	}
+	runCompared(t, "ds", daemonSetScenarios, clustertest.WithNodes(5))
 }

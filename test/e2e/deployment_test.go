@@ -33,18 +33,6 @@ var typoImage = clustertest.WithKubelet(func(k *kubelet.Config) {
 	k.Faults = rules
 })
 
-// deploymentScenario drives one Deployment in its own namespace and returns a summary of
-// the outcome that kroll's and upstream's controllers must agree on.
-type deploymentScenario struct {
-	name string
-	run  func(t *testing.T, s *scene) string
-	// progressReasonRaces marks a scenario ending mid-rollout, where upstream's
-	// Progressing reason (NewReplicaSetCreated or ReplicaSetUpdated) depends on whether a
-	// sync happened to see a ReplicaSet status change; kroll reports ReplicaSetUpdated, as
-	// the documentation's stuck-rollout example shows. Only the status is compared then.
-	progressReasonRaces bool
-}
-
 // scene is one scenario's cluster and namespace.
 type scene struct {
 	c    *cluster.Cluster
@@ -173,8 +161,8 @@ func deploymentManifest(replicas int, specExtra string) string {
 	return m
 }
 
-var deploymentScenarios = []deploymentScenario{
-	{"create update and roll back", func(t *testing.T, s *scene) string {
+var deploymentScenarios = []scenario{
+	{name: "create update and roll back", run: func(t *testing.T, s *scene) string {
 		s.apply(t, nginxDeployment)
 		if out := s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s"); !strings.Contains(out, "successfully rolled out") {
 			t.Fatalf("rollout status: %s", out)
@@ -218,9 +206,9 @@ var deploymentScenarios = []deploymentScenario{
 		s.waitRS(t, "nginx:1.161=0 nginx:1.16.1=0 nginx:1.14.2=3")
 		s.verify(t, w, 20)
 		return s.summary(t, "nginx-deployment")
-	}, false},
+	}},
 
-	{"progress deadline exceeded then fixed", func(t *testing.T, s *scene) string {
+	{name: "progress deadline exceeded then fixed", run: func(t *testing.T, s *scene) string {
 		s.apply(t, deploymentManifest(3, "  progressDeadlineSeconds: 10\n"))
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		s.kubectl(t, "set", "image", "deployment/nginx-deployment", "nginx=nginx:1.161")
@@ -241,9 +229,9 @@ var deploymentScenarios = []deploymentScenario{
 			return strings.Contains(sum, "Progressing=True/NewReplicaSetAvailable"), sum
 		})
 		return s.summary(t, "nginx-deployment")
-	}, false},
+	}},
 
-	{"proportional scaling of a stuck rollout from 10 to 15 gives 11 old and 7 new", func(t *testing.T, s *scene) string {
+	{name: "proportional scaling of a stuck rollout from 10 to 15 gives 11 old and 7 new", run: func(t *testing.T, s *scene) string {
 		s.apply(t, deploymentManifest(10, "  strategy:\n    rollingUpdate:\n      maxSurge: 3\n      maxUnavailable: 2\n"))
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		s.kubectl(t, "set", "image", "deployment/nginx-deployment", "nginx=nginx:1.161")
@@ -253,9 +241,9 @@ var deploymentScenarios = []deploymentScenario{
 		time.Sleep(time.Second)
 		s.waitRS(t, "nginx:1.14.2=11 nginx:1.161=7")
 		return s.summary(t, "nginx-deployment")
-	}, true},
+	}, progressReasonRaces: true},
 
-	{"rollover mid-rollout", func(t *testing.T, s *scene) string {
+	{name: "rollover mid-rollout", run: func(t *testing.T, s *scene) string {
 		s.apply(t, deploymentManifest(5, ""))
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		w := s.watch(t)
@@ -267,9 +255,9 @@ var deploymentScenarios = []deploymentScenario{
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.161=0 nginx:1.16.1=5")
 		s.verify(t, w, 10)
 		return s.summary(t, "nginx-deployment")
-	}, false},
+	}},
 
-	{"Recreate never runs old and new pods together", func(t *testing.T, s *scene) string {
+	{name: "Recreate never runs old and new pods together", run: func(t *testing.T, s *scene) string {
 		s.apply(t, deploymentManifest(4, "  strategy:\n    type: Recreate\n"))
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		w := s.watch(t)
@@ -278,9 +266,9 @@ var deploymentScenarios = []deploymentScenario{
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=4")
 		s.verify(t, w, 8)
 		return s.summary(t, "nginx-deployment")
-	}, false},
+	}},
 
-	{"pause then several changes then resume makes one new ReplicaSet and scaling works paused", func(t *testing.T, s *scene) string {
+	{name: "pause then several changes then resume makes one new ReplicaSet and scaling works paused", run: func(t *testing.T, s *scene) string {
 		s.apply(t, nginxDeployment)
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		s.kubectl(t, "rollout", "pause", "deployment/nginx-deployment")
@@ -296,9 +284,9 @@ var deploymentScenarios = []deploymentScenario{
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=5")
 		return s.summary(t, "nginx-deployment")
-	}, false},
+	}},
 
-	{"revisionHistoryLimit 2 keeps two old ReplicaSets", func(t *testing.T, s *scene) string {
+	{name: "revisionHistoryLimit 2 keeps two old ReplicaSets", run: func(t *testing.T, s *scene) string {
 		s.apply(t, deploymentManifest(2, "  revisionHistoryLimit: 2\n"))
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		for _, tag := range []string{"1.15.0", "1.16.0", "1.16.1", "1.17.0"} {
@@ -307,9 +295,9 @@ var deploymentScenarios = []deploymentScenario{
 		}
 		s.waitRS(t, "nginx:1.16.0=0 nginx:1.16.1=0 nginx:1.17.0=2")
 		return s.summary(t, "nginx-deployment")
-	}, false},
+	}},
 
-	{"rollout restart starts a rollout like any template change", func(t *testing.T, s *scene) string {
+	{name: "rollout restart starts a rollout like any template change", run: func(t *testing.T, s *scene) string {
 		s.apply(t, nginxDeployment)
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		w := s.watch(t)
@@ -324,9 +312,9 @@ var deploymentScenarios = []deploymentScenario{
 		// The restart time is part of the template, so the new ReplicaSet's name differs
 		// between runs: compare without names.
 		return rsName.ReplaceAllString(s.summary(t, "nginx-deployment"), "rs ")
-	}, false},
+	}},
 
-	{"a quota that allows 2 pods makes a 3-replica Deployment report ReplicaFailure", func(t *testing.T, s *scene) string {
+	{name: "a quota that allows 2 pods makes a 3-replica Deployment report ReplicaFailure", run: func(t *testing.T, s *scene) string {
 		s.kubectl(t, "create", "quota", "two-pods", "--hard=pods=2")
 		eventually(t, time.Minute, "the quota controller to count usage", func(ctx context.Context) (bool, string) {
 			q, err := s.c.Client.CoreV1().ResourceQuotas(s.ns).Get(ctx, "two-pods", metav1.GetOptions{})
@@ -350,41 +338,12 @@ var deploymentScenarios = []deploymentScenario{
 			t.Errorf("no FailedCreate event naming the quota:\n%s", events)
 		}
 		return s.summary(t, "nginx-deployment")
-	}, false},
+	}},
 }
 
 // Given kroll's controllers (and, for comparison, upstream's), when each Deployment
 // scenario of the spec is driven with kubectl, then every observed state keeps the
 // bounds, and both controllers end with the same revisions, conditions and sizes.
 func TestDeploymentScenarios(t *testing.T) {
-	results := map[cluster.WorkloadControllers]map[string]string{}
-	for _, mode := range []cluster.WorkloadControllers{cluster.WorkloadControllersKroll, cluster.WorkloadControllersUpstream} {
-		results[mode] = map[string]string{}
-		t.Run(string(mode), func(t *testing.T) {
-			c := clustertest.Start(t, clustertest.WithWorkloadControllers(mode), typoImage)
-			for i, sc := range deploymentScenarios {
-				t.Run(sc.name, func(t *testing.T) {
-					s := &scene{c: c, ns: fmt.Sprintf("scenario-%d", i), mode: mode}
-					mustKubectl(t, c.KubeconfigPath, "create", "namespace", s.ns)
-					eventually(t, time.Minute, "the default service account", func(ctx context.Context) (bool, string) {
-						_, err := c.Client.CoreV1().ServiceAccounts(s.ns).Get(ctx, "default", metav1.GetOptions{})
-						return err == nil, fmt.Sprint(err)
-					})
-					results[mode][sc.name] = sc.run(t, s)
-				})
-			}
-		})
-	}
-	for _, sc := range deploymentScenarios {
-		k, u := results[cluster.WorkloadControllersKroll][sc.name], results[cluster.WorkloadControllersUpstream][sc.name]
-		if k == "" || u == "" {
-			continue // the scenario failed above
-		}
-		if sc.progressReasonRaces {
-			k, u = progressingReason.ReplaceAllString(k, "Progressing=True"), progressingReason.ReplaceAllString(u, "Progressing=True")
-		}
-		if k != u {
-			t.Errorf("%s: kroll and upstream differ\nkroll:\n%s\nupstream:\n%s", sc.name, k, u)
-		}
-	}
+	runCompared(t, "scenario", deploymentScenarios, typoImage)
 }

@@ -193,14 +193,7 @@ func (s *scene) claims(t *testing.T) string {
 	return strings.Join(parts, " ")
 }
 
-type statefulSetScenario struct {
-	name string
-	run  func(t *testing.T, s *scene) string
-	// krollOnly: the scenario shows where kroll deliberately differs from upstream.
-	krollOnly bool
-}
-
-var statefulSetScenarios = []statefulSetScenario{
+var statefulSetScenarios = []scenario{
 	{name: "OrderedReady scales up in order and down in reverse", run: func(t *testing.T, s *scene) string {
 		w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
 		s.apply(t, statefulSetManifest(0, ""))
@@ -375,31 +368,5 @@ var statefulSetScenarios = []statefulSetScenario{
 }
 
 func TestStatefulSetScenarios(t *testing.T) {
-	results := map[cluster.WorkloadControllers]map[string]string{}
-	for _, mode := range []cluster.WorkloadControllers{cluster.WorkloadControllersKroll, cluster.WorkloadControllersUpstream} {
-		results[mode] = map[string]string{}
-		t.Run(string(mode), func(t *testing.T) {
-			c := clustertest.Start(t, clustertest.WithWorkloadControllers(mode))
-			for i, sc := range statefulSetScenarios {
-				t.Run(sc.name, func(t *testing.T) {
-					s := &scene{c: c, ns: fmt.Sprintf("sts-%d", i), mode: mode}
-					mustKubectl(t, c.KubeconfigPath, "create", "namespace", s.ns)
-					eventually(t, time.Minute, "the default service account", func(ctx context.Context) (bool, string) {
-						_, err := c.Client.CoreV1().ServiceAccounts(s.ns).Get(ctx, "default", metav1.GetOptions{})
-						return err == nil, fmt.Sprint(err)
-					})
-					results[mode][sc.name] = sc.run(t, s)
-				})
-			}
-		})
-	}
-	for _, sc := range statefulSetScenarios {
-		k, u := results[cluster.WorkloadControllersKroll][sc.name], results[cluster.WorkloadControllersUpstream][sc.name]
-		if sc.krollOnly || k == "" || u == "" {
-			continue
-		}
-		if k != u {
-			t.Errorf("%s: kroll and upstream differ\nkroll:\n%s\nupstream:\n%s", sc.name, k, u)
-		}
-	}
+	runCompared(t, "sts", statefulSetScenarios)
 }

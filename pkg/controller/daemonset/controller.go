@@ -7,7 +7,6 @@ package daemonset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync/atomic"
@@ -427,50 +426,15 @@ func newPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 // claimPods returns the pods ds controls, after adopting orphans its selector matches
 // and releasing pods it controls but no longer selects.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	var checked bool
-	var adoptable error
-	for _, key := range []string{string(ds.UID), controller.OrphanIndexKey(ds.Namespace)} {
-		objs, err := c.podIndex.ByIndex(controller.PodControllerIndex, key)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			pod, ok := o.(*corev1.Pod)
-			if !ok || pod.Namespace != ds.Namespace {
-				continue
-			}
-			matches := selector.Matches(labels.Set(pod.Labels))
-			owned := metav1.IsControlledBy(pod, ds)
-			switch {
-			case owned && matches:
-				out = append(out, pod)
-			case owned:
-				patch := fmt.Appendf(nil, `{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, ds.UID, pod.UID)
-				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch); err != nil && !apierrors.IsNotFound(err) {
-					return nil, err
-				}
-			case matches && pod.DeletionTimestamp == nil:
-				if !checked {
-					fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-					adoptable, checked = controller.CheckAdoptable(ds, fresh, err, "DaemonSet"), true
-				}
-				if adoptable != nil {
-					continue
-				}
-				patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-					"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}, "uid": pod.UID}})
-				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch); err != nil {
-					if apierrors.IsNotFound(err) {
-						continue
-					}
-					return nil, err
-				}
-				out = append(out, pod)
-			}
-		}
-	}
-	return out, nil
+	return controller.PodClaim{
+		Owner: ds, Kind: controllerKind, Selects: controller.Selector(selector),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		},
+		Patch: func(ctx context.Context, name string, patch []byte) error {
+			return c.podControl.PatchPod(ctx, ds.Namespace, name, patch)
+		},
+	}.Claim(ctx, c.podIndex)
 }
 
 // constructHistory finds or creates the ControllerRevision of ds's template and gives
@@ -502,9 +466,8 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 			if adoptable != nil {
 				continue
 			}
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-				"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}, "uid": r.UID}})
-			adopted, err := c.client.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			adopted, err := c.client.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType,
+				controller.AdoptPatch(ds, controllerKind, r.UID), metav1.PatchOptions{})
 			if err != nil {
 				if apierrors.IsNotFound(err) {
 					continue
@@ -610,17 +573,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, p
 		}
 	}
 	history.SortRevisions(owned)
-	limit := int32(10)
-	if ds.Spec.RevisionHistoryLimit != nil {
-		limit = *ds.Spec.RevisionHistoryLimit
-	}
-	var errs []error
-	for _, r := range history.StaleRevisions(owned, nil, limit) {
-		if err := c.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	return utilerrors.NewAggregate(errs)
+	return controller.DeleteStaleRevisions(ctx, c.client, owned, nil, ds.Spec.RevisionHistoryLimit)
 }
 
 // writeStatus computes and writes ds's status: per node that should run it, whether it

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -39,10 +40,14 @@ type kind struct {
 	original func(rs *appsv1.ReplicaSet) runtime.Object
 }
 
+// gvk is the kind's group, version and kind.
+func (k *kind) gvk() schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(k.apiVersion, k.name)
+}
+
 // controllerRef is the owner reference the pods of rs carry.
 func (k *kind) controllerRef(rs *appsv1.ReplicaSet) metav1.OwnerReference {
-	yes := true
-	return metav1.OwnerReference{APIVersion: k.apiVersion, Kind: k.name, Name: rs.Name, UID: rs.UID, Controller: &yes, BlockOwnerDeletion: &yes}
+	return *metav1.NewControllerRef(rs, k.gvk())
 }
 
 func replicaSetKind(client kubernetes.Interface, informer appsinformers.ReplicaSetInformer) *kind {

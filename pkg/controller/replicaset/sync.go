@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -112,7 +111,7 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 			if matches {
 				claimed = append(claimed, pod)
 			} else if rs.DeletionTimestamp == nil {
-				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, c.releasePatch(rs, pod)); err != nil && !isNotFoundOrGone(err) && !apierrors.IsInvalid(err) {
+				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, controller.ReleasePatch(rs.UID, pod.UID)); err != nil && !isNotFoundOrGone(err) && !apierrors.IsInvalid(err) {
 					errs = append(errs, err)
 				}
 			}
@@ -128,7 +127,7 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 			errs = append(errs, fmt.Errorf("cannot adopt pod %s/%s: %w", pod.Namespace, pod.Name, adoptable))
 			continue
 		}
-		if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, c.adoptPatch(rs, pod)); err != nil {
+		if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, controller.AdoptPatch(rs, c.kind.gvk(), pod.UID)); err != nil {
 			if !isNotFoundOrGone(err) {
 				errs = append(errs, err)
 			}
@@ -137,25 +136,6 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 		claimed = append(claimed, pod)
 	}
 	return claimed, utilerrors.NewAggregate(errs)
-}
-
-// adoptPatch adds rs as the pod's controller; the pod's UID guards against a pod of
-// the same name created meanwhile.
-func (c *Controller) adoptPatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []metav1.OwnerReference{c.kind.controllerRef(rs)},
-		"uid":             pod.UID,
-	}})
-	return b
-}
-
-// releasePatch removes rs from the pod's owners.
-func (c *Controller) releasePatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": rs.UID}},
-		"uid":             pod.UID,
-	}})
-	return b
 }
 
 // resize creates or deletes pods so rs has spec.replicas active pods.

@@ -7,8 +7,6 @@ package statefulset
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -203,59 +201,24 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // claimPods returns the pods set controls, after adopting orphans its selector and name
 // match and releasing pods it controls but no longer selects.
 func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	var checked bool
-	var adoptable error
-	for _, key := range []string{string(set.UID), controller.OrphanIndexKey(set.Namespace)} {
-		objs, err := c.podIndex.ByIndex(controller.PodControllerIndex, key)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			pod, ok := o.(*corev1.Pod)
-			if !ok || pod.Namespace != set.Namespace {
-				continue
-			}
-			matches := selector.Matches(labels.Set(pod.Labels)) && isMember(set, pod)
-			owned := metav1.IsControlledBy(pod, set)
-			switch {
-			case owned && matches:
-				out = append(out, pod)
-			case owned && set.DeletionTimestamp == nil:
-				patch := fmt.Appendf(nil, `{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, set.UID, pod.UID)
-				if _, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					return nil, err
-				}
-			case !owned && matches && set.DeletionTimestamp == nil && pod.DeletionTimestamp == nil:
-				if !checked {
-					fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-					adoptable, checked = controller.CheckAdoptable(set, fresh, err, "StatefulSet"), true
-				}
-				if adoptable != nil {
-					continue
-				}
-				if err := c.adopt(ctx, set, "pods", pod.Namespace, pod.Name, pod.UID); err != nil {
-					return nil, err
-				}
-				out = append(out, pod)
-			}
-		}
-	}
-	return out, nil
+	selects := controller.Selector(selector)
+	return controller.PodClaim{
+		Owner: set, Kind: controllerKind,
+		Selects: func(p *corev1.Pod) bool { return selects(p) && isMember(set, p) },
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+		},
+		Patch: func(ctx context.Context, name string, patch []byte) error {
+			_, err := c.client.CoreV1().Pods(set.Namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			return err
+		},
+	}.Claim(ctx, c.podIndex)
 }
 
-// adopt makes set the controller of an orphan (a pod or a revision).
-func (c *Controller) adopt(ctx context.Context, set *appsv1.StatefulSet, resource, namespace, name string, uid types.UID) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(set, controllerKind)},
-		"uid":             uid,
-	}})
-	var err error
-	if resource == "pods" {
-		_, err = c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	} else {
-		_, err = c.client.AppsV1().ControllerRevisions(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	}
+// adoptRevision makes set the controller of an orphaned revision.
+func (c *Controller) adoptRevision(ctx context.Context, set *appsv1.StatefulSet, r *appsv1.ControllerRevision) error {
+	_, err := c.client.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType,
+		controller.AdoptPatch(set, controllerKind, r.UID), metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -285,7 +248,7 @@ func (c *Controller) history(ctx context.Context, set *appsv1.StatefulSet, selec
 			if adoptable != nil {
 				continue
 			}
-			if err := c.adopt(ctx, set, "controllerrevisions", r.Namespace, r.Name, r.UID); err != nil {
+			if err := c.adoptRevision(ctx, set, r); err != nil {
 				return nil, err
 			}
 			out = append(out, r)
@@ -302,15 +265,5 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 	for _, p := range pods {
 		live[p.Labels[RevisionLabel]] = true
 	}
-	limit := int32(10)
-	if set.Spec.RevisionHistoryLimit != nil {
-		limit = *set.Spec.RevisionHistoryLimit
-	}
-	var errs []error
-	for _, r := range history.StaleRevisions(revs, live, limit) {
-		if err := c.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	return utilerrors.NewAggregate(errs)
+	return controller.DeleteStaleRevisions(ctx, c.client, revs, live, set.Spec.RevisionHistoryLimit)
 }
