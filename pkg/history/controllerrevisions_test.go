@@ -103,3 +103,23 @@ func TestStaleRevisions(t *testing.T) {
 		}
 	}
 }
+
+// A revision written by Kubernetes ≤ 1.33 carries "creationTimestamp":null in its
+// template; applied and recorded again, it is the same template as today's data.
+func TestOldSerializationReencodes(t *testing.T) {
+	set := webSet("nginx:1.25")
+	data, _ := TemplatePatch(set)
+	old := []byte(string(data[:len(`{"spec":{"template":{"$patch":"replace","metadata":{`)]) + `"creationTimestamp":null,` + string(data[len(`{"spec":{"template":{"$patch":"replace","metadata":{`):]))
+	rev := NewRevision(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"), nil, old, 1, 0, ControllerRevisionHashLabel)
+	if string(rev.Data.Raw) == string(data) {
+		t.Fatal("the test revision should differ in its bytes")
+	}
+	applied, err := ApplyRevision(set, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := TemplatePatch(applied)
+	if string(again) != string(data) {
+		t.Errorf("re-encoded\n%s\nwant\n%s", again, data)
+	}
+}

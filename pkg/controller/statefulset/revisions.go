@@ -41,6 +41,10 @@ func (c *Controller) revisionsFor(ctx context.Context, set *appsv1.StatefulSet, 
 	switch {
 	case equal != nil && equal == revs[len(revs)-1]:
 		update = equal
+	case equal == nil && len(revs) > 0 && sameOnceReencoded(set, revs[len(revs)-1], data):
+		// The latest revision differs only in how an older version serialized it
+		// (Kubernetes ≤ 1.33 wrote "creationTimestamp":null): it is still the template.
+		update = revs[len(revs)-1]
 	case equal != nil:
 		update, err = c.renumber(ctx, equal, next)
 	default:
@@ -107,4 +111,15 @@ func (c *Controller) createRevision(ctx context.Context, rev *appsv1.ControllerR
 		rev.Name = history.RevisionName(rev.OwnerReferences[0].Name, history.RevisionHash(rev.Data.Raw, collisions))
 	}
 	return nil, collisions, fmt.Errorf("no free name for a revision of %s after 100 collisions", rev.OwnerReferences[0].Name)
+}
+
+// sameOnceReencoded tells whether rev, applied to set and recorded again, gives data:
+// the revision holds set's template, written by another serializer.
+func sameOnceReencoded(set *appsv1.StatefulSet, rev *appsv1.ControllerRevision, data []byte) bool {
+	applied, err := history.ApplyRevision(set, rev)
+	if err != nil {
+		return false
+	}
+	again, err := history.TemplatePatch(applied)
+	return err == nil && string(again) == string(data)
 }
