@@ -1,0 +1,121 @@
+// Package inplace is the machinery kroll's controllers share to update pods in place
+// (the proposal "Support deployment controller in-place update"): which template
+// changes can be applied to a running pod, the readiness gate that takes a pod out of
+// service while it changes, and the record on the pod from which an update resumes.
+package inplace
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// Mode is a workload's opt-in, from its StrategyAnnotation.
+type Mode string
+
+const (
+	// Off: the kind's usual update strategy (no annotation).
+	Off Mode = ""
+	// IfPossible updates in place when only eligible fields change, and falls back to
+	// the kind's usual update otherwise.
+	IfPossible Mode = "InPlaceIfPossible"
+	// Only updates in place, and touches no pod when other fields change.
+	Only Mode = "InPlaceOnly"
+)
+
+// The annotations a workload opts in with, and the pod condition kroll gates readiness on.
+const (
+	StrategyAnnotation    = "kroll.dev/update-strategy"
+	GracePeriodAnnotation = "kroll.dev/in-place-grace-period"
+	ReadinessGate         = corev1.PodConditionType("kroll.dev/in-place-update-ready")
+	StateAnnotation       = "kroll.dev/in-place-update-state"
+)
+
+// ModeOf reads a workload's annotations; an unknown value is an error naming it.
+func ModeOf(annotations map[string]string) (Mode, error) {
+	switch m := Mode(annotations[StrategyAnnotation]); m {
+	case Off, IfPossible, Only:
+		return m, nil
+	default:
+		return Off, fmt.Errorf("%s=%q: want %s or %s", StrategyAnnotation, m, IfPossible, Only)
+	}
+}
+
+// Diff compares two pod templates and returns the fields that differ and cannot change
+// in a running pod, as JSON paths ("spec.containers[app].env"); none means the change
+// can be made in place. Container and init-container images, and the template's labels
+// and annotations, can.
+func Diff(from, to *corev1.PodTemplateSpec) []string {
+	var fields []string
+	fields = append(fields, diffContainers("spec.initContainers", from.Spec.InitContainers, to.Spec.InitContainers)...)
+	fields = append(fields, diffContainers("spec.containers", from.Spec.Containers, to.Spec.Containers)...)
+	a, b := from.Spec.DeepCopy(), to.Spec.DeepCopy()
+	a.Containers, b.Containers, a.InitContainers, b.InitContainers = nil, nil, nil, nil
+	fields = append(fields, diffStruct("spec", reflect.ValueOf(*a), reflect.ValueOf(*b))...)
+	if !equality.Semantic.DeepEqual(withoutLabelsAndAnnotations(from), withoutLabelsAndAnnotations(to)) {
+		fields = append(fields, "metadata")
+	}
+	sort.Strings(fields)
+	return fields
+}
+
+// Images is what an in-place update changes: the image of each container and init
+// container, by name.
+func Images(t *corev1.PodTemplateSpec) map[string]string {
+	out := map[string]string{}
+	for _, c := range t.Spec.InitContainers {
+		out[c.Name] = c.Image
+	}
+	for _, c := range t.Spec.Containers {
+		out[c.Name] = c.Image
+	}
+	return out
+}
+
+func withoutLabelsAndAnnotations(t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	c := t.DeepCopy()
+	c.Labels, c.Annotations, c.Spec = nil, nil, corev1.PodSpec{}
+	return c
+}
+
+// diffContainers names the fields other than the image that differ between two
+// container lists; containers added, removed or reordered name the list itself.
+func diffContainers(path string, from, to []corev1.Container) []string {
+	if len(from) != len(to) {
+		return []string{path}
+	}
+	var fields []string
+	for i := range from {
+		if from[i].Name != to[i].Name {
+			return []string{path}
+		}
+		a, b := from[i].DeepCopy(), to[i].DeepCopy()
+		a.Image, b.Image = "", ""
+		fields = append(fields, diffStruct(fmt.Sprintf("%s[%s]", path, from[i].Name), reflect.ValueOf(*a), reflect.ValueOf(*b))...)
+	}
+	return fields
+}
+
+// diffStruct names the fields of two structs of one type that differ, by JSON name.
+func diffStruct(path string, a, b reflect.Value) []string {
+	var fields []string
+	for i := 0; i < a.NumField(); i++ {
+		f := a.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if equality.Semantic.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			continue
+		}
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name == "" {
+			name = f.Name
+		}
+		fields = append(fields, path+"."+name)
+	}
+	return fields
+}

@@ -1,0 +1,119 @@
+package inplace
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func template(image string) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "init", Image: "busybox:1"}},
+			Containers:     []corev1.Container{{Name: "app", Image: image}, {Name: "sidecar", Image: "envoy:1"}},
+		},
+	}
+}
+
+func TestDiff(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*corev1.PodTemplateSpec)
+		want string
+	}{
+		{"an image", func(t *corev1.PodTemplateSpec) { t.Spec.Containers[0].Image = "nginx:2" }, "[]"},
+		{"an init image, labels and annotations", func(t *corev1.PodTemplateSpec) {
+			t.Spec.InitContainers[0].Image = "busybox:2"
+			t.Labels["tier"] = "front"
+			t.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
+		}, "[]"},
+		{"env of one container", func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "X", Value: "1"}}
+		}, "[spec.containers[sidecar].env]"},
+		{"command and an image", func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers[0].Command = []string{"sh"}
+			t.Spec.Containers[0].Image = "nginx:2"
+		}, "[spec.containers[app].command]"},
+		{"a container added", func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Name: "x", Image: "x"})
+		}, "[spec.containers]"},
+		{"volumes and node selector", func(t *corev1.PodTemplateSpec) {
+			t.Spec.Volumes = []corev1.Volume{{Name: "v"}}
+			t.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		}, "[spec.nodeSelector spec.volumes]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			from := template("nginx:1")
+			to := from.DeepCopy()
+			tt.edit(to)
+			if got := fmt.Sprint(Diff(from, to)); got != tt.want {
+				t.Errorf("Diff = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestModeOf(t *testing.T) {
+	for v, want := range map[string]Mode{"": Off, "InPlaceIfPossible": IfPossible, "InPlaceOnly": Only} {
+		if got, err := ModeOf(map[string]string{StrategyAnnotation: v}); err != nil || got != want {
+			t.Errorf("%q: %v %v", v, got, err)
+		}
+	}
+	if _, err := ModeOf(map[string]string{StrategyAnnotation: "Sometimes"}); err == nil {
+		t.Error("an unknown mode was accepted")
+	}
+}
+
+// pod is a running pod of app (image, imageID "id-<image>"), with or without the gate.
+func pod(image string, gated bool, gate corev1.ConditionStatus, ready bool) *corev1.Pod {
+	p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}
+	if gated {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: ReadinessGate}}
+		if gate != "" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: ReadinessGate, Status: gate}}
+		}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: image, ImageID: "id-" + image, Ready: ready,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	return p
+}
+
+func TestNextStep(t *testing.T) {
+	now := time.Now()
+	target := map[string]string{"app": "nginx:2"}
+	withState := func(p *corev1.Pod, since time.Time) *corev1.Pod {
+		s := OutOfService(p, "rev2", target, since)
+		p.Annotations = map[string]string{StateAnnotation: s.Encode()}
+		return p
+	}
+	specPatched := func(p *corev1.Pod) *corev1.Pod { p.Spec.Containers[0].Image = "nginx:2"; return p }
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		grace time.Duration
+		want  Step
+		wait  time.Duration
+	}{
+		{"serving old pod: take it out of service", pod("nginx:1", true, corev1.ConditionTrue, true), 0, TakeOut, 0},
+		{"out of service, grace period running", withState(pod("nginx:1", true, corev1.ConditionFalse, false), now.Add(-2*time.Second)), 5 * time.Second, Wait, 3 * time.Second},
+		{"grace period over: patch", withState(pod("nginx:1", true, corev1.ConditionFalse, false), now.Add(-6*time.Second)), 5 * time.Second, PatchImages, 0},
+		{"patched, the kubelet still reports the old image", specPatched(withState(pod("nginx:1", true, corev1.ConditionFalse, false), now)), 0, Wait, 0},
+		{"new image running and ready: put it back", withState(pod("nginx:2", true, corev1.ConditionFalse, true), now), 0, PutBack, 0},
+		{"serving the new image: done", pod("nginx:2", true, corev1.ConditionTrue, true), 0, Done, 0},
+		{"a pod without the gate is patched directly", pod("nginx:1", false, "", true), 0, PatchImages, 0},
+		{"target went back before the patch (undo): put back", pod("nginx:2", true, corev1.ConditionFalse, true), 0, PutBack, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, wait := NextStep(tt.pod, target, tt.grace, now)
+			if got != tt.want || (tt.wait > 0 && (wait < tt.wait-time.Millisecond || wait > tt.wait+time.Millisecond)) {
+				t.Errorf("NextStep = %s (wait %s), want %s (wait %s)", got, wait, tt.want, tt.wait)
+			}
+		})
+	}
+}

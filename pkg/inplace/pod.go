@@ -1,0 +1,176 @@
+package inplace
+
+import (
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// State is the record an in-place update keeps on its pod (StateAnnotation), so that a
+// controller restarted at any moment resumes from the pod alone.
+type State struct {
+	// Revision is the revision the pod is being updated to.
+	Revision string `json:"revision"`
+	// Images are the target images by container name.
+	Images map[string]string `json:"images"`
+	// PreviousImageIDs are the containers' image IDs before the update: a container
+	// reporting another ID runs the new image.
+	PreviousImageIDs map[string]string `json:"previousImageIDs,omitempty"`
+	// OutOfServiceSince is when the readiness gate was set False (the grace period
+	// counts from it).
+	OutOfServiceSince metav1.MicroTime `json:"outOfServiceSince"`
+}
+
+// StateOf reads pod's record; ok is false without one (or with one that does not parse).
+func StateOf(pod *corev1.Pod) (State, bool) {
+	var s State
+	raw, found := pod.Annotations[StateAnnotation]
+	if !found || json.Unmarshal([]byte(raw), &s) != nil {
+		return State{}, false
+	}
+	return s, true
+}
+
+// Encode is s as the annotation value.
+func (s State) Encode() string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Step is what an in-place update of one pod does next.
+type Step string
+
+const (
+	// Done: the pod runs the target images and serves.
+	Done Step = "Done"
+	// TakeOut: set the readiness gate False and record the State.
+	TakeOut Step = "TakeOut"
+	// Wait: the grace period, or the containers restarting on their new images.
+	Wait Step = "Wait"
+	// PatchImages: set the target images in the pod's spec.
+	PatchImages Step = "PatchImages"
+	// PutBack: set the readiness gate True.
+	PutBack Step = "PutBack"
+)
+
+// HasGate tells whether pod was created with the in-place readiness gate. A pod made
+// before its workload opted in has none (a pod's readiness gates cannot be changed): it
+// is updated without the out-of-service step, and the kubelet reports it not ready
+// while its containers restart on the new images.
+func HasGate(pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType == ReadinessGate {
+			return true
+		}
+	}
+	return false
+}
+
+// GateStatus is the status of pod's in-place readiness condition ("" when unset).
+func GateStatus(pod *corev1.Pod) corev1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ReadinessGate {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// NextStep is the next step of updating pod in place to images (by container name),
+// with the grace period between taking it out of service and changing it; for Wait,
+// how long at most (0: until the pod changes). The contract, in order:
+//
+//  1. While the spec lacks a target image: take the pod out of service (gate False,
+//     State recorded), wait out the grace period, patch the images.
+//  2. Once the spec has them: wait until every changed container reports running the
+//     new image and ready, then put the pod back (gate True).
+//
+// Every step is decided from the pod alone, so a restarted controller resumes where
+// the last one stopped; a pod whose target went back to what it runs (an undo before
+// the patch) is simply put back.
+func NextStep(pod *corev1.Pod, images map[string]string, grace time.Duration, now time.Time) (Step, time.Duration) {
+	gated := HasGate(pod)
+	if !specHas(pod, images) {
+		if gated && GateStatus(pod) != corev1.ConditionFalse {
+			return TakeOut, 0
+		}
+		if s, ok := StateOf(pod); ok && gated {
+			if left := s.OutOfServiceSince.Add(grace).Sub(now); left > 0 {
+				return Wait, left
+			}
+		}
+		return PatchImages, 0
+	}
+	if !runs(pod, images) {
+		return Wait, 0
+	}
+	if gated && GateStatus(pod) != corev1.ConditionTrue {
+		return PutBack, 0
+	}
+	return Done, 0
+}
+
+// specHas tells whether pod's spec has every image of images.
+func specHas(pod *corev1.Pod, images map[string]string) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if want, ok := images[c.Name]; ok && c.Image != want {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// runs tells whether each container of pod reports running images[its name] and ready
+// (init containers: having run it). A container's status is believed only when its
+// imageID is not the one recorded before the update.
+func runs(pod *corev1.Pod, images map[string]string) bool {
+	s, _ := StateOf(pod)
+	check := func(statuses []corev1.ContainerStatus, init bool) bool {
+		for _, cs := range statuses {
+			want, ok := images[cs.Name]
+			if !ok {
+				continue
+			}
+			if cs.Image != want && !sameImageName(cs.Image, want) {
+				return false
+			}
+			if prev, ok := s.PreviousImageIDs[cs.Name]; ok && prev != "" && cs.ImageID == prev && cs.Image != want {
+				return false
+			}
+			if !init && (!cs.Ready || cs.State.Running == nil) {
+				return false
+			}
+		}
+		return true
+	}
+	return check(pod.Status.InitContainerStatuses, true) && check(pod.Status.ContainerStatuses, false)
+}
+
+// sameImageName tells images that differ only by the registry prefix a runtime adds
+// ("nginx:1.16" reported as "docker.io/library/nginx:1.16").
+func sameImageName(reported, want string) bool {
+	for _, prefix := range []string{"docker.io/library/", "docker.io/"} {
+		if reported == prefix+want {
+			return true
+		}
+	}
+	return false
+}
+
+// OutOfService returns the State to record when taking pod out of service for images
+// of revision at now.
+func OutOfService(pod *corev1.Pod, revision string, images map[string]string, now time.Time) State {
+	prev := map[string]string{}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if _, ok := images[cs.Name]; ok {
+				prev[cs.Name] = cs.ImageID
+			}
+		}
+	}
+	return State{Revision: revision, Images: images, PreviousImageIDs: prev, OutOfServiceSince: metav1.NewMicroTime(now)}
+}
