@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 )
 
@@ -208,6 +209,52 @@ var daemonSetScenarios = []scenario{
 			}
 		}
 		return dsStatus(s.daemonSet(t))
+	}},
+	{name: "in place: images change without replacing pods", krollOnly: true, run: func(t *testing.T, s *scene) string {
+		if s.mode == cluster.WorkloadControllersUpstream {
+			return "" // upstream has no in-place update
+		}
+		s.apply(t, strings.Replace(logDaemonSet, "  name: logs\n", "  name: logs\n  annotations:\n    kroll.dev/update-strategy: InPlaceIfPossible\n", 1))
+		s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2, 3, 4))
+		before := map[string]string{}
+		for _, p := range s.pods(t, "app=logs") {
+			before[string(p.UID)] = p.Spec.NodeName
+		}
+		w := clustertest.WatchDaemonSet(t, s.c.Client, s.ns, "logs")
+		s.kubectl(t, "set", "image", "daemonset/logs", "agent=fluentd:v2")
+		s.waitDS(t, onNodes("fluentd:v2", 0, 1, 2, 3, 4))
+		for _, p := range s.pods(t, "app=logs") {
+			if node, ok := before[string(p.UID)]; !ok || node != p.Spec.NodeName || p.Status.ContainerStatuses[0].RestartCount != 1 {
+				t.Errorf("pod %s on %s: kept=%v restarts=%d; want every pod kept on its node, restarted once", p.Name, p.Spec.NodeName, ok, p.Status.ContainerStatuses[0].RestartCount)
+			}
+		}
+		w.Verify(t, 10)
+
+		// env cannot change in place: the usual rolling update, with an event naming it.
+		s.kubectl(t, "set", "env", "daemonset/logs", "LEVEL=debug")
+		s.waitDS(t, onNodes("fluentd:v2", 0, 1, 2, 3, 4))
+		events := s.kubectl(t, "get", "events", "--field-selector", "reason=InPlaceUpdateFallback", "-o", "custom-columns=M:.message", "--no-headers")
+		if !strings.Contains(events, "spec.containers[agent].env") {
+			t.Errorf("no fallback event naming env: %q", events)
+		}
+		for _, p := range s.pods(t, "app=logs") {
+			if _, kept := before[string(p.UID)]; kept {
+				t.Errorf("pod %s was kept through an env change", p.Name)
+			}
+		}
+
+		// InPlaceOnly: an env change touches no pod, and an event says why.
+		unchanged := s.podNames(t, "app=logs")
+		s.kubectl(t, "annotate", "--overwrite", "daemonset/logs", "kroll.dev/update-strategy=InPlaceOnly")
+		s.kubectl(t, "set", "env", "daemonset/logs", "LEVEL=info")
+		eventually(t, time.Minute, "the InPlaceUpdateBlocked event", func(context.Context) (bool, string) {
+			out, _ := s.tryKubectl(t, "get", "events", "--field-selector", "reason=InPlaceUpdateBlocked", "-o", "custom-columns=M:.message", "--no-headers")
+			return strings.Contains(out, "spec.containers[agent].env"), out
+		})
+		if now := s.podNames(t, "app=logs"); fmt.Sprint(now) != fmt.Sprint(unchanged) {
+			t.Errorf("InPlaceOnly replaced pods: %v, were %v", now, unchanged)
+		}
+		return ""
 	}},
 	{name: "a node added gets a pod", run: func(t *testing.T, s *scene) string {
 		s.apply(t, logDaemonSet)

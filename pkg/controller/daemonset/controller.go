@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -60,6 +62,9 @@ type Controller struct {
 	// doubling to 15m): a kubelet that rejects the pod would otherwise meet a new one
 	// in a tight loop.
 	failedBackoff *flowcontrol.Backoff
+	// takenOut holds the UIDs of pods this controller took out of service for an
+	// in-place update, until the cache shows it (see serving).
+	takenOut sync.Map
 }
 
 // New builds the controller on shared informers (start them after).
@@ -245,8 +250,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if ferr != nil {
 				return ferr
 			}
-			plan := planRollingUpdate(ds, states, maxUnavailable, maxSurge, c.now())
-			creates, deletes = plan.creates, plan.deletes
+			handled, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable)
+			if err != nil {
+				return err
+			}
+			if !handled {
+				plan := planRollingUpdate(ds, states, maxUnavailable, maxSurge, c.now())
+				creates, deletes = plan.creates, plan.deletes
+			}
 		}
 		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
 	}
@@ -417,6 +428,10 @@ func newPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
 		},
 		Spec: t.Spec,
+	}
+	if mode, _ := inplace.ModeOf(ds.Annotations); mode != inplace.Off && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+		// Opted in to in-place updates: the pod serves only once kroll says so.
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: inplace.ReadinessGate})
 	}
 	pod.Spec.Tolerations = withDaemonTolerations(&pod.Spec)
 	pod.Spec.Affinity = pinnedTo(pod.Spec.Affinity, node)

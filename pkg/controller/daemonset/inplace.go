@@ -1,0 +1,224 @@
+package daemonset
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// inPlace carries out the in-place update of an opted-in DaemonSet (see pkg/inplace):
+// every pod that is mid-update moves on a step, and old pods start one — unavailable
+// ones first — while no more than maxUnavailable nodes are without an available pod.
+// A fresh pod of an opted-in DaemonSet is put in service the same way once its
+// containers are ready. handled is false when the change cannot be made in place and
+// the mode allows the usual rolling update instead.
+func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int) (handled bool, err error) {
+	mode, _ := inplace.ModeOf(ds.Annotations)
+	if mode == inplace.Off {
+		return false, nil
+	}
+	now := c.now()
+	grace := gracePeriod(ds)
+	images := inplace.Images(&ds.Spec.Template)
+	var old []*corev1.Pod
+	unavailable := 0
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if !c.serving(ds, p, now) {
+			unavailable++
+		}
+		_, midUpdate := inplace.StateOf(p)
+		if isUpdated(ds, p, hash) || (midUpdate && inplace.GateStatus(p) == corev1.ConditionFalse) {
+			if err := c.stepPod(ctx, ds, p, hash, images, grace, now); err != nil {
+				return true, err
+			}
+			continue
+		}
+		old = append(old, p)
+	}
+	if len(old) == 0 {
+		return true, nil
+	}
+	if fields := c.ineligible(ds, old[0]); len(fields) > 0 {
+		msg := "the change to " + strings.Join(fields, ", ") + " cannot be made in place"
+		if mode == inplace.Only {
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, "InPlaceUpdateBlocked", "%s; %s touches no pod", msg, inplace.Only)
+			return true, nil
+		}
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "InPlaceUpdateFallback", "%s; rolling update instead", msg)
+		return false, nil
+	}
+	// Unavailable pods first: taking them out of service costs nothing.
+	sortUnavailableFirst(old, ds.Spec.MinReadySeconds, now)
+	for _, p := range old {
+		available := c.serving(ds, p, now)
+		if available && unavailable >= maxUnavailable {
+			break
+		}
+		if err := c.stepPod(ctx, ds, p, hash, images, grace, now); err != nil {
+			return true, err
+		}
+		if available {
+			unavailable++
+		}
+	}
+	return true, nil
+}
+
+// serving tells whether p counts as available: available, and not taken out of
+// service for an update — by its gate, or by a write of this controller that the
+// cache does not show yet (which would otherwise let the next sync take out another).
+func (c *Controller) serving(ds *appsv1.DaemonSet, p *corev1.Pod, now time.Time) bool {
+	if inplace.GateStatus(p) == corev1.ConditionFalse {
+		c.takenOut.Delete(p.UID)
+		return false
+	}
+	if at, ok := c.takenOut.Load(p.UID); ok {
+		if now.Sub(at.(time.Time)) < time.Minute {
+			return false
+		}
+		c.takenOut.Delete(p.UID)
+	}
+	return rollout.IsPodAvailable(p, ds.Spec.MinReadySeconds, now)
+}
+
+// ineligible names the fields that keep pod's template from becoming ds's in place.
+func (c *Controller) ineligible(ds *appsv1.DaemonSet, pod *corev1.Pod) []string {
+	revs, err := c.revisions.ControllerRevisions(ds.Namespace).List(labels.SelectorFromSet(labels.Set{RevisionLabel: pod.Labels[RevisionLabel]}))
+	var rev *appsv1.ControllerRevision
+	for _, r := range revs {
+		if metav1.IsControlledBy(r, ds) {
+			rev = r
+		}
+	}
+	if err != nil || rev == nil {
+		return []string{"spec.template (the pod's revision is gone)"}
+	}
+	from, err := history.ApplyRevision(ds, rev)
+	if err != nil {
+		return []string{"spec.template"}
+	}
+	return inplace.Diff(&from.Spec.Template, &ds.Spec.Template)
+}
+
+// stepPod makes the next write of p's in-place update, or requeues ds for when there
+// is one to make.
+func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev1.Pod, hash string, images map[string]string, grace time.Duration, now time.Time) error {
+	step, wait := inplace.NextStep(p, images, grace, now)
+	var err error
+	switch step {
+	case inplace.TakeOut:
+		state := inplace.OutOfService(p, hash, images, now)
+		c.takenOut.Store(p.UID, now)
+		if err = c.patchPod(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{inplace.StateAnnotation: state.Encode()}}}, ""); err == nil {
+			err = c.setGate(ctx, p, corev1.ConditionFalse, "InPlaceUpdate", "taken out of service for an in-place update")
+		}
+		if grace > 0 {
+			c.queue.EnqueueAfter(ds, grace)
+		}
+	case inplace.Wait:
+		if wait > 0 {
+			c.queue.EnqueueAfter(ds, wait)
+		}
+	case inplace.PatchImages:
+		c.takenOut.Store(p.UID, now) // a pod without the gate goes out of service here
+		err = c.patchPod(ctx, p, imagesPatch(ds, p, hash), "")
+	case inplace.PutBack:
+		if err = c.setGate(ctx, p, corev1.ConditionTrue, "", ""); err == nil {
+			if _, has := p.Annotations[inplace.StateAnnotation]; has {
+				err = c.patchPod(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]any{inplace.StateAnnotation: nil}}}, "")
+			}
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// imagesPatch changes p's images to ds's template's, and its labels and annotations to
+// the template's with the new revision: after it, p counts as updated.
+func imagesPatch(ds *appsv1.DaemonSet, p *corev1.Pod, hash string) map[string]any {
+	var containers, initContainers []map[string]any
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		containers = append(containers, map[string]any{"name": c.Name, "image": c.Image})
+	}
+	for _, c := range ds.Spec.Template.Spec.InitContainers {
+		initContainers = append(initContainers, map[string]any{"name": c.Name, "image": c.Image})
+	}
+	podLabels := map[string]any{RevisionLabel: hash}
+	for k, v := range ds.Spec.Template.Labels {
+		podLabels[k] = v
+	}
+	if gen, ok := ds.Annotations[TemplateGenerationAnnotation]; ok {
+		podLabels[TemplateGenerationLabel] = gen
+	}
+	annotations := map[string]any{}
+	for k, v := range ds.Spec.Template.Annotations {
+		annotations[k] = v
+	}
+	spec := map[string]any{"containers": containers}
+	if len(initContainers) > 0 {
+		spec["initContainers"] = initContainers
+	}
+	meta := map[string]any{"labels": podLabels, "uid": p.UID}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	return map[string]any{"metadata": meta, "spec": spec}
+}
+
+func (c *Controller) patchPod(ctx context.Context, p *corev1.Pod, patch map[string]any, subresource string) error {
+	b, _ := json.Marshal(patch)
+	var sub []string
+	if subresource != "" {
+		sub = []string{subresource}
+	}
+	_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, sub...)
+	return err
+}
+
+// setGate sets p's in-place readiness condition.
+func (c *Controller) setGate(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, reason, message string) error {
+	if !inplace.HasGate(p) || inplace.GateStatus(p) == status {
+		return nil
+	}
+	cond := map[string]any{"type": string(inplace.ReadinessGate), "status": string(status), "lastTransitionTime": metav1.Now(), "reason": reason, "message": message}
+	return c.patchPod(ctx, p, map[string]any{"status": map[string]any{"conditions": []any{cond}}}, "status")
+}
+
+// gracePeriod is the pause between taking a pod out of service and updating it.
+func gracePeriod(ds *appsv1.DaemonSet) time.Duration {
+	n, err := strconv.Atoi(ds.Annotations[inplace.GracePeriodAnnotation])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+func sortUnavailableFirst(pods []*corev1.Pod, minReadySeconds int32, now time.Time) {
+	var first, rest []*corev1.Pod
+	for _, p := range pods {
+		if rollout.IsPodAvailable(p, minReadySeconds, now) {
+			rest = append(rest, p)
+		} else {
+			first = append(first, p)
+		}
+	}
+	copy(pods, append(first, rest...))
+}
