@@ -2,17 +2,13 @@ package daemonset
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -31,8 +27,7 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 		return false, nil
 	}
 	now := c.now()
-	grace := gracePeriod(ds)
-	images := inplace.Images(&ds.Spec.Template)
+	grace := inplace.GracePeriod(ds.Annotations)
 	var old []*corev1.Pod
 	unavailable := 0
 	for _, p := range pods {
@@ -44,7 +39,7 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 		}
 		_, midUpdate := inplace.StateOf(p)
 		if isUpdated(ds, p, hash) || (midUpdate && inplace.GateStatus(p) == corev1.ConditionFalse) {
-			if err := c.stepPod(ctx, ds, p, hash, images, grace, now); err != nil {
+			if err := c.stepPod(ctx, ds, p, hash, grace, now); err != nil {
 				return true, err
 			}
 			continue
@@ -70,7 +65,7 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 		if available && unavailable >= maxUnavailable {
 			break
 		}
-		if err := c.stepPod(ctx, ds, p, hash, images, grace, now); err != nil {
+		if err := c.stepPod(ctx, ds, p, hash, grace, now); err != nil {
 			return true, err
 		}
 		if available {
@@ -118,97 +113,19 @@ func (c *Controller) ineligible(ds *appsv1.DaemonSet, pod *corev1.Pod) []string 
 
 // stepPod makes the next write of p's in-place update, or requeues ds for when there
 // is one to make.
-func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev1.Pod, hash string, images map[string]string, grace time.Duration, now time.Time) error {
-	step, wait := inplace.NextStep(p, images, grace, now)
-	var err error
-	switch step {
-	case inplace.TakeOut:
-		state := inplace.OutOfService(p, hash, images, now)
-		c.takenOut.Store(p.UID, now)
-		if err = c.patchPod(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{inplace.StateAnnotation: state.Encode()}}}, ""); err == nil {
-			err = c.setGate(ctx, p, corev1.ConditionFalse, "InPlaceUpdate", "taken out of service for an in-place update")
-		}
-		if grace > 0 {
-			c.queue.EnqueueAfter(ds, grace)
-		}
-	case inplace.Wait:
-		if wait > 0 {
-			c.queue.EnqueueAfter(ds, wait)
-		}
-	case inplace.PatchImages:
-		c.takenOut.Store(p.UID, now) // a pod without the gate goes out of service here
-		err = c.patchPod(ctx, p, imagesPatch(ds, p, hash), "")
-	case inplace.PutBack:
-		if err = c.setGate(ctx, p, corev1.ConditionTrue, "", ""); err == nil {
-			if _, has := p.Annotations[inplace.StateAnnotation]; has {
-				err = c.patchPod(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]any{inplace.StateAnnotation: nil}}}, "")
-			}
-		}
-	}
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-// imagesPatch changes p's images to ds's template's, and its labels and annotations to
-// the template's with the new revision: after it, p counts as updated.
-func imagesPatch(ds *appsv1.DaemonSet, p *corev1.Pod, hash string) map[string]any {
-	var containers, initContainers []map[string]any
-	for _, c := range ds.Spec.Template.Spec.Containers {
-		containers = append(containers, map[string]any{"name": c.Name, "image": c.Image})
-	}
-	for _, c := range ds.Spec.Template.Spec.InitContainers {
-		initContainers = append(initContainers, map[string]any{"name": c.Name, "image": c.Image})
-	}
-	podLabels := map[string]any{RevisionLabel: hash}
-	for k, v := range ds.Spec.Template.Labels {
-		podLabels[k] = v
-	}
+func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev1.Pod, hash string, grace time.Duration, now time.Time) error {
+	labels := map[string]string{RevisionLabel: hash}
 	if gen, ok := ds.Annotations[TemplateGenerationAnnotation]; ok {
-		podLabels[TemplateGenerationLabel] = gen
+		labels[TemplateGenerationLabel] = gen
 	}
-	annotations := map[string]any{}
-	for k, v := range ds.Spec.Template.Annotations {
-		annotations[k] = v
+	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, inplace.Target{Revision: hash, Template: &ds.Spec.Template, Labels: labels}, grace, now)
+	if r.TookOut {
+		c.takenOut.Store(p.UID, now)
 	}
-	spec := map[string]any{"containers": containers}
-	if len(initContainers) > 0 {
-		spec["initContainers"] = initContainers
+	if r.After > 0 {
+		c.queue.EnqueueAfter(ds, r.After)
 	}
-	meta := map[string]any{"labels": podLabels, "uid": p.UID}
-	if len(annotations) > 0 {
-		meta["annotations"] = annotations
-	}
-	return map[string]any{"metadata": meta, "spec": spec}
-}
-
-func (c *Controller) patchPod(ctx context.Context, p *corev1.Pod, patch map[string]any, subresource string) error {
-	b, _ := json.Marshal(patch)
-	var sub []string
-	if subresource != "" {
-		sub = []string{subresource}
-	}
-	_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, sub...)
 	return err
-}
-
-// setGate sets p's in-place readiness condition.
-func (c *Controller) setGate(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, reason, message string) error {
-	if !inplace.HasGate(p) || inplace.GateStatus(p) == status {
-		return nil
-	}
-	cond := map[string]any{"type": string(inplace.ReadinessGate), "status": string(status), "lastTransitionTime": metav1.Now(), "reason": reason, "message": message}
-	return c.patchPod(ctx, p, map[string]any{"status": map[string]any{"conditions": []any{cond}}}, "status")
-}
-
-// gracePeriod is the pause between taking a pod out of service and updating it.
-func gracePeriod(ds *appsv1.DaemonSet) time.Duration {
-	n, err := strconv.Atoi(ds.Annotations[inplace.GracePeriodAnnotation])
-	if err != nil || n < 0 {
-		return 0
-	}
-	return time.Duration(n) * time.Second
 }
 
 func sortUnavailableFirst(pods []*corev1.Pod, minReadySeconds int32, now time.Time) {

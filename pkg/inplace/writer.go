@@ -1,0 +1,121 @@
+package inplace
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Target is what a pod is updated in place to: the workload's template, the revision
+// it records, and the labels that mark a pod of that revision (the revision label).
+type Target struct {
+	Revision string
+	Template *corev1.PodTemplateSpec
+	Labels   map[string]string
+}
+
+// Writer makes the writes of in-place updates.
+type Writer struct {
+	Client kubernetes.Interface
+}
+
+// Result is what a Step did.
+type Result struct {
+	// Step is the step taken (Wait and Done write nothing).
+	Step Step
+	// After is how long until the pod should be looked at again (0: at its next change).
+	After time.Duration
+	// TookOut: the pod was just taken out of service (the cache does not show it yet).
+	TookOut bool
+}
+
+// Step makes the next write of p's in-place update to t (see NextStep).
+func (w Writer) Step(ctx context.Context, p *corev1.Pod, t Target, grace time.Duration, now time.Time) (Result, error) {
+	images := Images(t.Template)
+	step, wait := NextStep(p, images, grace, now)
+	r := Result{Step: step, After: wait}
+	var err error
+	switch step {
+	case TakeOut:
+		r.TookOut, r.After = true, grace
+		state := OutOfService(p, t.Revision, images, now)
+		if err = w.patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{StateAnnotation: state.Encode()}}}, ""); err == nil {
+			err = w.setGate(ctx, p, corev1.ConditionFalse, "InPlaceUpdate", "taken out of service for an in-place update")
+		}
+	case PatchImages:
+		r.TookOut = !HasGate(p) // without a gate, the patch is what takes it out
+		err = w.patch(ctx, p, imagesPatch(p, t), "")
+	case PutBack:
+		if err = w.setGate(ctx, p, corev1.ConditionTrue, "", ""); err == nil {
+			if _, has := p.Annotations[StateAnnotation]; has {
+				err = w.patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]any{StateAnnotation: nil}}}, "")
+			}
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	return r, err
+}
+
+// imagesPatch sets t's images in p's spec and t's labels (the template's and the
+// revision's) and annotations on p: after it, p counts as a pod of t.Revision.
+func imagesPatch(p *corev1.Pod, t Target) map[string]any {
+	list := func(cs []corev1.Container) []map[string]any {
+		var out []map[string]any
+		for _, c := range cs {
+			out = append(out, map[string]any{"name": c.Name, "image": c.Image})
+		}
+		return out
+	}
+	labels := map[string]any{}
+	for k, v := range t.Template.Labels {
+		labels[k] = v
+	}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	spec := map[string]any{"containers": list(t.Template.Spec.Containers)}
+	if len(t.Template.Spec.InitContainers) > 0 {
+		spec["initContainers"] = list(t.Template.Spec.InitContainers)
+	}
+	meta := map[string]any{"labels": labels, "uid": p.UID}
+	if len(t.Template.Annotations) > 0 {
+		meta["annotations"] = t.Template.Annotations
+	}
+	return map[string]any{"metadata": meta, "spec": spec}
+}
+
+func (w Writer) patch(ctx context.Context, p *corev1.Pod, patch map[string]any, subresource string) error {
+	b, _ := json.Marshal(patch)
+	var sub []string
+	if subresource != "" {
+		sub = []string{subresource}
+	}
+	_, err := w.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, sub...)
+	return err
+}
+
+// setGate sets p's in-place readiness condition, if p has the gate.
+func (w Writer) setGate(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, reason, message string) error {
+	if !HasGate(p) || GateStatus(p) == status {
+		return nil
+	}
+	cond := map[string]any{"type": string(ReadinessGate), "status": string(status), "lastTransitionTime": metav1.Now(), "reason": reason, "message": message}
+	return w.patch(ctx, p, map[string]any{"status": map[string]any{"conditions": []any{cond}}}, "status")
+}
+
+// GracePeriod reads a workload's GracePeriodAnnotation (seconds; 0 when unset or bad).
+func GracePeriod(annotations map[string]string) time.Duration {
+	var n int
+	if err := json.Unmarshal([]byte(annotations[GracePeriodAnnotation]), &n); err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
