@@ -342,6 +342,36 @@ var statefulSetScenarios = []scenario{
 		st := s.statefulSet(t).Status
 		return fmt.Sprintf("replicas=%d ready=%d current=%d updated=%d revisions equal=%v", st.Replicas, st.ReadyReplicas, st.CurrentReplicas, st.UpdatedReplicas, st.CurrentRevision == st.UpdateRevision)
 	}},
+	{name: "in place: images change without replacing pods, partition honoured", krollOnly: true, run: func(t *testing.T, s *scene) string {
+		if s.mode == cluster.WorkloadControllersUpstream {
+			return "" // upstream has no in-place update
+		}
+		m := statefulSetManifest(3, "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      partition: 1\n")
+		s.apply(t, strings.Replace(m, "  name: web\n", "  name: web\n  annotations:\n    kroll.dev/update-strategy: InPlaceIfPossible\n", 1))
+		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1")
+		uids := map[string]string{}
+		for _, p := range s.pods(t, "app=nginx") {
+			uids[p.Name] = string(p.UID)
+		}
+		w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
+		s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
+		s.waitSTS(t, "web-0=r1 web-1=r2 web-2=r2")
+		for _, p := range s.pods(t, "app=nginx") {
+			restarts := p.Status.ContainerStatuses[0].RestartCount
+			wantRestarts := int32(1)
+			if p.Name == "web-0" {
+				wantRestarts = 0
+			}
+			if uids[p.Name] != string(p.UID) || restarts != wantRestarts {
+				t.Errorf("%s: same pod %v, %d restarts; want the same pod, %d restarts", p.Name, uids[p.Name] == string(p.UID), restarts, wantRestarts)
+			}
+		}
+		if created, terminated := w.Order(); len(terminated) != 0 || len(created) != 3 {
+			t.Errorf("pods created %v, terminated %v; an in-place update creates and deletes none", created, terminated)
+		}
+		w.Verify(t, 5)
+		return ""
+	}},
 	{name: "a stuck rollout is undone without deleting the stuck pod", krollOnly: true, run: func(t *testing.T, s *scene) string {
 		s.apply(t, statefulSetManifest(3, ""))
 		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1")

@@ -63,7 +63,7 @@ type Controller struct {
 	// in a tight loop.
 	failedBackoff *flowcontrol.Backoff
 	// takenOut holds the UIDs of pods this controller took out of service for an
-	// in-place update, until the cache shows it (see serving).
+	// in-place update (a takenOutAt), until the cache shows the pod changed since (see serving).
 	takenOut sync.Map
 }
 
@@ -655,4 +655,11 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// takenOutAt is a pod this controller took out of service: the resourceVersion it had
+// then (a cached pod of another version already shows the write) and when.
+type takenOutAt struct {
+	resourceVersion string
+	at              time.Time
 }

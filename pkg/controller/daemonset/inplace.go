@@ -79,12 +79,12 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 // service for an update — by its gate, or by a write of this controller that the
 // cache does not show yet (which would otherwise let the next sync take out another).
 func (c *Controller) serving(ds *appsv1.DaemonSet, p *corev1.Pod, now time.Time) bool {
-	if inplace.GateStatus(p) == corev1.ConditionFalse {
-		c.takenOut.Delete(p.UID)
+	if _, mid := inplace.StateOf(p); mid || inplace.GateStatus(p) == corev1.ConditionFalse {
+		c.takenOut.Delete(p.UID) // the cache shows the update: it speaks for itself
 		return false
 	}
-	if at, ok := c.takenOut.Load(p.UID); ok {
-		if now.Sub(at.(time.Time)) < time.Minute {
+	if v, ok := c.takenOut.Load(p.UID); ok {
+		if seen := v.(takenOutAt); seen.resourceVersion == p.ResourceVersion && now.Sub(seen.at) < time.Minute {
 			return false
 		}
 		c.takenOut.Delete(p.UID)
@@ -120,7 +120,7 @@ func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev
 	}
 	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, inplace.Target{Revision: hash, Template: &ds.Spec.Template, Labels: labels}, grace, now)
 	if r.TookOut {
-		c.takenOut.Store(p.UID, now)
+		c.takenOut.Store(p.UID, takenOutAt{resourceVersion: p.ResourceVersion, at: now})
 	}
 	if r.After > 0 {
 		c.queue.EnqueueAfter(ds, r.After)

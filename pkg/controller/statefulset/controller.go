@@ -7,6 +7,7 @@ package statefulset
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,6 +44,9 @@ type Controller struct {
 	podIndex  cache.Indexer
 	synced    []cache.InformerSynced
 	queue     controller.Queue
+	// takenOut holds the UIDs of pods this controller took out of service for an
+	// in-place update (a takenOutAt), until the cache shows the pod changed since (see outOfService).
+	takenOut sync.Map
 }
 
 // New builds the controller on shared informers (start them after).
@@ -266,4 +270,11 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 		live[p.Labels[RevisionLabel]] = true
 	}
 	return controller.DeleteStaleRevisions(ctx, c.client, revs, live, set.Spec.RevisionHistoryLimit)
+}
+
+// takenOutAt is a pod this controller took out of service: the resourceVersion it had
+// then (a cached pod of another version already shows the write) and when.
+type takenOutAt struct {
+	resourceVersion string
+	at              time.Time
 }

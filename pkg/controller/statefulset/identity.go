@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
 // The labels a StatefulSet's pods carry besides their template's.
@@ -91,6 +93,10 @@ func newPod(set, revisionSet *appsv1.StatefulSet, revision string, ordinal int) 
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[RevisionLabel] = revision
+	if mode, _ := inplace.ModeOf(set.Annotations); mode != inplace.Off && set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
+		// Opted in to in-place updates: the pod serves only once kroll says so.
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: inplace.ReadinessGate})
+	}
 	setIdentity(set, pod, ordinal)
 	setStorage(set, pod, ordinal)
 	return pod

@@ -3,12 +3,14 @@ package statefulset
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -141,6 +143,14 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		return status, nil
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	mode, _ := inplace.ModeOf(set.Annotations)
+	if mode != inplace.Off {
+		// Pods mid-way through an in-place update (or new, waiting to be put in
+		// service) move on first: OrderedReady waits for them.
+		if acted, err := c.settleInPlace(ctx, set, s, revs, now); acted || err != nil {
+			return status, err
+		}
+	}
 
 	// Replicas: create what is missing, lowest ordinal first.
 	var errs []error
@@ -196,6 +206,9 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	for i := len(s.replicas) - 1; i >= partition && i >= 0; i-- {
 		p := s.replicas[i]
 		if p.Labels[RevisionLabel] != revs.update.Name && !isTerminating(p) {
+			if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); inPlace || err != nil {
+				return status, err
+			}
 			if err := c.pods.delete(ctx, set, p); err != nil {
 				return status, err
 			}
@@ -260,23 +273,34 @@ func (c *Controller) updateWithMaxUnavailable(ctx context.Context, set *appsv1.S
 		return status, err
 	}
 	maxUnavailable = max(maxUnavailable, 1)
+	mode, _ := inplace.ModeOf(set.Annotations)
 	unavailable := 0
 	for _, p := range s.replicas {
-		if isUnavailable(set, p, now) {
+		if c.outOfService(set, p, now) {
 			unavailable++
 		}
 	}
 	partition := int(partitionOf(set))
-	for i := len(s.replicas) - 1; i >= partition && i >= 0 && unavailable < maxUnavailable; i-- {
+	for i := len(s.replicas) - 1; i >= partition && i >= 0; i-- {
 		p := s.replicas[i]
 		if p.Labels[RevisionLabel] == revs.update.Name || isTerminating(p) {
 			continue
 		}
-		if err := c.pods.delete(ctx, set, p); err != nil {
+		wasOut := c.outOfService(set, p, now)
+		if !wasOut && unavailable >= maxUnavailable {
+			break
+		}
+		inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now)
+		if err != nil {
 			return status, err
 		}
-		status.CurrentReplicas--
-		if !isUnavailable(set, p, now) {
+		if !inPlace {
+			if err := c.pods.delete(ctx, set, p); err != nil {
+				return status, err
+			}
+			status.CurrentReplicas--
+		}
+		if !wasOut {
 			unavailable++
 		}
 	}
@@ -304,4 +328,89 @@ func firstErr(errs []error) error {
 		return nil
 	}
 	return errs[0]
+}
+
+// settleInPlace moves on every pod of an opted-in set that an in-place update left
+// mid-way (out of service, or patched and restarting) or that waits to be put in
+// service; acted says a write was made (one kind of change per sync).
+func (c *Controller) settleInPlace(ctx context.Context, set *appsv1.StatefulSet, s slots, revs revisions, now time.Time) (bool, error) {
+	acted := false
+	for _, p := range append(append([]*corev1.Pod(nil), s.replicas...), s.condemned...) {
+		if !isCreated(p) || isTerminating(p) || !inplace.HasGate(p) {
+			continue
+		}
+		target, ok := c.inPlaceTarget(p, revs)
+		if !ok {
+			continue
+		}
+		if _, mid := inplace.StateOf(p); !mid && inplace.GateStatus(p) == corev1.ConditionTrue {
+			continue
+		}
+		r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
+		if err != nil {
+			return true, err
+		}
+		if r.After > 0 {
+			c.queue.EnqueueAfter(set, r.After)
+		}
+		acted = acted || (r.Step != inplace.Wait && r.Step != inplace.Done)
+	}
+	return acted, nil
+}
+
+// inPlaceTarget is what pod p is (being) updated to: the update revision once it is
+// mid-update or labelled with it, else the revision it is labelled with.
+func (c *Controller) inPlaceTarget(p *corev1.Pod, revs revisions) (inplace.Target, bool) {
+	st, mid := inplace.StateOf(p)
+	switch {
+	case (mid && st.Revision == revs.update.Name) || p.Labels[RevisionLabel] == revs.update.Name:
+		return inplace.Target{Revision: revs.update.Name, Template: &revs.updateSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.update.Name}}, true
+	case p.Labels[RevisionLabel] == revs.current.Name:
+		return inplace.Target{Revision: revs.current.Name, Template: &revs.currentSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.current.Name}}, true
+	}
+	return inplace.Target{}, false
+}
+
+// updateInPlace starts updating the stale pod p in place, if set opted in and the
+// change from the current revision allows it; inPlace false means: replace it as usual.
+// InPlaceOnly with a change that does not allow it touches nothing (inPlace true).
+func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, mode inplace.Mode, now time.Time) (bool, error) {
+	if mode == inplace.Off || p.Labels[RevisionLabel] != revs.current.Name {
+		return false, nil
+	}
+	if fields := inplace.Diff(&revs.currentSet.Spec.Template, &revs.updateSet.Spec.Template); len(fields) > 0 {
+		msg := "the change to " + strings.Join(fields, ", ") + " cannot be made in place"
+		if mode == inplace.Only {
+			c.recorder.Eventf(set, corev1.EventTypeWarning, "InPlaceUpdateBlocked", "%s; %s touches no pod", msg, inplace.Only)
+			return true, nil
+		}
+		c.recorder.Eventf(set, corev1.EventTypeNormal, "InPlaceUpdateFallback", "%s; rolling update instead", msg)
+		return false, nil
+	}
+	target := inplace.Target{Revision: revs.update.Name, Template: &revs.updateSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.update.Name}}
+	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
+	if r.TookOut {
+		c.takenOut.Store(p.UID, takenOutAt{resourceVersion: p.ResourceVersion, at: now})
+	}
+	if r.After > 0 {
+		c.queue.EnqueueAfter(set, r.After)
+	}
+	return true, err
+}
+
+// outOfService tells whether p counts as unavailable: not available, terminating, out
+// of service by its in-place gate, or taken out by this controller in a write the
+// cache does not show yet (which would otherwise let the next sync take out another).
+func (c *Controller) outOfService(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
+	if _, mid := inplace.StateOf(p); mid || inplace.GateStatus(p) == corev1.ConditionFalse {
+		c.takenOut.Delete(p.UID) // the cache shows the update: it speaks for itself
+		return true
+	}
+	if v, ok := c.takenOut.Load(p.UID); ok {
+		if seen := v.(takenOutAt); seen.resourceVersion == p.ResourceVersion && now.Sub(seen.at) < time.Minute {
+			return true
+		}
+		c.takenOut.Delete(p.UID)
+	}
+	return isUnavailable(set, p, now)
 }
