@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,9 +61,8 @@ type Controller struct {
 	// doubling to 15m): a kubelet that rejects the pod would otherwise meet a new one
 	// in a tight loop.
 	failedBackoff *flowcontrol.Backoff
-	// takenOut holds the UIDs of pods this controller took out of service for an
-	// in-place update (a takenOutAt), until the cache shows the pod changed since (see serving).
-	takenOut sync.Map
+	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
+	takenOut inplace.TakenOut
 }
 
 // New builds the controller on shared informers (start them after).
@@ -655,11 +653,4 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// takenOutAt is a pod this controller took out of service: the resourceVersion it had
-// then (a cached pod of another version already shows the write) and when.
-type takenOutAt struct {
-	resourceVersion string
-	at              time.Time
 }

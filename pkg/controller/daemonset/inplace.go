@@ -75,21 +75,10 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 	return true, nil
 }
 
-// serving tells whether p counts as available: available, and not taken out of
-// service for an update — by its gate, or by a write of this controller that the
-// cache does not show yet (which would otherwise let the next sync take out another).
+// serving tells whether p counts as available: available, and not out of service for
+// an in-place update (see inplace.TakenOut).
 func (c *Controller) serving(ds *appsv1.DaemonSet, p *corev1.Pod, now time.Time) bool {
-	if _, mid := inplace.StateOf(p); mid || inplace.GateStatus(p) == corev1.ConditionFalse {
-		c.takenOut.Delete(p.UID) // the cache shows the update: it speaks for itself
-		return false
-	}
-	if v, ok := c.takenOut.Load(p.UID); ok {
-		if seen := v.(takenOutAt); seen.resourceVersion == p.ResourceVersion && now.Sub(seen.at) < time.Minute {
-			return false
-		}
-		c.takenOut.Delete(p.UID)
-	}
-	return rollout.IsPodAvailable(p, ds.Spec.MinReadySeconds, now)
+	return !c.takenOut.Out(p, now) && rollout.IsPodAvailable(p, ds.Spec.MinReadySeconds, now)
 }
 
 // ineligible names the fields that keep pod's template from becoming ds's in place.
@@ -120,7 +109,7 @@ func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev
 	}
 	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, inplace.Target{Revision: hash, Template: &ds.Spec.Template, Labels: labels}, grace, now)
 	if r.TookOut {
-		c.takenOut.Store(p.UID, takenOutAt{resourceVersion: p.ResourceVersion, at: now})
+		c.takenOut.Record(p, now)
 	}
 	if r.After > 0 {
 		c.queue.EnqueueAfter(ds, r.After)

@@ -7,7 +7,6 @@ package statefulset
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
 // ControllerName is the name upstream's StatefulSet controller records events under.
@@ -44,9 +44,8 @@ type Controller struct {
 	podIndex  cache.Indexer
 	synced    []cache.InformerSynced
 	queue     controller.Queue
-	// takenOut holds the UIDs of pods this controller took out of service for an
-	// in-place update (a takenOutAt), until the cache shows the pod changed since (see outOfService).
-	takenOut sync.Map
+	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
+	takenOut inplace.TakenOut
 }
 
 // New builds the controller on shared informers (start them after).
@@ -270,11 +269,4 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 		live[p.Labels[RevisionLabel]] = true
 	}
 	return controller.DeleteStaleRevisions(ctx, c.client, revs, live, set.Spec.RevisionHistoryLimit)
-}
-
-// takenOutAt is a pod this controller took out of service: the resourceVersion it had
-// then (a cached pod of another version already shows the write) and when.
-type takenOutAt struct {
-	resourceVersion string
-	at              time.Time
 }

@@ -390,7 +390,7 @@ func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet,
 	target := inplace.Target{Revision: revs.update.Name, Template: &revs.updateSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.update.Name}}
 	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
 	if r.TookOut {
-		c.takenOut.Store(p.UID, takenOutAt{resourceVersion: p.ResourceVersion, at: now})
+		c.takenOut.Record(p, now)
 	}
 	if r.After > 0 {
 		c.queue.EnqueueAfter(set, r.After)
@@ -398,19 +398,8 @@ func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet,
 	return true, err
 }
 
-// outOfService tells whether p counts as unavailable: not available, terminating, out
-// of service by its in-place gate, or taken out by this controller in a write the
-// cache does not show yet (which would otherwise let the next sync take out another).
+// outOfService tells whether p counts as unavailable: not available, terminating, or
+// out of service for an in-place update (see inplace.TakenOut).
 func (c *Controller) outOfService(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
-	if _, mid := inplace.StateOf(p); mid || inplace.GateStatus(p) == corev1.ConditionFalse {
-		c.takenOut.Delete(p.UID) // the cache shows the update: it speaks for itself
-		return true
-	}
-	if v, ok := c.takenOut.Load(p.UID); ok {
-		if seen := v.(takenOutAt); seen.resourceVersion == p.ResourceVersion && now.Sub(seen.at) < time.Minute {
-			return true
-		}
-		c.takenOut.Delete(p.UID)
-	}
-	return isUnavailable(set, p, now)
+	return c.takenOut.Out(p, now) || isUnavailable(set, p, now)
 }
