@@ -23,9 +23,6 @@ import (
 // the mode allows the usual rolling update instead.
 func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int) (handled bool, err error) {
 	mode, _ := inplace.ModeOf(ds.Annotations)
-	if mode == inplace.Off {
-		return false, nil
-	}
 	now := c.now()
 	grace := inplace.GracePeriod(ds.Annotations)
 	var old []*corev1.Pod
@@ -38,13 +35,18 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 			unavailable++
 		}
 		_, midUpdate := inplace.StateOf(p)
-		if isUpdated(ds, p, hash) || (midUpdate && inplace.GateStatus(p) == corev1.ConditionFalse) {
+		if (isUpdated(ds, p, hash) && inplace.HasGate(p)) || (midUpdate && mode != inplace.Off) {
 			if err := c.stepPod(ctx, ds, p, hash, grace, now); err != nil {
 				return true, err
 			}
 			continue
 		}
 		old = append(old, p)
+	}
+	if mode == inplace.Off {
+		// Opted out (perhaps mid-update): pods already updated were still put back in
+		// service above; the old ones go the usual way.
+		return false, nil
 	}
 	if len(old) == 0 {
 		return true, nil

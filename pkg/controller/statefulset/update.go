@@ -144,12 +144,11 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	mode, _ := inplace.ModeOf(set.Annotations)
-	if mode != inplace.Off {
-		// Pods mid-way through an in-place update (or new, waiting to be put in
-		// service) move on first: OrderedReady waits for them.
-		if acted, err := c.settleInPlace(ctx, set, s, revs, now); acted || err != nil {
-			return status, err
-		}
+	// Pods mid-way through an in-place update (or new, waiting to be put in service)
+	// move on first: OrderedReady waits for them. This holds after an opt-out too, so
+	// that no pod is left out of service.
+	if acted, err := c.settleInPlace(ctx, set, s, revs, now); acted || err != nil {
+		return status, err
 	}
 
 	// Replicas: create what is missing, lowest ordinal first.
