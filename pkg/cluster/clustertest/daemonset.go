@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -50,7 +50,11 @@ func (w *DaemonSetWatcher) check() {
 	if err != nil {
 		return
 	}
-	pods, err := w.pods.List(labels.SelectorFromSet(ds.Spec.Selector.MatchLabels))
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return
+	}
+	pods, err := w.pods.List(selector)
 	if err != nil {
 		return
 	}

@@ -3,12 +3,12 @@ package clustertest
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -55,7 +55,7 @@ func (w *StatefulSetWatcher) check() {
 	if err != nil {
 		return
 	}
-	selector, err := metav1LabelSelector(set)
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil {
 		return
 	}
@@ -97,24 +97,11 @@ func (w *StatefulSetWatcher) check() {
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil && ru.Partition != nil &&
 		set.Status.UpdateRevision != set.Status.CurrentRevision {
 		for _, p := range pods {
-			if ordinal(p) < int(*ru.Partition) && p.Labels[appsv1.StatefulSetRevisionLabel] == set.Status.UpdateRevision {
+			if ordinal, _ := strconv.Atoi(p.Labels[appsv1.PodIndexLabel]); ordinal < int(*ru.Partition) && p.Labels[appsv1.StatefulSetRevisionLabel] == set.Status.UpdateRevision {
 				fail("pod %s, below partition %d, runs the update revision", p.Name, *ru.Partition)
 			}
 		}
 	}
-}
-
-func ordinal(p *corev1.Pod) int {
-	i := strings.LastIndex(p.Name, "-")
-	n := 0
-	for _, r := range p.Name[i+1:] {
-		n = n*10 + int(r-'0')
-	}
-	return n
-}
-
-func metav1LabelSelector(set *appsv1.StatefulSet) (labels.Selector, error) {
-	return labels.SelectorFromSet(set.Spec.Selector.MatchLabels), nil
 }
 
 // Order returns the pods created and terminated so far, in the order observed.

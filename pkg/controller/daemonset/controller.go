@@ -8,6 +8,7 @@ package daemonset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -208,6 +209,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	// Where ds belongs, decided once per sync for every step below.
+	fits := make(map[string]fit, len(nodes))
+	for _, n := range nodes {
+		fits[n.Name] = nodeFit(ds, n)
+	}
 	pods, err := c.claimPods(ctx, ds, selector)
 	if err != nil {
 		return err
@@ -229,7 +235,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var syncErr error
 	satisfied := c.expectations.Satisfied(key)
 	if satisfied {
-		creates, deletes := manage(ds, nodes, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
+		creates, deletes := manage(ds, nodes, fits, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
 		for _, p := range deletes {
 			c.podEventFor(ds, p)
 		}
@@ -237,11 +243,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			desired := 0
 			var states []onNode
 			for _, n := range nodes {
-				if nodeFit(ds, n).shouldRun {
+				if fits[n.Name].shouldRun {
 					desired++
 				}
 				if list, ok := byNode[n.Name]; ok {
-					states = append(states, splitPods(ds, n.Name, nodeFit(ds, n).shouldRun, list, hash))
+					states = append(states, splitPods(ds, n.Name, fits[n.Name].shouldRun, list, hash))
 				}
 			}
 			maxUnavailable, maxSurge, ferr := fenceposts(ds, desired)
@@ -259,7 +265,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
 	}
-	statusErr := c.writeStatus(ctx, ds, nodes, byNode, hash, satisfied)
+	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.
 		c.queue.EnqueueAfter(ds, time.Until(at)+10*time.Millisecond)
@@ -299,7 +305,7 @@ func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 // pods for nodes that are gone.
 //
 // failedMayGo says whether a failed pod on a node may be deleted now (its back-off).
-func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, failedMayGo func(node string) bool) (creates []string, deletes []*corev1.Pod) {
+func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]fit, byNode map[string][]*corev1.Pod, hash string, failedMayGo func(node string) bool) (creates []string, deletes []*corev1.Pod) {
 	surge := false
 	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ru != nil && ru.MaxSurge != nil {
 		surge = ru.MaxSurge.String() != "0" && ru.MaxSurge.String() != "0%"
@@ -307,7 +313,7 @@ func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*cor
 	known := map[string]bool{}
 	for _, n := range nodes {
 		known[n.Name] = true
-		f := nodeFit(ds, n)
+		f := fits[n.Name]
 		pods := byNode[n.Name]
 		switch {
 		case f.shouldRun && len(pods) == 0:
@@ -510,7 +516,7 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 		labels[RevisionLabel] = hash
 		rev := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-" + hash, Namespace: ds.Namespace, Labels: labels,
-				Annotations: copyMap(ds.Annotations), OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}},
+				Annotations: maps.Clone(ds.Annotations), OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}},
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: maxOld + 1,
 		}
@@ -593,7 +599,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, p
 // has a pod, and whether its oldest pod is ready, available and updated; per node that
 // should not, whether it has one anyway (misscheduled). observedGeneration moves only
 // when this sync acted on the generation (expectations satisfied).
-func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, acted bool) error {
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]fit, byNode map[string][]*corev1.Pod, hash string, acted bool) error {
 	now := c.now()
 	var st appsv1.DaemonSetStatus
 	for _, n := range nodes {
@@ -603,7 +609,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 				pods = append(pods, p)
 			}
 		}
-		if !nodeFit(ds, n).shouldRun {
+		if !fits[n.Name].shouldRun {
 			if len(pods) > 0 {
 				st.NumberMisscheduled++
 			}
@@ -642,15 +648,4 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 		return nil
 	}
 	return err
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

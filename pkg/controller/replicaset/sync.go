@@ -3,6 +3,7 @@ package replicaset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -202,24 +203,13 @@ func podFromTemplate(rs *appsv1.ReplicaSet, ref metav1.OwnerReference) *corev1.P
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       rs.Namespace,
 			GenerateName:    prefix,
-			Labels:          copyMap(t.Labels),
-			Annotations:     copyMap(t.Annotations),
+			Labels:          maps.Clone(t.Labels),
+			Annotations:     maps.Clone(t.Annotations),
 			Finalizers:      append([]string(nil), t.Finalizers...),
 			OwnerReferences: []metav1.OwnerReference{ref},
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func replicasOf(rs *appsv1.ReplicaSet) int32 {
