@@ -38,15 +38,21 @@ func AddPodControllerIndex(pods cache.SharedIndexInformer) error {
 // ActivePodsOf counts the active pods (not finished, not being deleted) that the object
 // with uid controls, as the indexed cache shows them now.
 func ActivePodsOf(indexer cache.Indexer, uid string) int32 {
+	return int32(len(ActivePods(indexer, uid)))
+}
+
+// ActivePods returns the active pods that the object with uid controls, as cached
+// (shared objects: do not modify them).
+func ActivePods(indexer cache.Indexer, uid string) []*corev1.Pod {
 	objs, err := indexer.ByIndex(PodControllerIndex, uid)
 	if err != nil {
-		return 0
+		return nil
 	}
-	var n int32
+	var pods []*corev1.Pod
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok && rollout.IsPodActive(p) {
-			n++
+			pods = append(pods, p)
 		}
 	}
-	return n
+	return pods
 }

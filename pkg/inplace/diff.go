@@ -119,3 +119,44 @@ func diffStruct(path string, a, b reflect.Value) []string {
 	}
 	return fields
 }
+
+// The status condition kroll reports on an opted-in workload, and its reasons.
+const (
+	// ConditionType says whether the workload's latest change is made in place.
+	ConditionType = "InPlaceUpdate"
+	// ReasonInPlace (True): the change is made in place.
+	ReasonInPlace = "InPlaceUpdating"
+	// ReasonFallback (False): the change cannot be made in place; the kind's usual
+	// update makes it instead.
+	ReasonFallback = "InPlaceUpdateFallback"
+	// ReasonBlocked (False): InPlaceOnly and a change that cannot be made in place; no
+	// pod is touched.
+	ReasonBlocked = "InPlaceUpdateBlocked"
+)
+
+// Verdict is what an opted-in workload does with a change: its condition, and the
+// event that announces it.
+type Verdict struct {
+	Status    corev1.ConditionStatus
+	Reason    string
+	Message   string
+	EventType string
+}
+
+// Judge is the verdict on a change under mode, given the fields that forbid making it
+// in place (Diff). Off has no verdict.
+func Judge(mode Mode, fields []string) (Verdict, bool) {
+	switch {
+	case mode == Off:
+		return Verdict{}, false
+	case len(fields) == 0:
+		return Verdict{corev1.ConditionTrue, ReasonInPlace, "images are updated in place; no pod is recreated", corev1.EventTypeNormal}, true
+	case mode == Only:
+		return Verdict{corev1.ConditionFalse, ReasonBlocked, fmt.Sprintf("the change to %s cannot be made in place; %s touches no pod", strings.Join(fields, ", "), Only), corev1.EventTypeWarning}, true
+	default:
+		return Verdict{corev1.ConditionFalse, ReasonFallback, fmt.Sprintf("the change to %s cannot be made in place; rolling update instead", strings.Join(fields, ", ")), corev1.EventTypeNormal}, true
+	}
+}
+
+// Proceeds tells whether pods are updated in place under the verdict.
+func (v Verdict) Proceeds() bool { return v.Reason == ReasonInPlace }

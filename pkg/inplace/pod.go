@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -15,8 +16,7 @@ type State struct {
 	Revision string `json:"revision"`
 	// Images are the target images by container name.
 	Images map[string]string `json:"images"`
-	// PreviousImageIDs are the containers' image IDs before the update: a container
-	// reporting another ID runs the new image.
+	// PreviousImageIDs are the containers' image IDs before the update, for the record.
 	PreviousImageIDs map[string]string `json:"previousImageIDs,omitempty"`
 	// OutOfServiceSince is when the readiness gate was set False (the grace period
 	// counts from it).
@@ -85,7 +85,7 @@ func GateStatus(pod *corev1.Pod) corev1.ConditionStatus {
 //  1. While the spec lacks a target image: take the pod out of service (gate False,
 //     State recorded), wait out the grace period, patch the images.
 //  2. Once the spec has them: wait until every changed container reports running the
-//     new image and ready, then put the pod back (gate True).
+//     new image and ready, then put the pod back (gate True, State removed).
 //
 // Every step is decided from the pod alone, so a restarted controller resumes where
 // the last one stopped; a pod whose target went back to what it runs (an undo before
@@ -106,7 +106,7 @@ func NextStep(pod *corev1.Pod, images map[string]string, grace time.Duration, no
 	if !runs(pod, images) {
 		return Wait, 0
 	}
-	if gated && GateStatus(pod) != corev1.ConditionTrue {
+	if _, recorded := StateOf(pod); recorded || (gated && GateStatus(pod) != corev1.ConditionTrue) {
 		return PutBack, 0
 	}
 	return Done, 0
@@ -125,10 +125,9 @@ func specHas(pod *corev1.Pod, images map[string]string) bool {
 }
 
 // runs tells whether each container of pod reports running images[its name] and ready
-// (init containers: having run it). A container's status is believed only when its
-// imageID is not the one recorded before the update.
+// (init containers: having run it). The kubelet reports the image a container runs,
+// not the one in the spec, so a container not yet restarted does not count.
 func runs(pod *corev1.Pod, images map[string]string) bool {
-	s, _ := StateOf(pod)
 	check := func(statuses []corev1.ContainerStatus, init bool) bool {
 		for _, cs := range statuses {
 			want, ok := images[cs.Name]
@@ -136,9 +135,6 @@ func runs(pod *corev1.Pod, images map[string]string) bool {
 				continue
 			}
 			if cs.Image != want && !sameImageName(cs.Image, want) {
-				return false
-			}
-			if prev, ok := s.PreviousImageIDs[cs.Name]; ok && prev != "" && cs.ImageID == prev && cs.Image != want {
 				return false
 			}
 			if !init && (!cs.Ready || cs.State.Running == nil) {
@@ -173,4 +169,24 @@ func OutOfService(pod *corev1.Pod, revision string, images map[string]string, no
 		}
 	}
 	return State{Revision: revision, Images: images, PreviousImageIDs: prev, OutOfServiceSince: metav1.NewMicroTime(now)}
+}
+
+// Settled returns the pods that are not mid-way through an in-place update (no State).
+func Settled(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if _, mid := StateOf(p); !mid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// DeploymentOptedIn tells whether rs belongs to a Deployment that opted in to in-place
+// updates: the Deployment controller copies the Deployment's annotations, the
+// StrategyAnnotation among them, to its ReplicaSets.
+func DeploymentOptedIn(rs *appsv1.ReplicaSet) bool {
+	ref := metav1.GetControllerOf(rs)
+	mode, err := ModeOf(rs.Annotations)
+	return ref != nil && ref.Kind == "Deployment" && err == nil && mode != Off
 }

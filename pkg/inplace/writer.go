@@ -44,29 +44,40 @@ func (w Writer) Step(ctx context.Context, p *corev1.Pod, t Target, grace time.Du
 	switch step {
 	case TakeOut:
 		r.TookOut, r.After = true, grace
-		state := OutOfService(p, t.Revision, images, now)
-		if err = w.patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{StateAnnotation: state.Encode()}}}, ""); err == nil {
-			err = w.setGate(ctx, p, corev1.ConditionFalse, "InPlaceUpdate", "taken out of service for an in-place update")
-		}
+		err = w.TakeOut(ctx, p, OutOfService(p, t.Revision, images, now))
 	case PatchImages:
 		r.TookOut = !HasGate(p) // without a gate, the patch is what takes it out
-		err = w.patch(ctx, p, imagesPatch(p, t), "")
+		err = w.Patch(ctx, p, ImagesPatch(p, t))
 	case PutBack:
-		if err = w.setGate(ctx, p, corev1.ConditionTrue, "", ""); err == nil {
-			if _, has := p.Annotations[StateAnnotation]; has {
-				err = w.patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]any{StateAnnotation: nil}}}, "")
-			}
-		}
-	}
-	if apierrors.IsNotFound(err) {
-		err = nil
+		err = w.PutBack(ctx, p)
 	}
 	return r, err
 }
 
-// imagesPatch sets t's images in p's spec and t's labels (the template's and the
-// revision's) and annotations on p: after it, p counts as a pod of t.Revision.
-func imagesPatch(p *corev1.Pod, t Target) map[string]any {
+// TakeOut records state on p and, if p has the readiness gate, sets it False: from
+// then on Services stop routing to p, and p counts as mid-update.
+func (w Writer) TakeOut(ctx context.Context, p *corev1.Pod, state State) error {
+	err := w.Patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{StateAnnotation: state.Encode()}}})
+	if err == nil {
+		err = w.setGate(ctx, p, corev1.ConditionFalse, "InPlaceUpdate", "taken out of service for an in-place update")
+	}
+	return ignoreNotFound(err)
+}
+
+// PutBack sets p's readiness gate True and then removes its State: the gate first, so
+// that a pod without a State is never out of service.
+func (w Writer) PutBack(ctx context.Context, p *corev1.Pod) error {
+	err := w.setGate(ctx, p, corev1.ConditionTrue, "", "")
+	if _, has := p.Annotations[StateAnnotation]; has && err == nil {
+		err = w.Patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]any{StateAnnotation: nil}}})
+	}
+	return ignoreNotFound(err)
+}
+
+// ImagesPatch is the strategic merge patch that sets t's images in p's spec and t's
+// labels (the template's and the revision's) and annotations on p: after it, p counts
+// as a pod of t.Revision. It fails if p's UID changed.
+func ImagesPatch(p *corev1.Pod, t Target) map[string]any {
 	list := func(cs []corev1.Container) []map[string]any {
 		var out []map[string]any
 		for _, c := range cs {
@@ -90,6 +101,18 @@ func imagesPatch(p *corev1.Pod, t Target) map[string]any {
 		meta["annotations"] = t.Template.Annotations
 	}
 	return map[string]any{"metadata": meta, "spec": spec}
+}
+
+// Patch applies a strategic merge patch to p; a pod that is gone is not an error.
+func (w Writer) Patch(ctx context.Context, p *corev1.Pod, patch map[string]any) error {
+	return ignoreNotFound(w.patch(ctx, p, patch, ""))
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 func (w Writer) patch(ctx context.Context, p *corev1.Pod, patch map[string]any, subresource string) error {

@@ -135,6 +135,17 @@ type scenario struct {
 	krollOnly bool
 }
 
+// newScene creates namespace ns on c and waits for its default service account.
+func newScene(t *testing.T, c *cluster.Cluster, ns string, mode cluster.WorkloadControllers) *scene {
+	t.Helper()
+	mustKubectl(t, c.KubeconfigPath, "create", "namespace", ns)
+	eventually(t, time.Minute, "the default service account", func(ctx context.Context) (bool, string) {
+		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return &scene{c: c, ns: ns, mode: mode}
+}
+
 // runCompared runs every scenario on a cluster with kroll's controllers and on one with
 // upstream's (opts apply to both), each in namespace "<prefix>-<index>", and compares
 // their summaries.
@@ -146,12 +157,7 @@ func runCompared(t *testing.T, prefix string, scenarios []scenario, opts ...clus
 			c := clustertest.Start(t, append([]clustertest.Option{clustertest.WithWorkloadControllers(mode)}, opts...)...)
 			for i, sc := range scenarios {
 				t.Run(sc.name, func(t *testing.T) {
-					s := &scene{c: c, ns: fmt.Sprintf("%s-%d", prefix, i), mode: mode}
-					mustKubectl(t, c.KubeconfigPath, "create", "namespace", s.ns)
-					eventually(t, time.Minute, "the default service account", func(ctx context.Context) (bool, string) {
-						_, err := c.Client.CoreV1().ServiceAccounts(s.ns).Get(ctx, "default", metav1.GetOptions{})
-						return err == nil, fmt.Sprint(err)
-					})
+					s := newScene(t, c, fmt.Sprintf("%s-%d", prefix, i), mode)
 					results[mode][sc.name] = sc.run(t, s)
 				})
 			}

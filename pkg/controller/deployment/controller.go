@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
 // ControllerName is the name upstream's Deployment controller records events under.
@@ -44,6 +45,9 @@ type Controller struct {
 	synced     []cache.InformerSynced
 
 	queue controller.Queue
+	// takenOut remembers pods taken out of service for an in-place update until the
+	// cache shows it.
+	takenOut inplace.TakenOut
 }
 
 // New builds the controller on shared informers (start them after).
@@ -76,7 +80,7 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}); err != nil {
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -161,6 +165,28 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	}
 }
 
+// updatePod wakes the Deployment of a pod an in-place update is moving on (or that
+// has the in-place readiness gate): its next step depends on the pod's status.
+func (c *Controller) updatePod(oldObj, curObj any) {
+	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
+	_, wasMid := inplace.StateOf(old)
+	if !wasMid && !needsSettling(cur) {
+		return
+	}
+	if d := c.deploymentOfPod(cur); d != nil {
+		c.enqueue(d)
+	}
+}
+
+// deploymentOfPod is the Deployment whose ReplicaSet controls pod, if cached.
+func (c *Controller) deploymentOfPod(pod *corev1.Pod) *appsv1.Deployment {
+	rs, ok := controller.Resolve(metav1.GetControllerOf(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
+	if !ok {
+		return nil
+	}
+	return c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs))
+}
+
 // deletePod wakes a Recreate Deployment when one of its old pods is finally gone: it
 // waits for that before creating new pods.
 func (c *Controller) deletePod(obj any) {
@@ -168,11 +194,7 @@ func (c *Controller) deletePod(obj any) {
 	if !ok {
 		return
 	}
-	rs, ok := controller.Resolve(metav1.GetControllerOf(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
-	if !ok {
-		return
-	}
-	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs)); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+	if d := c.deploymentOfPod(pod); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		c.enqueue(d)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -92,6 +93,10 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: template},
 	}
 	size := rollout.NewReplicaSetReplicas(d, append(append([]*appsv1.ReplicaSet{}, oldRSs...), rs), rs, c.seenPods)
+	if v, ok := inPlaceVerdict(d, oldRSs); ok && (v.Proceeds() || v.Reason == inplace.ReasonBlocked) {
+		// No surge: the old pods come over in place (or, blocked, stay where they are).
+		size = max(0, rollout.DesiredReplicas(d)-rollout.SpecReplicas(oldRSs))
+	}
 	rs.Spec.Replicas = &size
 	history.SetNewReplicaSetAnnotations(d, rs, revision)
 	for k, v := range rollout.ReplicasAnnotations(d) {

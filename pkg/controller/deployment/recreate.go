@@ -19,6 +19,9 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 		return err
 	}
 	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
+	if _, err := c.settleWhereTheyAre(ctx, all); err != nil { // pods with the in-place gate
+		return err
+	}
 
 	scaledDown := false
 	for _, rs := range rollout.Active(oldRSs) {

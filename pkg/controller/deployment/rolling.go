@@ -12,13 +12,19 @@ import (
 // as far as maxSurge allows, or else scale old ReplicaSets down as far as
 // maxUnavailable allows; once complete, trim the history. Status is written every pass.
 // A rollover (the template changed again mid-rollout) needs nothing special: the
-// previous "new" ReplicaSet is simply one more old one.
+// previous "new" ReplicaSet is simply one more old one. A Deployment opted in to
+// in-place updates takes the in-place step instead when its change allows it.
 func (c *Controller) rolloutRolling(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
 	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, true)
 	if err != nil {
 		return err
 	}
 	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
+	if pass, err := c.advanceInPlace(ctx, d, newRS, oldRSs, true); err != nil {
+		return err
+	} else if pass.handled {
+		return c.syncRolloutStatus(ctx, all, newRS, d)
+	}
 
 	if changed, err := c.scaleNewReplicaSet(ctx, d, all, newRS); err != nil {
 		return err

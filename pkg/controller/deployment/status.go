@@ -52,6 +52,13 @@ func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Rep
 		Conditions:          append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...),
 	}
 	now := c.now()
+	var oldRSs []*appsv1.ReplicaSet
+	for _, rs := range all {
+		if rs != nil && rs != newRS {
+			oldRSs = append(oldRSs, rs)
+		}
+	}
+	setInPlaceCondition(&status, d, oldRSs, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {

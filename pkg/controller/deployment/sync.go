@@ -189,6 +189,14 @@ func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rsList
 	if err != nil {
 		return err
 	}
+	// Pods an in-place update took out of service are moved on even now (none is
+	// started): one kind of change per pass, so the resize waits for the next one.
+	if pass, err := c.advanceInPlace(ctx, d, newRS, oldRSs, false); err != nil || pass.acted {
+		if err != nil {
+			return err
+		}
+		return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+	}
 	if plan, ok := rollout.ProportionalScale(d, newRS, oldRSs); ok {
 		byName := map[string]*appsv1.ReplicaSet{}
 		for _, rs := range append(oldRSs, newRS) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -162,9 +163,17 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		return err
 
 	case diff > 0:
-		n := min(diff, c.burst)
+		// Pods mid-way through an in-place update count towards having enough pods but
+		// never towards having too many: the Deployment controller hands such a pod from
+		// one ReplicaSet to another and resizes both around it (see pkg/inplace and the
+		// Deployment package doc), and neither may replace or delete it meanwhile.
+		settled := inplace.Settled(active)
+		n := min(len(settled)-int(replicasOf(rs)), c.burst)
+		if n <= 0 {
+			return nil
+		}
 		owner := c.kind.original(rs)
-		victims := rollout.PodsToDelete(active, c.relatedPods(rs), n, c.now())
+		victims := rollout.PodsToDelete(settled, c.relatedPods(rs), n, c.now())
 		keys := make([]string, len(victims))
 		for i, p := range victims {
 			keys[i], _ = cache.MetaNamespaceKeyFunc(p)
@@ -199,7 +208,7 @@ func podFromTemplate(rs *appsv1.ReplicaSet, ref metav1.OwnerReference) *corev1.P
 	if len(apivalidation.NameIsDNSSubdomain(prefix, true)) != 0 {
 		prefix = rs.Name
 	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       rs.Namespace,
 			GenerateName:    prefix,
@@ -210,6 +219,12 @@ func podFromTemplate(rs *appsv1.ReplicaSet, ref metav1.OwnerReference) *corev1.P
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
+	if ref.Kind == "ReplicaSet" && inplace.DeploymentOptedIn(rs) {
+		// The Deployment controller takes this pod out of service through the gate when
+		// it updates it in place, and puts it in service once its containers are ready.
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: inplace.ReadinessGate})
+	}
+	return pod
 }
 
 func replicasOf(rs *appsv1.ReplicaSet) int32 {

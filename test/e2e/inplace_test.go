@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/kubelet"
+	"github.com/kroll-dev/kroll/pkg/manager"
+)
+
+// inPlaceDeployment is a Deployment opted in to in-place updates, with the given
+// replicas, maxSurge/maxUnavailable and extra spec lines (indented two spaces).
+func inPlaceDeployment(name string, replicas int, mode inplace.Mode, maxSurge, maxUnavailable, specExtra string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  annotations:
+    kroll.dev/update-strategy: %[3]s
+spec:
+  replicas: %[2]d
+  selector:
+    matchLabels:
+      app: %[1]s
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: %[4]s
+      maxUnavailable: %[5]s
+%[6]s  template:
+    metadata:
+      labels:
+        app: %[1]s
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.14.2
+`, name, replicas, mode, maxSurge, maxUnavailable, specExtra)
+}
+
+// podRecord is what an in-place update must keep of a pod, and what it changes.
+type podRecord struct {
+	name, node, image string
+	restarts          int32
+}
+
+// podRecords reads the pods of app=name by UID.
+func (s *scene) podRecords(t *testing.T, name string) map[string]podRecord {
+	t.Helper()
+	out := map[string]podRecord{}
+	for _, p := range s.pods(t, "app="+name) {
+		if p.DeletionTimestamp != nil {
+			continue // on its way out
+		}
+		r := podRecord{name: p.Name, node: p.Spec.NodeName, image: p.Spec.Containers[0].Image}
+		if len(p.Status.ContainerStatuses) > 0 {
+			r.restarts = p.Status.ContainerStatuses[0].RestartCount
+		}
+		out[string(p.UID)] = r
+	}
+	return out
+}
+
+// expectUpdatedInPlace checks that after holds the pods of before, each on its node
+// under its name, running image with restarts more restarts, and none still out of
+// service or mid-update.
+func (s *scene) expectUpdatedInPlace(t *testing.T, name string, before map[string]podRecord, image string, restarts int32) {
+	t.Helper()
+	after := s.podRecords(t, name)
+	if len(after) != len(before) {
+		t.Errorf("%d pods now, %d before", len(after), len(before))
+	}
+	for uid, b := range before {
+		a, kept := after[uid]
+		switch {
+		case !kept:
+			t.Errorf("pod %s (uid %s) was replaced", b.name, uid)
+		case a.name != b.name || a.node != b.node:
+			t.Errorf("pod %s moved: now %s on %s, was on %s", b.name, a.name, a.node, b.node)
+		case a.image != image || a.restarts != b.restarts+restarts:
+			t.Errorf("pod %s: image %s, %d restarts; want %s, %d", b.name, a.image, a.restarts, image, b.restarts+restarts)
+		}
+	}
+	for _, p := range s.pods(t, "app="+name) {
+		if _, mid := inplace.StateOf(p); mid || inplace.GateStatus(p) != corev1.ConditionTrue {
+			t.Errorf("pod %s left mid-update: gate %q, state %q", p.Name, inplace.GateStatus(p), p.Annotations[inplace.StateAnnotation])
+		}
+	}
+}
+
+// inPlaceCondition is the Deployment's InPlaceUpdate condition as "Status/Reason: message".
+func (s *scene) inPlaceCondition(t *testing.T, name string) string {
+	for _, c := range s.deployment(t, name).Status.Conditions {
+		if c.Type == inplace.ConditionType {
+			return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return ""
+}
+
+func (s *scene) waitInPlaceCondition(t *testing.T, name, want string) {
+	t.Helper()
+	eventually(t, time.Minute, "condition "+want, func(context.Context) (bool, string) {
+		got := s.inPlaceCondition(t, name)
+		return strings.Contains(got, want), got
+	})
+}
+
+var inPlaceDeploymentScenarios = []scenario{
+	{name: "image change with history and undo all in place", run: func(t *testing.T, s *scene) string {
+		s.apply(t, inPlaceDeployment("web", 10, inplace.IfPossible, "1", "2", ""))
+		s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+		before := s.podRecords(t, "web")
+		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "web")
+
+		s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
+		if out := s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m"); !strings.Contains(out, "successfully rolled out") {
+			t.Fatalf("rollout status: %s", out)
+		}
+		s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
+		if got := s.inPlaceCondition(t, "web"); !strings.HasPrefix(got, "True/"+inplace.ReasonInPlace) {
+			t.Errorf("InPlaceUpdate condition %q", got)
+		}
+		hist := s.kubectl(t, "rollout", "history", "deployment/web")
+		if !strings.Contains(hist, "\n1 ") || !strings.Contains(hist, "\n2 ") {
+			t.Errorf("rollout history does not show revisions 1 and 2:\n%s", hist)
+		}
+		for _, rs := range s.replicaSets(t) {
+			if img := rs.Spec.Template.Spec.Containers[0].Image; (img == "nginx:1.16.1") != (*rs.Spec.Replicas == 10) {
+				t.Errorf("ReplicaSet %s (%s) has %d replicas", rs.Name, img, *rs.Spec.Replicas)
+			}
+		}
+
+		s.kubectl(t, "rollout", "undo", "deployment/web")
+		s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+		s.expectUpdatedInPlace(t, "web", before, "nginx:1.14.2", 2)
+		if hist := s.kubectl(t, "rollout", "history", "deployment/web"); !strings.Contains(hist, "\n2 ") || !strings.Contains(hist, "\n3 ") {
+			t.Errorf("after undo, rollout history does not show revisions 2 and 3:\n%s", hist)
+		}
+		w.Verify(t, 40)
+		return ""
+	}},
+	{name: "env falls back to a rolling update; InPlaceOnly touches nothing", run: func(t *testing.T, s *scene) string {
+		s.apply(t, inPlaceDeployment("api", 4, inplace.IfPossible, "1", "1", ""))
+		s.kubectl(t, "rollout", "status", "deployment/api", "--timeout=2m")
+		before := s.podRecords(t, "api")
+		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "api")
+		s.kubectl(t, "set", "env", "deployment/api", "LEVEL=debug")
+		s.kubectl(t, "rollout", "status", "deployment/api", "--timeout=2m")
+		s.waitInPlaceCondition(t, "api", "False/"+inplace.ReasonFallback+": the change to spec.containers[app].env cannot be made in place")
+		for uid, p := range s.podRecords(t, "api") {
+			if _, kept := before[uid]; kept {
+				t.Errorf("pod %s was kept through an env change", p.name)
+			}
+		}
+		events := s.kubectl(t, "get", "events", "--field-selector", "reason="+inplace.ReasonFallback, "-o", "custom-columns=M:.message", "--no-headers")
+		if !strings.Contains(events, "spec.containers[app].env") {
+			t.Errorf("no fallback event naming env: %q", events)
+		}
+		w.Verify(t, 10)
+
+		unchanged := s.podRecords(t, "api")
+		s.kubectl(t, "annotate", "--overwrite", "deployment/api", "kroll.dev/update-strategy=InPlaceOnly")
+		s.kubectl(t, "set", "env", "deployment/api", "LEVEL=info")
+		s.waitInPlaceCondition(t, "api", "False/"+inplace.ReasonBlocked+": the change to spec.containers[app].env cannot be made in place; InPlaceOnly touches no pod")
+		time.Sleep(2 * time.Second) // and it stays so
+		s.expectUpdatedInPlace(t, "api", unchanged, unchanged[firstKey(unchanged)].image, 0)
+		events = s.kubectl(t, "get", "events", "--field-selector", "reason="+inplace.ReasonBlocked, "-o", "custom-columns=M:.message", "--no-headers")
+		if !strings.Contains(events, "spec.containers[app].env") {
+			t.Errorf("no blocked event naming env: %q", events)
+		}
+		return ""
+	}},
+	{name: "bad image stops at maxUnavailable and undo recovers in place", run: func(t *testing.T, s *scene) string {
+		s.apply(t, inPlaceDeployment("shop", 6, inplace.IfPossible, "1", "2", "  progressDeadlineSeconds: 10\n"))
+		s.kubectl(t, "rollout", "status", "deployment/shop", "--timeout=2m")
+		before := s.podRecords(t, "shop")
+		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "shop")
+		s.kubectl(t, "set", "image", "deployment/shop", "app=nginx:nonexistent")
+		out, err := s.tryKubectl(t, "rollout", "status", "deployment/shop", "--timeout=1m")
+		if err == nil || !strings.Contains(out, `exceeded its progress deadline`) {
+			t.Errorf("rollout status should fail on the progress deadline: %v\n%s", err, out)
+		}
+		images := map[string]int{}
+		for _, r := range s.podRecords(t, "shop") {
+			images[r.image]++
+		}
+		if images["nginx:nonexistent"] != 2 || images["nginx:1.14.2"] != 4 {
+			t.Errorf("want 2 pods on the bad image and 4 untouched, got %v", images)
+		}
+		s.kubectl(t, "rollout", "undo", "deployment/shop")
+		s.kubectl(t, "rollout", "status", "deployment/shop", "--timeout=2m")
+		after := s.podRecords(t, "shop")
+		for uid, b := range before {
+			if a, kept := after[uid]; !kept || a.image != "nginx:1.14.2" || a.node != b.node {
+				t.Errorf("pod %s: kept=%v image=%s node=%s; want kept on %s at nginx:1.14.2", b.name, kept, a.image, a.node, b.node)
+			}
+		}
+		s.expectUpdatedInPlace(t, "shop", after, "nginx:1.14.2", 0)
+		w.Verify(t, 10)
+		return ""
+	}},
+}
+
+func firstKey(m map[string]podRecord) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys[0]
+}
+
+// Deployments updated in place (kroll only: upstream has no in-place update).
+func TestDeploymentInPlace(t *testing.T) {
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersKroll))
+	for i, sc := range inPlaceDeploymentScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			s := newScene(t, c, fmt.Sprintf("inplace-%d", i), cluster.WorkloadControllersKroll)
+			sc.run(t, s)
+		})
+	}
+}
+
+// The proposal's motivating case: every node is full. A RollingUpdate with maxSurge
+// stays stuck on a surge pod that cannot be scheduled; the same change in place
+// completes, and no pod is created.
+func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
+	c := clustertest.Start(t, clustertest.WithNodes(2), clustertest.WithKubelet(func(k *kubelet.Config) {
+		k.CPU = resource.MustParse("2")
+	}))
+	full := "      containers:\n      - name: app\n        image: nginx:1.14.2\n        resources:\n          requests:\n            cpu: \"1\"\n"
+	withRequests := func(m string) string {
+		return strings.Replace(m, "      containers:\n      - name: app\n        image: nginx:1.14.2\n", full, 1)
+	}
+
+	s := newScene(t, c, "full-rolling", cluster.WorkloadControllersKroll)
+	s.apply(t, withRequests(strings.Replace(inPlaceDeployment("web", 4, inplace.IfPossible, "1", "0", ""), "    kroll.dev/update-strategy: InPlaceIfPossible\n", "    note: rolling\n", 1)))
+	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+	s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
+	eventually(t, time.Minute, "a Pending surge pod", func(context.Context) (bool, string) {
+		var states []string
+		pending := false
+		for _, p := range s.pods(t, "app=web") {
+			states = append(states, p.Name+"="+string(p.Status.Phase))
+			pending = pending || (p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" && p.Spec.Containers[0].Image == "nginx:1.16.1")
+		}
+		return pending, strings.Join(states, " ")
+	})
+	time.Sleep(3 * time.Second)
+	if out, err := s.tryKubectl(t, "rollout", "status", "deployment/web", "--timeout=2s"); err == nil {
+		t.Errorf("the rolling update on full nodes finished: %s", out)
+	}
+	s.kubectl(t, "delete", "deployment/web", "--wait=true")
+	eventually(t, time.Minute, "the rolling Deployment's pods gone", func(context.Context) (bool, string) {
+		n := len(s.pods(t, "app=web"))
+		return n == 0, fmt.Sprint(n, " pods")
+	})
+
+	s = newScene(t, c, "full-inplace", cluster.WorkloadControllersKroll)
+	s.apply(t, withRequests(inPlaceDeployment("web", 4, inplace.IfPossible, "1", "1", "")))
+	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+	before := s.podRecords(t, "web")
+	w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "web")
+	s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
+	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+	s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
+	w.Verify(t, 10)
+}
+
+// Given an in-place rollout of 30 pods with a grace period, when kroll's controllers
+// are stopped and started again at several points of it, then the rollout finishes in
+// place: every pod kept, none created or deleted, none left out of service.
+func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3))
+	startControllers := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := manager.Run(ctx, c.RESTConfig, manager.Options{}); err != nil {
+				t.Errorf("controllers: %v", err)
+			}
+		}()
+		return func() { cancel(); <-done }
+	}
+	stop := startControllers()
+	defer func() { stop() }()
+
+	s := newScene(t, c, "restarts", cluster.WorkloadControllersNone)
+	ledger := watchPods(t, c, s.ns)
+	s.apply(t, strings.Replace(inPlaceDeployment("web", 30, inplace.IfPossible, "0", "3", ""),
+		"    kroll.dev/update-strategy: InPlaceIfPossible\n", "    kroll.dev/update-strategy: InPlaceIfPossible\n    kroll.dev/in-place-grace-period: \"1\"\n", 1))
+	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=3m")
+	before := s.podRecords(t, "web")
+	w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "web")
+	ledger.mu.Lock()
+	created := 0
+	for _, names := range ledger.created {
+		created += len(names)
+	}
+	ledger.mu.Unlock()
+
+	s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
+	midUpdate := 0
+	for i, pause := range []time.Duration{700 * time.Millisecond, 1300 * time.Millisecond, 400 * time.Millisecond, 2 * time.Second, 900 * time.Millisecond} {
+		time.Sleep(pause)
+		stop()
+		mid := 0
+		for _, p := range s.pods(t, "app=web") {
+			if _, ok := inplace.StateOf(p); ok {
+				mid++
+			}
+		}
+		midUpdate += mid
+		t.Logf("restart %d: controllers stopped with %d pods mid-update", i+1, mid)
+		time.Sleep(300 * time.Millisecond)
+		stop = startControllers()
+	}
+	if midUpdate == 0 {
+		t.Error("no restart caught a pod mid-update: the test proves nothing")
+	}
+	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=3m")
+	s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
+	w.Verify(t, 50)
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	now, deleted := 0, 0
+	for _, names := range ledger.created {
+		now += len(names)
+	}
+	for _, n := range ledger.deleted {
+		deleted += n
+	}
+	if now != created || deleted != 0 {
+		t.Errorf("pods created during the update: %d, deleted: %d; want none", now-created, deleted)
+	}
+}
