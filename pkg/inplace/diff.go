@@ -9,9 +9,11 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Mode is a workload's opt-in, from its StrategyAnnotation.
@@ -160,3 +162,70 @@ func Judge(mode Mode, fields []string) (Verdict, bool) {
 
 // Proceeds tells whether pods are updated in place under the verdict.
 func (v Verdict) Proceeds() bool { return v.Reason == ReasonInPlace }
+
+// Condition is a workload's InPlaceUpdate condition, whatever the kind's condition type.
+type Condition struct {
+	Status             corev1.ConditionStatus
+	Reason, Message    string
+	LastTransitionTime metav1.Time
+}
+
+// IsNews tells whether v says something cur does not: it is then announced as an event.
+func IsNews(v Verdict, cur *Condition) bool {
+	return cur == nil || cur.Reason != v.Reason || cur.Message != v.Message
+}
+
+// NextCondition is the InPlaceUpdate condition after verdict (nil: unchanged; no
+// reason: removed): the transition time moves only when the status does. changed is
+// false when it stays as it is.
+func NextCondition(cur *Condition, verdict *Verdict, now time.Time) (next *Condition, changed bool) {
+	switch {
+	case verdict == nil:
+		return cur, false
+	case verdict.Reason == "":
+		return nil, cur != nil
+	case cur != nil && !IsNews(*verdict, cur) && cur.Status == verdict.Status:
+		return cur, false
+	}
+	next = &Condition{Status: verdict.Status, Reason: verdict.Reason, Message: verdict.Message, LastTransitionTime: metav1.NewTime(now)}
+	if cur != nil && cur.Status == verdict.Status {
+		next.LastTransitionTime = cur.LastTransitionTime
+	}
+	return next, true
+}
+
+// Conditions is a kind's list of status conditions seen through two functions: view
+// reads one condition (its type, and as a Condition), make builds the InPlaceUpdate one.
+type Conditions[C any] struct {
+	View func(C) (string, Condition)
+	Make func(Condition) C
+}
+
+// Current is the InPlaceUpdate condition in conds, if any.
+func (k Conditions[C]) Current(conds []C) *Condition {
+	for _, c := range conds {
+		if t, cond := k.View(c); t == ConditionType {
+			return &cond
+		}
+	}
+	return nil
+}
+
+// With returns conds with the InPlaceUpdate condition as verdict says (see
+// NextCondition); conds itself when that changes nothing.
+func (k Conditions[C]) With(conds []C, verdict *Verdict, now time.Time) []C {
+	next, changed := NextCondition(k.Current(conds), verdict, now)
+	if !changed {
+		return conds
+	}
+	var out []C
+	for _, c := range conds {
+		if t, _ := k.View(c); t != ConditionType {
+			out = append(out, c)
+		}
+	}
+	if next != nil {
+		out = append(out, k.Make(*next))
+	}
+	return out
+}

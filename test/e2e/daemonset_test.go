@@ -13,6 +13,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
 const logDaemonSet = `apiVersion: apps/v1
@@ -229,6 +230,9 @@ var daemonSetScenarios = []scenario{
 			}
 		}
 		w.Verify(t, 10)
+		if got := s.inPlaceCondition(t, "daemonset/logs"); !strings.HasPrefix(got, "True/"+inplace.ReasonInPlace) {
+			t.Errorf("InPlaceUpdate condition %q", got)
+		}
 
 		// env cannot change in place: the usual rolling update, with an event naming it.
 		s.kubectl(t, "set", "env", "daemonset/logs", "LEVEL=debug")
@@ -237,6 +241,7 @@ var daemonSetScenarios = []scenario{
 		if !strings.Contains(events, "spec.containers[agent].env") {
 			t.Errorf("no fallback event naming env: %q", events)
 		}
+		s.waitInPlaceCondition(t, "daemonset/logs", "False/"+inplace.ReasonFallback+": the change to spec.containers[agent].env cannot be made in place")
 		for _, p := range s.pods(t, "app=logs") {
 			if _, kept := before[string(p.UID)]; kept {
 				t.Errorf("pod %s was kept through an env change", p.Name)
@@ -251,6 +256,7 @@ var daemonSetScenarios = []scenario{
 			out, _ := s.tryKubectl(t, "get", "events", "--field-selector", "reason=InPlaceUpdateBlocked", "-o", "custom-columns=M:.message", "--no-headers")
 			return strings.Contains(out, "spec.containers[agent].env"), out
 		})
+		s.waitInPlaceCondition(t, "daemonset/logs", "False/"+inplace.ReasonBlocked+": the change to spec.containers[agent].env cannot be made in place; InPlaceOnly touches no pod")
 		if now := s.podNames(t, "app=logs"); fmt.Sprint(now) != fmt.Sprint(unchanged) {
 			t.Errorf("InPlaceOnly replaced pods: %v, were %v", now, unchanged)
 		}

@@ -98,20 +98,18 @@ func (s *scene) expectUpdatedInPlace(t *testing.T, name string, before map[strin
 	}
 }
 
-// inPlaceCondition is the Deployment's InPlaceUpdate condition as "Status/Reason: message".
-func (s *scene) inPlaceCondition(t *testing.T, name string) string {
-	for _, c := range s.deployment(t, name).Status.Conditions {
-		if c.Type == inplace.ConditionType {
-			return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
-		}
-	}
-	return ""
+// inPlaceCondition is the InPlaceUpdate condition of a workload ("deployment/web") as
+// "Status/Reason: message".
+func (s *scene) inPlaceCondition(t *testing.T, workload string) string {
+	t.Helper()
+	c := fmt.Sprintf(`.status.conditions[?(@.type=="%s")]`, inplace.ConditionType)
+	return s.kubectl(t, "get", workload, "-o", fmt.Sprintf("jsonpath={%[1]s.status}/{%[1]s.reason}: {%[1]s.message}", c))
 }
 
-func (s *scene) waitInPlaceCondition(t *testing.T, name, want string) {
+func (s *scene) waitInPlaceCondition(t *testing.T, workload, want string) {
 	t.Helper()
-	eventually(t, time.Minute, "condition "+want, func(context.Context) (bool, string) {
-		got := s.inPlaceCondition(t, name)
+	eventually(t, time.Minute, workload+" condition "+want, func(context.Context) (bool, string) {
+		got := s.inPlaceCondition(t, workload)
 		return strings.Contains(got, want), got
 	})
 }
@@ -128,7 +126,7 @@ var inPlaceDeploymentScenarios = []scenario{
 			t.Fatalf("rollout status: %s", out)
 		}
 		s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
-		if got := s.inPlaceCondition(t, "web"); !strings.HasPrefix(got, "True/"+inplace.ReasonInPlace) {
+		if got := s.inPlaceCondition(t, "deployment/web"); !strings.HasPrefix(got, "True/"+inplace.ReasonInPlace) {
 			t.Errorf("InPlaceUpdate condition %q", got)
 		}
 		hist := s.kubectl(t, "rollout", "history", "deployment/web")
@@ -157,7 +155,7 @@ var inPlaceDeploymentScenarios = []scenario{
 		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "api")
 		s.kubectl(t, "set", "env", "deployment/api", "LEVEL=debug")
 		s.kubectl(t, "rollout", "status", "deployment/api", "--timeout=2m")
-		s.waitInPlaceCondition(t, "api", "False/"+inplace.ReasonFallback+": the change to spec.containers[app].env cannot be made in place")
+		s.waitInPlaceCondition(t, "deployment/api", "False/"+inplace.ReasonFallback+": the change to spec.containers[app].env cannot be made in place")
 		for uid, p := range s.podRecords(t, "api") {
 			if _, kept := before[uid]; kept {
 				t.Errorf("pod %s was kept through an env change", p.name)
@@ -172,7 +170,7 @@ var inPlaceDeploymentScenarios = []scenario{
 		unchanged := s.podRecords(t, "api")
 		s.kubectl(t, "annotate", "--overwrite", "deployment/api", "kroll.dev/update-strategy=InPlaceOnly")
 		s.kubectl(t, "set", "env", "deployment/api", "LEVEL=info")
-		s.waitInPlaceCondition(t, "api", "False/"+inplace.ReasonBlocked+": the change to spec.containers[app].env cannot be made in place; InPlaceOnly touches no pod")
+		s.waitInPlaceCondition(t, "deployment/api", "False/"+inplace.ReasonBlocked+": the change to spec.containers[app].env cannot be made in place; InPlaceOnly touches no pod")
 		time.Sleep(2 * time.Second) // and it stays so
 		s.expectUpdatedInPlace(t, "api", unchanged, unchanged[firstKey(unchanged)].image, 0)
 		events = s.kubectl(t, "get", "events", "--field-selector", "reason="+inplace.ReasonBlocked, "-o", "custom-columns=M:.message", "--no-headers")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
 // webStatefulSet is the documentation's StatefulSet example, without storage.
@@ -370,6 +371,20 @@ var statefulSetScenarios = []scenario{
 			t.Errorf("pods created %v, terminated %v; an in-place update creates and deletes none", created, terminated)
 		}
 		w.Verify(t, 5)
+		if got := s.inPlaceCondition(t, "statefulset/web"); !strings.HasPrefix(got, "True/"+inplace.ReasonInPlace) {
+			t.Errorf("InPlaceUpdate condition %q", got)
+		}
+
+		// InPlaceOnly and an env change: no pod is touched, and the condition says why.
+		s.kubectl(t, "annotate", "--overwrite", "statefulset/web", "kroll.dev/update-strategy=InPlaceOnly")
+		s.kubectl(t, "set", "env", "statefulset/web", "LEVEL=debug")
+		s.waitInPlaceCondition(t, "statefulset/web", "False/"+inplace.ReasonBlocked+": the change to spec.containers[nginx].env cannot be made in place; InPlaceOnly touches no pod")
+		time.Sleep(2 * time.Second) // and it stays so
+		for _, p := range s.pods(t, "app=nginx") {
+			if uids[p.Name] != string(p.UID) {
+				t.Errorf("%s was replaced under InPlaceOnly", p.Name)
+			}
+		}
 		return ""
 	}},
 	{name: "a stuck rollout is undone without deleting the stuck pod", krollOnly: true, run: func(t *testing.T, s *scene) string {

@@ -233,6 +233,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	var syncErr error
+	var verdict *inplace.Verdict // the InPlaceUpdate condition's news
 	satisfied := c.expectations.Satisfied(key)
 	if satisfied {
 		creates, deletes := manage(ds, nodes, fits, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
@@ -254,7 +255,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if ferr != nil {
 				return ferr
 			}
-			handled, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable)
+			handled, v, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable)
+			verdict = v
 			if err != nil {
 				return err
 			}
@@ -265,7 +267,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
 	}
-	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied)
+	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.
 		c.queue.EnqueueAfter(ds, time.Until(at)+10*time.Millisecond)
@@ -599,7 +601,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, p
 // has a pod, and whether its oldest pod is ready, available and updated; per node that
 // should not, whether it has one anyway (misscheduled). observedGeneration moves only
 // when this sync acted on the generation (expectations satisfied).
-func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]fit, byNode map[string][]*corev1.Pod, hash string, acted bool) error {
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict) error {
 	now := c.now()
 	var st appsv1.DaemonSetStatus
 	for _, n := range nodes {
@@ -637,7 +639,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 		st.ObservedGeneration = ds.Generation
 	}
 	st.CollisionCount = ds.Status.CollisionCount
-	st.Conditions = ds.Status.Conditions
+	st.Conditions = conditions.With(ds.Status.Conditions, verdict, now)
 	if equality.Semantic.DeepEqual(st, ds.Status) {
 		return nil
 	}

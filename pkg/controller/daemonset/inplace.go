@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,8 +19,9 @@ import (
 // ones first — while no more than maxUnavailable nodes are without an available pod.
 // A fresh pod of an opted-in DaemonSet is put in service the same way once its
 // containers are ready. handled is false when the change cannot be made in place and
-// the mode allows the usual rolling update instead.
-func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int) (handled bool, err error) {
+// the mode allows the usual rolling update instead; verdict is what the InPlaceUpdate
+// condition becomes (nil: unchanged, no reason: removed).
+func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int) (handled bool, verdict *inplace.Verdict, err error) {
 	mode, _ := inplace.ModeOf(ds.Annotations)
 	now := c.now()
 	grace := inplace.GracePeriod(ds.Annotations)
@@ -37,7 +37,7 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 		_, midUpdate := inplace.StateOf(p)
 		if (isUpdated(ds, p, hash) && inplace.HasGate(p)) || (midUpdate && mode != inplace.Off) {
 			if err := c.stepPod(ctx, ds, p, hash, grace, now); err != nil {
-				return true, err
+				return true, nil, err
 			}
 			continue
 		}
@@ -46,19 +46,17 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 	if mode == inplace.Off {
 		// Opted out (perhaps mid-update): pods already updated were still put back in
 		// service above; the old ones go the usual way.
-		return false, nil
+		return false, &inplace.Verdict{}, nil
 	}
 	if len(old) == 0 {
-		return true, nil
+		return true, nil, nil
 	}
-	if fields := c.ineligible(ds, old[0]); len(fields) > 0 {
-		msg := "the change to " + strings.Join(fields, ", ") + " cannot be made in place"
-		if mode == inplace.Only {
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, "InPlaceUpdateBlocked", "%s; %s touches no pod", msg, inplace.Only)
-			return true, nil
-		}
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, "InPlaceUpdateFallback", "%s; rolling update instead", msg)
-		return false, nil
+	v, _ := inplace.Judge(mode, c.ineligible(ds, old[0]))
+	if inplace.IsNews(v, conditions.Current(ds.Status.Conditions)) {
+		c.recorder.Eventf(ds, v.EventType, v.Reason, "%s", v.Message)
+	}
+	if !v.Proceeds() {
+		return v.Reason == inplace.ReasonBlocked, &v, nil
 	}
 	// Unavailable pods first: taking them out of service costs nothing.
 	sortUnavailableFirst(old, ds.Spec.MinReadySeconds, now)
@@ -68,13 +66,23 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 			break
 		}
 		if err := c.stepPod(ctx, ds, p, hash, grace, now); err != nil {
-			return true, err
+			return true, &v, err
 		}
 		if available {
 			unavailable++
 		}
 	}
-	return true, nil
+	return true, &v, nil
+}
+
+// conditions is how in-place updates read and write a DaemonSet's conditions.
+var conditions = inplace.Conditions[appsv1.DaemonSetCondition]{
+	View: func(c appsv1.DaemonSetCondition) (string, inplace.Condition) {
+		return string(c.Type), inplace.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+	Make: func(c inplace.Condition) appsv1.DaemonSetCondition {
+		return appsv1.DaemonSetCondition{Type: inplace.ConditionType, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
 }
 
 // serving tells whether p counts as available: available, and not out of service for

@@ -70,10 +70,13 @@ func setInPlaceCondition(status *appsv1.DeploymentStatus, d *appsv1.Deployment, 
 // announceVerdict records the verdict on d's change as an event, once: when it is not
 // what d's InPlaceUpdate condition says already.
 func (c *Controller) announceVerdict(d *appsv1.Deployment, v inplace.Verdict) {
-	if cur := rollout.Condition(&d.Status, inplace.ConditionType); cur != nil && cur.Reason == v.Reason && cur.Message == v.Message {
-		return
+	var cur *inplace.Condition
+	if cond := rollout.Condition(&d.Status, inplace.ConditionType); cond != nil {
+		cur = &inplace.Condition{Status: cond.Status, Reason: cond.Reason, Message: cond.Message}
 	}
-	c.recorder.Eventf(d, v.EventType, v.Reason, "%s", v.Message)
+	if inplace.IsNews(v, cur) {
+		c.recorder.Eventf(d, v.EventType, v.Reason, "%s", v.Message)
+	}
 }
 
 // inPlacePass is what advanceInPlace did.

@@ -59,7 +59,7 @@ func (c *Controller) revisionsFor(ctx context.Context, set *appsv1.StatefulSet, 
 			current = r
 		}
 	}
-	out := revisions{current: current, update: update}
+	out := revisions{current: current, update: update, all: revs}
 	if out.currentSet, err = history.ApplyRevision(set, current); err != nil {
 		return revisions{}, collisions, err
 	}

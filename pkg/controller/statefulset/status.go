@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
@@ -57,5 +58,6 @@ func statusChanged(set *appsv1.StatefulSet, status *appsv1.StatefulSetStatus) bo
 	s := set.Status
 	return status.ObservedGeneration > s.ObservedGeneration || status.Replicas != s.Replicas || status.ReadyReplicas != s.ReadyReplicas ||
 		status.CurrentReplicas != s.CurrentReplicas || status.UpdatedReplicas != s.UpdatedReplicas || status.AvailableReplicas != s.AvailableReplicas ||
-		status.CurrentRevision != s.CurrentRevision || status.UpdateRevision != s.UpdateRevision
+		status.CurrentRevision != s.CurrentRevision || status.UpdateRevision != s.UpdateRevision ||
+		!equality.Semantic.DeepEqual(status.Conditions, s.Conditions)
 }

@@ -3,13 +3,13 @@ package statefulset
 import (
 	"context"
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
@@ -20,6 +20,36 @@ import (
 type revisions struct {
 	current, update       *appsv1.ControllerRevision
 	currentSet, updateSet *appsv1.StatefulSet
+	// all is the set's history, oldest first.
+	all []*appsv1.ControllerRevision
+}
+
+// template is the pod template of revision name, if it is in the history.
+func (r revisions) template(set *appsv1.StatefulSet, name string) (*corev1.PodTemplateSpec, bool) {
+	switch name {
+	case r.update.Name:
+		return &r.updateSet.Spec.Template, true
+	case r.current.Name:
+		return &r.currentSet.Spec.Template, true
+	}
+	for _, rev := range r.all {
+		if rev.Name == name {
+			if s, err := history.ApplyRevision(set, rev); err == nil {
+				return &s.Spec.Template, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// inPlaceFields names the fields that keep p's template from becoming the update
+// revision's in place (a pod whose revision is gone: the whole template).
+func (r revisions) inPlaceFields(set *appsv1.StatefulSet, p *corev1.Pod) []string {
+	from, ok := r.template(set, p.Labels[RevisionLabel])
+	if !ok {
+		return []string{"spec.template (the pod's revision is gone)"}
+	}
+	return inplace.Diff(from, &r.updateSet.Spec.Template)
 }
 
 // slots are the set's pods by role: replicas[i] is the pod of ordinal start+i (a pod
@@ -136,6 +166,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		UpdateRevision:     revs.update.Name,
 		CollisionCount:     set.Status.CollisionCount,
 		CurrentReplicas:    set.Status.CurrentReplicas,
+		Conditions:         set.Status.Conditions,
 	}
 	countPods(set, pods, revs, &status, now)
 	s := c.slots(set, pods, revs, &status)
@@ -144,6 +175,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	mode, _ := inplace.ModeOf(set.Annotations)
+	status.Conditions = conditions.With(set.Status.Conditions, c.inPlaceVerdict(set, s, revs, mode), now)
 	// Pods mid-way through an in-place update (or new, waiting to be put in service)
 	// move on first: OrderedReady waits for them. This holds after an opt-out too, so
 	// that no pod is left out of service.
@@ -338,7 +370,7 @@ func (c *Controller) settleInPlace(ctx context.Context, set *appsv1.StatefulSet,
 		if !isCreated(p) || isTerminating(p) || !inplace.HasGate(p) {
 			continue
 		}
-		target, ok := c.inPlaceTarget(p, revs)
+		target, ok := c.inPlaceTarget(set, p, revs)
 		if !ok {
 			continue
 		}
@@ -358,33 +390,77 @@ func (c *Controller) settleInPlace(ctx context.Context, set *appsv1.StatefulSet,
 }
 
 // inPlaceTarget is what pod p is (being) updated to: the update revision once it is
-// mid-update or labelled with it, else the revision it is labelled with.
-func (c *Controller) inPlaceTarget(p *corev1.Pod, revs revisions) (inplace.Target, bool) {
-	st, mid := inplace.StateOf(p)
-	switch {
-	case (mid && st.Revision == revs.update.Name) || p.Labels[RevisionLabel] == revs.update.Name:
-		return inplace.Target{Revision: revs.update.Name, Template: &revs.updateSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.update.Name}}, true
-	case p.Labels[RevisionLabel] == revs.current.Name:
-		return inplace.Target{Revision: revs.current.Name, Template: &revs.currentSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.current.Name}}, true
+// mid-update to it, else the revision it is labelled with (a pod whose update was
+// overtaken by another change is put back as it is, and updated afresh).
+func (c *Controller) inPlaceTarget(set *appsv1.StatefulSet, p *corev1.Pod, revs revisions) (inplace.Target, bool) {
+	name := p.Labels[RevisionLabel]
+	if st, mid := inplace.StateOf(p); mid && st.Revision == revs.update.Name {
+		name = revs.update.Name
 	}
-	return inplace.Target{}, false
+	template, ok := revs.template(set, name)
+	if !ok {
+		return inplace.Target{}, false
+	}
+	return inplace.Target{Revision: name, Template: template, Labels: map[string]string{RevisionLabel: name}}, true
+}
+
+// inPlaceVerdict judges, for an opted-in RollingUpdate set, the change from the
+// revisions of its stale pods at or above the partition to the update revision,
+// announcing news as an event; the InPlaceUpdate condition becomes it (nil:
+// unchanged, no reason: removed).
+func (c *Controller) inPlaceVerdict(set *appsv1.StatefulSet, s slots, revs revisions, mode inplace.Mode) *inplace.Verdict {
+	if mode == inplace.Off {
+		return &inplace.Verdict{}
+	}
+	if set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
+		return nil
+	}
+	seen := map[string]bool{}
+	var fields []string
+	judged := false
+	for i := int(partitionOf(set)); i < len(s.replicas); i++ {
+		p := s.replicas[i]
+		if !isCreated(p) || p.Labels[RevisionLabel] == revs.update.Name {
+			continue
+		}
+		judged = true
+		for _, f := range revs.inPlaceFields(set, p) {
+			if !seen[f] {
+				seen[f] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	if !judged {
+		return nil
+	}
+	sort.Strings(fields)
+	v, _ := inplace.Judge(mode, fields)
+	if inplace.IsNews(v, conditions.Current(set.Status.Conditions)) {
+		c.recorder.Eventf(set, v.EventType, v.Reason, "%s", v.Message)
+	}
+	return &v
+}
+
+// conditions is how in-place updates read and write a StatefulSet's conditions.
+var conditions = inplace.Conditions[appsv1.StatefulSetCondition]{
+	View: func(c appsv1.StatefulSetCondition) (string, inplace.Condition) {
+		return string(c.Type), inplace.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+	Make: func(c inplace.Condition) appsv1.StatefulSetCondition {
+		return appsv1.StatefulSetCondition{Type: inplace.ConditionType, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
 }
 
 // updateInPlace starts updating the stale pod p in place, if set opted in and the
-// change from the current revision allows it; inPlace false means: replace it as usual.
+// change from p's revision allows it; inPlace false means: replace it as usual.
 // InPlaceOnly with a change that does not allow it touches nothing (inPlace true).
 func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, mode inplace.Mode, now time.Time) (bool, error) {
-	if mode == inplace.Off || p.Labels[RevisionLabel] != revs.current.Name {
+	if mode == inplace.Off {
 		return false, nil
 	}
-	if fields := inplace.Diff(&revs.currentSet.Spec.Template, &revs.updateSet.Spec.Template); len(fields) > 0 {
-		msg := "the change to " + strings.Join(fields, ", ") + " cannot be made in place"
-		if mode == inplace.Only {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, "InPlaceUpdateBlocked", "%s; %s touches no pod", msg, inplace.Only)
-			return true, nil
-		}
-		c.recorder.Eventf(set, corev1.EventTypeNormal, "InPlaceUpdateFallback", "%s; rolling update instead", msg)
-		return false, nil
+	if fields := revs.inPlaceFields(set, p); len(fields) > 0 {
+		return mode == inplace.Only, nil // announced by inPlaceVerdict
 	}
 	target := inplace.Target{Revision: revs.update.Name, Template: &revs.updateSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.update.Name}}
 	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
