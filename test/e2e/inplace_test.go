@@ -148,6 +148,28 @@ var inPlaceDeploymentScenarios = []scenario{
 		w.Verify(t, 40)
 		return ""
 	}},
+	{name: "pods created before the opt-in are updated in place without the gate", run: func(t *testing.T, s *scene) string {
+		s.kubectl(t, "create", "deployment", "late", "--image=nginx:1.14.2", "--replicas=4")
+		s.kubectl(t, "rollout", "status", "deployment/late", "--timeout=2m")
+		s.kubectl(t, "annotate", "deployment/late", "kroll.dev/update-strategy=InPlaceIfPossible")
+		before := s.podRecords(t, "late")
+		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "late")
+		s.kubectl(t, "set", "image", "deployment/late", "nginx=nginx:1.16.1")
+		s.kubectl(t, "rollout", "status", "deployment/late", "--timeout=2m")
+		after := s.podRecords(t, "late")
+		for uid, b := range before {
+			if a, kept := after[uid]; !kept || a.image != "nginx:1.16.1" || a.restarts != b.restarts+1 {
+				t.Errorf("pod %s: kept=%v image=%s restarts=%d", b.name, kept, a.image, a.restarts)
+			}
+		}
+		for _, p := range s.pods(t, "app=late") {
+			if _, mid := inplace.StateOf(p); mid {
+				t.Errorf("pod %s left with its in-place state", p.Name)
+			}
+		}
+		w.Verify(t, 10)
+		return ""
+	}},
 	{name: "env falls back to a rolling update; InPlaceOnly touches nothing", run: func(t *testing.T, s *scene) string {
 		s.apply(t, inPlaceDeployment("api", 4, inplace.IfPossible, "1", "1", ""))
 		s.kubectl(t, "rollout", "status", "deployment/api", "--timeout=2m")

@@ -6,6 +6,48 @@
 // One reconcile pass makes one kind of change and returns; the informers bring the
 // Deployment back when that change has been observed (house style: "one kind of change
 // per pass").
+//
+// # In-place updates: handing a pod from one ReplicaSet to another
+//
+// A Deployment annotated kroll.dev/update-strategy (see pkg/inplace) whose change
+// allows it is rolled out without creating or deleting a pod: each pod moves from its
+// old ReplicaSet A to the new one B with its new images. Kubernetes cannot change a
+// pod's owner and two ReplicaSets' sizes in one transaction, so the hand-off relies on
+// one rule in kroll's ReplicaSet controller:
+//
+//	A pod with an in-place State (the kroll.dev/in-place-update-state annotation)
+//	counts towards its ReplicaSet having enough pods, but never towards having too
+//	many: the ReplicaSet creates when all its pods are fewer than its replicas, and
+//	deletes only pods without a State, only when those alone are more.
+//
+// Every state of the hand-off below is then stable for both ReplicaSets (A with N
+// pods, B with k; m of A's pods move):
+//
+//  1. Take out: the m pods get a State and the readiness gate False (Services stop
+//     routing to them). A: N pods ≥ N replicas, N−m without a State ≤ N.
+//  2. Shrink A to N−m (the pods that stay). Written only once the cache shows step 1;
+//     the Deployment and ReplicaSet controllers share their informers, so the
+//     ReplicaSet controller sees the States before it sees the new size.
+//  3. Move: once A's status shows it observed N−m (observedGeneration), and the grace
+//     period is over, each pod gets in one write B's controllerRef, B's
+//     pod-template-hash and labels, and B's images. The write carries the pod's
+//     resourceVersion, so it happens at most once. A: N−m pods; B: k+m pods, k
+//     without a State ≤ k replicas.
+//  4. Grow B to the pods it has (k+m), only from pods the cache shows in B: a moved pod
+//     not yet seen still shows as leaving A, so B never creates a pod for it.
+//  5. Put back: when the kubelet reports the new images running and ready, and B's
+//     status shows it observed k+m, the gate goes True and the State is removed.
+//
+// Every step is decided afresh from the cache (States, owners, sizes, observed
+// generations), never from memory, so a controller restarted anywhere resumes where
+// the last one stopped. maxUnavailable (at least 1: an in-place update takes a pod out
+// of service) bounds how many pods are out of service at once, unavailable ones first;
+// maxSurge does not apply. `kubectl rollout undo` is the same hand-off back to the
+// older ReplicaSet. A change that cannot be made in place falls back to the rolling
+// update (InPlaceIfPossible) or touches no pod (InPlaceOnly); the InPlaceUpdate
+// condition and an event name the fields. Pods of opted-in Deployments are created
+// with the readiness gate, which this controller sets True once their containers are
+// ready.
 package deployment
 
 import (

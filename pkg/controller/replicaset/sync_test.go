@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
 func TestSlowStartBatch(t *testing.T) {
@@ -150,6 +152,75 @@ func TestSync_deletesTheMostExpendablePods(t *testing.T) {
 		t.Errorf("deleted %v, want the pending and the not-ready pod", f.pods.Deleted)
 	}
 }
+
+// The hand-off rule of in-place updates (see the Deployment package doc): a pod with
+// an in-place State counts towards enough pods, never towards too many.
+func TestSync_podsMidInPlaceUpdateAreNeitherReplacedNorSurplus(t *testing.T) {
+	mid := func(p *corev1.Pod) *corev1.Pod {
+		p.Annotations = map[string]string{inplace.StateAnnotation: `{"revision":"b"}`}
+		return p
+	}
+	tests := []struct {
+		name             string
+		replicas         int32
+		settled, leaving int
+		created, deleted int
+	}{
+		{"shrunk past the leaving pods: nothing to do", 2, 2, 1, 0, 0},
+		{"not yet shrunk: nothing to do", 3, 2, 1, 0, 0},
+		{"pods arrived before the size grew: nothing to do", 1, 1, 2, 0, 0},
+		{"settled pods beyond the size: only those are deleted", 1, 3, 1, 0, 2},
+		{"fewer pods than replicas, mid-update ones included: create", 5, 2, 1, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := newReplicaSet("web", tt.replicas)
+			objects := []any{rs}
+			for i := 0; i < tt.settled; i++ {
+				objects = append(objects, ownedPod(rs, fmt.Sprintf("settled-%d", i)))
+			}
+			for i := 0; i < tt.leaving; i++ {
+				objects = append(objects, mid(ownedPod(rs, fmt.Sprintf("mid-%d", i))))
+			}
+			f := newFixture(t, objects...)
+			if err := f.c.sync(context.Background(), "default/web"); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.pods.Created) != tt.created || len(f.pods.Deleted) != tt.deleted {
+				t.Errorf("created %d, deleted %v; want %d created, %d deleted", len(f.pods.Created), f.pods.Deleted, tt.created, tt.deleted)
+			}
+			for _, name := range f.pods.Deleted {
+				if strings.HasPrefix(name, "mid-") {
+					t.Errorf("deleted %s, a pod mid-update", name)
+				}
+			}
+		})
+	}
+}
+
+// A ReplicaSet of a Deployment opted in to in-place updates creates pods with the
+// readiness gate; other ReplicaSets do not.
+func TestSync_inPlaceReadinessGate(t *testing.T) {
+	for _, optedIn := range []bool{false, true} {
+		rs := newReplicaSet("web", 1)
+		rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "d-uid", Controller: ptr(true)}}
+		if optedIn {
+			rs.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+		}
+		f := newFixture(t, rs)
+		if err := f.c.sync(context.Background(), "default/web"); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.pods.Created) != 1 {
+			t.Fatalf("created %d pods", len(f.pods.Created))
+		}
+		if got := inplace.HasGate(f.pods.Created[0]); got != optedIn {
+			t.Errorf("opted in %v: pod has the gate %v", optedIn, got)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestSync_adoptsOrphansAndReleasesPodsItNoLongerSelects(t *testing.T) {
 	rs := newReplicaSet("web", 2)
