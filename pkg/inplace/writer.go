@@ -55,23 +55,30 @@ func (w Writer) Step(ctx context.Context, p *corev1.Pod, t Target, grace time.Du
 }
 
 // TakeOut records state on p and, if p has the readiness gate, sets it False: from
-// then on Services stop routing to p, and p counts as mid-update.
+// then on Services stop routing to p, and p counts as mid-update. It is one write to
+// the pod's status subresource, which also takes metadata: the State and the gate
+// change together.
 func (w Writer) TakeOut(ctx context.Context, p *corev1.Pod, state State) error {
-	err := w.Patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{StateAnnotation: state.Encode()}}})
-	if err == nil {
-		err = w.setGate(ctx, p, corev1.ConditionFalse, "InPlaceUpdate", "taken out of service for an in-place update")
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{StateAnnotation: state.Encode()}}}
+	if HasGate(p) {
+		patch["status"] = gatePatch(corev1.ConditionFalse, "InPlaceUpdate", "taken out of service for an in-place update")
 	}
-	return ignoreNotFound(err)
+	return ignoreNotFound(w.patch(ctx, p, patch, "status"))
 }
 
-// PutBack sets p's readiness gate True and then removes its State: the gate first, so
-// that a pod without a State is never out of service.
+// PutBack sets p's readiness gate True and removes its State, in one write.
 func (w Writer) PutBack(ctx context.Context, p *corev1.Pod) error {
-	err := w.setGate(ctx, p, corev1.ConditionTrue, "", "")
-	if _, has := p.Annotations[StateAnnotation]; has && err == nil {
-		err = w.Patch(ctx, p, map[string]any{"metadata": map[string]any{"annotations": map[string]any{StateAnnotation: nil}}})
+	patch := map[string]any{}
+	if _, has := p.Annotations[StateAnnotation]; has {
+		patch["metadata"] = map[string]any{"annotations": map[string]any{StateAnnotation: nil}}
 	}
-	return ignoreNotFound(err)
+	if HasGate(p) && GateStatus(p) != corev1.ConditionTrue {
+		patch["status"] = gatePatch(corev1.ConditionTrue, "", "")
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	return ignoreNotFound(w.patch(ctx, p, patch, "status"))
 }
 
 // ImagesPatch is the strategic merge patch that sets t's images in p's spec and t's
@@ -125,13 +132,10 @@ func (w Writer) patch(ctx context.Context, p *corev1.Pod, patch map[string]any, 
 	return err
 }
 
-// setGate sets p's in-place readiness condition, if p has the gate.
-func (w Writer) setGate(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, reason, message string) error {
-	if !HasGate(p) || GateStatus(p) == status {
-		return nil
-	}
+// gatePatch is the status part of a patch that sets the in-place readiness condition.
+func gatePatch(status corev1.ConditionStatus, reason, message string) map[string]any {
 	cond := map[string]any{"type": string(ReadinessGate), "status": string(status), "lastTransitionTime": metav1.Now(), "reason": reason, "message": message}
-	return w.patch(ctx, p, map[string]any{"status": map[string]any{"conditions": []any{cond}}}, "status")
+	return map[string]any{"conditions": []any{cond}}
 }
 
 // GracePeriod reads a workload's GracePeriodAnnotation (seconds; 0 when unset or bad).
