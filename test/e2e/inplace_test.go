@@ -15,7 +15,6 @@ import (
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
-	"github.com/kroll-dev/kroll/pkg/manager"
 )
 
 // inPlaceDeployment is a Deployment opted in to in-place updates, with the given
@@ -92,7 +91,7 @@ func (s *scene) expectUpdatedInPlace(t *testing.T, name string, before map[strin
 		}
 	}
 	for _, p := range s.pods(t, "app="+name) {
-		if _, mid := inplace.StateOf(p); mid || inplace.GateStatus(p) != corev1.ConditionTrue {
+		if _, mid := inplace.StateOf(p); mid || (inplace.HasGate(p) && inplace.GateStatus(p) != corev1.ConditionTrue) {
 			t.Errorf("pod %s left mid-update: gate %q, state %q", p.Name, inplace.GateStatus(p), p.Annotations[inplace.StateAnnotation])
 		}
 	}
@@ -106,6 +105,23 @@ func (s *scene) inPlaceCondition(t *testing.T, workload string) string {
 	return s.kubectl(t, "get", workload, "-o", fmt.Sprintf("jsonpath={%[1]s.status}/{%[1]s.reason}: {%[1]s.message}", c))
 }
 
+// rolledOut waits for Deployment name to roll out, and returns its pods and an
+// invariant watcher started on it.
+func (s *scene) rolledOut(t *testing.T, name string) (map[string]podRecord, *clustertest.DeploymentWatcher) {
+	t.Helper()
+	s.kubectl(t, "rollout", "status", "deployment/"+name, "--timeout=2m")
+	return s.podRecords(t, name), clustertest.WatchDeployment(t, s.c.Client, s.ns, name)
+}
+
+// expectEvent checks that an event with reason mentions text.
+func (s *scene) expectEvent(t *testing.T, reason, text string) {
+	t.Helper()
+	events := s.kubectl(t, "get", "events", "--field-selector", "reason="+reason, "-o", "custom-columns=M:.message", "--no-headers")
+	if !strings.Contains(events, text) {
+		t.Errorf("no %s event mentions %s: %q", reason, text, events)
+	}
+}
+
 func (s *scene) waitInPlaceCondition(t *testing.T, workload, want string) {
 	t.Helper()
 	eventually(t, time.Minute, workload+" condition "+want, func(context.Context) (bool, string) {
@@ -117,9 +133,7 @@ func (s *scene) waitInPlaceCondition(t *testing.T, workload, want string) {
 var inPlaceDeploymentScenarios = []scenario{
 	{name: "image change with history and undo all in place", run: func(t *testing.T, s *scene) string {
 		s.apply(t, inPlaceDeployment("web", 10, inplace.IfPossible, "1", "2", ""))
-		s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
-		before := s.podRecords(t, "web")
-		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "web")
+		before, w := s.rolledOut(t, "web")
 
 		s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
 		if out := s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m"); !strings.Contains(out, "successfully rolled out") {
@@ -156,25 +170,13 @@ var inPlaceDeploymentScenarios = []scenario{
 		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "late")
 		s.kubectl(t, "set", "image", "deployment/late", "nginx=nginx:1.16.1")
 		s.kubectl(t, "rollout", "status", "deployment/late", "--timeout=2m")
-		after := s.podRecords(t, "late")
-		for uid, b := range before {
-			if a, kept := after[uid]; !kept || a.image != "nginx:1.16.1" || a.restarts != b.restarts+1 {
-				t.Errorf("pod %s: kept=%v image=%s restarts=%d", b.name, kept, a.image, a.restarts)
-			}
-		}
-		for _, p := range s.pods(t, "app=late") {
-			if _, mid := inplace.StateOf(p); mid {
-				t.Errorf("pod %s left with its in-place state", p.Name)
-			}
-		}
+		s.expectUpdatedInPlace(t, "late", before, "nginx:1.16.1", 1)
 		w.Verify(t, 10)
 		return ""
 	}},
 	{name: "env falls back to a rolling update; InPlaceOnly touches nothing", run: func(t *testing.T, s *scene) string {
 		s.apply(t, inPlaceDeployment("api", 4, inplace.IfPossible, "1", "1", ""))
-		s.kubectl(t, "rollout", "status", "deployment/api", "--timeout=2m")
-		before := s.podRecords(t, "api")
-		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "api")
+		before, w := s.rolledOut(t, "api")
 		s.kubectl(t, "set", "env", "deployment/api", "LEVEL=debug")
 		s.kubectl(t, "rollout", "status", "deployment/api", "--timeout=2m")
 		s.waitInPlaceCondition(t, "deployment/api", "False/"+inplace.ReasonFallback+": the change to spec.containers[app].env cannot be made in place")
@@ -183,10 +185,7 @@ var inPlaceDeploymentScenarios = []scenario{
 				t.Errorf("pod %s was kept through an env change", p.name)
 			}
 		}
-		events := s.kubectl(t, "get", "events", "--field-selector", "reason="+inplace.ReasonFallback, "-o", "custom-columns=M:.message", "--no-headers")
-		if !strings.Contains(events, "spec.containers[app].env") {
-			t.Errorf("no fallback event naming env: %q", events)
-		}
+		s.expectEvent(t, inplace.ReasonFallback, "spec.containers[app].env")
 		w.Verify(t, 10)
 
 		unchanged := s.podRecords(t, "api")
@@ -195,17 +194,12 @@ var inPlaceDeploymentScenarios = []scenario{
 		s.waitInPlaceCondition(t, "deployment/api", "False/"+inplace.ReasonBlocked+": the change to spec.containers[app].env cannot be made in place; InPlaceOnly touches no pod")
 		time.Sleep(2 * time.Second) // and it stays so
 		s.expectUpdatedInPlace(t, "api", unchanged, unchanged[firstKey(unchanged)].image, 0)
-		events = s.kubectl(t, "get", "events", "--field-selector", "reason="+inplace.ReasonBlocked, "-o", "custom-columns=M:.message", "--no-headers")
-		if !strings.Contains(events, "spec.containers[app].env") {
-			t.Errorf("no blocked event naming env: %q", events)
-		}
+		s.expectEvent(t, inplace.ReasonBlocked, "spec.containers[app].env")
 		return ""
 	}},
 	{name: "bad image stops at maxUnavailable and undo recovers in place", run: func(t *testing.T, s *scene) string {
 		s.apply(t, inPlaceDeployment("shop", 6, inplace.IfPossible, "1", "2", "  progressDeadlineSeconds: 10\n"))
-		s.kubectl(t, "rollout", "status", "deployment/shop", "--timeout=2m")
-		before := s.podRecords(t, "shop")
-		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "shop")
+		before, w := s.rolledOut(t, "shop")
 		s.kubectl(t, "set", "image", "deployment/shop", "app=nginx:nonexistent")
 		out, err := s.tryKubectl(t, "rollout", "status", "deployment/shop", "--timeout=1m")
 		if err == nil || !strings.Contains(out, `exceeded its progress deadline`) {
@@ -289,9 +283,7 @@ func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
 
 	s = newScene(t, c, "full-inplace", cluster.WorkloadControllersKroll)
 	s.apply(t, withRequests(inPlaceDeployment("web", 4, inplace.IfPossible, "1", "1", "")))
-	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
-	before := s.podRecords(t, "web")
-	w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "web")
+	before, w := s.rolledOut(t, "web")
 	s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
 	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
 	s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
@@ -303,18 +295,7 @@ func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
 // place: every pod kept, none created or deleted, none left out of service.
 func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3))
-	startControllers := func() (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := manager.Run(ctx, c.RESTConfig, manager.Options{}); err != nil {
-				t.Errorf("controllers: %v", err)
-			}
-		}()
-		return func() { cancel(); <-done }
-	}
-	stop := startControllers()
+	stop := startKrollControllers(t, c)
 	defer func() { stop() }()
 
 	s := newScene(t, c, "restarts", cluster.WorkloadControllersNone)
@@ -345,7 +326,7 @@ func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 		midUpdate += mid
 		t.Logf("restart %d: controllers stopped with %d pods mid-update", i+1, mid)
 		time.Sleep(300 * time.Millisecond)
-		stop = startControllers()
+		stop = startKrollControllers(t, c)
 	}
 	if midUpdate == 0 {
 		t.Error("no restart caught a pod mid-update: the test proves nothing")
@@ -365,4 +346,58 @@ func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 	if now != created || deleted != 0 {
 		t.Errorf("pods created during the update: %d, deleted: %d; want none", now-created, deleted)
 	}
+}
+
+// optIn adds the in-place annotations (InPlaceIfPossible, a grace period of 1s) to a
+// manifest whose metadata has just a name.
+func optIn(manifest, name string) string {
+	return strings.Replace(manifest, "  name: "+name+"\n", "  name: "+name+"\n  annotations:\n    kroll.dev/update-strategy: InPlaceIfPossible\n    kroll.dev/in-place-grace-period: \"1\"\n", 1)
+}
+
+// Given in-place updates of a StatefulSet and a DaemonSet under way, when kroll's
+// controllers are stopped and started again at several points, then both finish in
+// place: every pod kept and restarted once, none left out of service.
+func TestStatefulSetAndDaemonSetInPlaceControllerRestarts(t *testing.T) {
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(6))
+	stop := startKrollControllers(t, c)
+	defer func() { stop() }()
+
+	s := newScene(t, c, "restarts", cluster.WorkloadControllersNone)
+	s.apply(t, optIn(statefulSetManifest(6, ""), "web"))
+	s.apply(t, optIn(daemonSetManifest("  updateStrategy:\n    rollingUpdate:\n      maxUnavailable: 2\n", ""), "logs"))
+	s.kubectl(t, "rollout", "status", "statefulset/web", "--timeout=2m")
+	s.kubectl(t, "rollout", "status", "daemonset/logs", "--timeout=2m")
+	web, logs := s.podRecords(t, "nginx"), s.podRecords(t, "logs")
+	sts := clustertest.WatchStatefulSet(t, c.Client, s.ns, "web")
+	ds := clustertest.WatchDaemonSet(t, c.Client, s.ns, "logs")
+
+	s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
+	s.kubectl(t, "set", "image", "daemonset/logs", "agent=fluentd:v2")
+	midUpdate := 0
+	for i, pause := range []time.Duration{800 * time.Millisecond, 1500 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second} {
+		time.Sleep(pause)
+		stop()
+		mid := 0
+		for _, p := range append(s.pods(t, "app=nginx"), s.pods(t, "app=logs")...) {
+			if _, ok := inplace.StateOf(p); ok {
+				mid++
+			}
+		}
+		midUpdate += mid
+		t.Logf("restart %d: controllers stopped with %d pods mid-update", i+1, mid)
+		time.Sleep(300 * time.Millisecond)
+		stop = startKrollControllers(t, c)
+	}
+	if midUpdate == 0 {
+		t.Error("no restart caught a pod mid-update: the test proves nothing")
+	}
+	s.kubectl(t, "rollout", "status", "statefulset/web", "--timeout=3m")
+	s.kubectl(t, "rollout", "status", "daemonset/logs", "--timeout=3m")
+	s.expectUpdatedInPlace(t, "nginx", web, "nginx:1.16.1", 1)
+	s.expectUpdatedInPlace(t, "logs", logs, "fluentd:v2", 1)
+	if created, terminated := sts.Order(); len(terminated) != 0 || len(created) != 6 {
+		t.Errorf("StatefulSet pods created %v, terminated %v; an in-place update creates and deletes none", created, terminated)
+	}
+	sts.Verify(t, 10)
+	ds.Verify(t, 10)
 }

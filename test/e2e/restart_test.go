@@ -64,6 +64,20 @@ func watchPods(t *testing.T, c *cluster.Cluster, namespace string) *podLedger {
 	return l
 }
 
+// startKrollControllers runs kroll's controllers against c until the returned stop is
+// called (on a cluster started without workload controllers).
+func startKrollControllers(t *testing.T, c *cluster.Cluster) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := manager.Run(ctx, c.RESTConfig, manager.Options{}); err != nil {
+			t.Errorf("controllers: %v", err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // Given a 200-replica rollout in progress, when kroll's controllers are stopped and
 // started again several times, then the rollout finishes, every observed state keeps
 // the bounds, and no pod is created twice: the new ReplicaSet's pods were created
@@ -71,18 +85,7 @@ func watchPods(t *testing.T, c *cluster.Cluster, namespace string) *podLedger {
 func TestControllersRestartMidRollout(t *testing.T) {
 	const replicas = 200
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(4))
-	startControllers := func() (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := manager.Run(ctx, c.RESTConfig, manager.Options{}); err != nil {
-				t.Errorf("controllers: %v", err)
-			}
-		}()
-		return func() { cancel(); <-done }
-	}
-	stop := startControllers()
+	stop := startKrollControllers(t, c)
 	defer func() { stop() }()
 
 	ledger := watchPods(t, c, "default")
@@ -99,7 +102,7 @@ func TestControllersRestartMidRollout(t *testing.T) {
 		stop()
 		t.Logf("restart %d: controllers stopped mid-rollout", i+1)
 		time.Sleep(500 * time.Millisecond)
-		stop = startControllers()
+		stop = startKrollControllers(t, c)
 	}
 	mustKubectl(t, c.KubeconfigPath, "rollout", "status", "deployment/big", "--timeout=5m")
 	d := waitDeploymentAvailable(t, c, "big", replicas, "nginx:1.16.1")
