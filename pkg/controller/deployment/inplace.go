@@ -99,8 +99,10 @@ func (c *Controller) advanceInPlace(ctx context.Context, d *appsv1.Deployment, n
 	if judged {
 		c.announceVerdict(d, v)
 	}
-	if !judged || !v.Proceeds() || newRS == nil {
-		acted, err := c.settleWhereTheyAre(ctx, append([]*appsv1.ReplicaSet{newRS}, oldRSs...))
+	// Nothing left to judge (no old pods) still leaves arrived pods to put back.
+	inPlace := inPlaceMode(d) != inplace.Off && newRS != nil && (!judged || v.Proceeds())
+	if !inPlace {
+		acted, err := c.settleWhereTheyAre(ctx, newRS, oldRSs)
 		blocked := judged && v.Reason == inplace.ReasonBlocked
 		return inPlacePass{handled: blocked, acted: acted}, err
 	}
@@ -111,28 +113,39 @@ func (c *Controller) advanceInPlace(ctx context.Context, d *appsv1.Deployment, n
 
 // settleWhereTheyAre puts back in service, in the ReplicaSet they belong to, pods that
 // an in-place update left out of service (or that were made with the readiness gate),
-// once their containers are ready.
-func (c *Controller) settleWhereTheyAre(ctx context.Context, rss []*appsv1.ReplicaSet) (bool, error) {
+// once their containers are ready. A pod of the new ReplicaSet loses its State only
+// once that ReplicaSet's observed size counts it (see settleArrived); old ReplicaSets
+// are going away, and their pods go the usual way once put back.
+func (c *Controller) settleWhereTheyAre(ctx context.Context, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) (bool, error) {
 	writer := inplace.Writer{Client: c.client}
 	acted := false
-	for _, rs := range rss {
+	for _, rs := range append([]*appsv1.ReplicaSet{newRS}, oldRSs...) {
 		if rs == nil {
 			continue
 		}
 		images := inplace.Images(&rs.Spec.Template)
-		for _, p := range controller.ActivePods(c.podIndexer, string(rs.UID)) {
+		pods := controller.ActivePods(c.podIndexer, string(rs.UID))
+		counted := rs != newRS || counts(rs, len(pods))
+		for _, p := range pods {
 			if !needsSettling(p) {
 				continue
 			}
-			if step, _ := inplace.NextStep(p, images, 0, c.now()); step == inplace.PutBack {
-				if err := writer.PutBack(ctx, p); err != nil {
-					return acted, err
-				}
-				acted = true
+			_, mid := inplace.StateOf(p)
+			if step, _ := inplace.NextStep(p, images, 0, c.now()); step != inplace.PutBack || (mid && !counted) {
+				continue
 			}
+			if err := writer.PutBack(ctx, p); err != nil {
+				return acted, err
+			}
+			acted = true
 		}
 	}
 	return acted, nil
+}
+
+// counts: rs's size, as its controller has observed it, counts all its pods.
+func counts(rs *appsv1.ReplicaSet, pods int) bool {
+	return *rs.Spec.Replicas >= int32(pods) && observed(rs)
 }
 
 // needsSettling: p is mid-update, or has the gate and is not (yet) in service.
@@ -158,7 +171,7 @@ type inPlaceWork struct {
 func (w *inPlaceWork) run(ctx context.Context, oldRSs []*appsv1.ReplicaSet, start bool) error {
 	d, c := w.d, w.c
 	newPods := controller.ActivePods(c.podIndexer, string(w.newRS.UID))
-	if err := w.settleArrived(ctx, newPods); err != nil {
+	if err := w.settleArrived(ctx); err != nil {
 		return err
 	}
 
@@ -207,23 +220,10 @@ func (w *inPlaceWork) run(ctx context.Context, oldRSs []*appsv1.ReplicaSet, star
 // the new images and are ready. A pod's State is removed only once the new
 // ReplicaSet's size, observed by the ReplicaSet controller, counts every pod it has:
 // a pod without a State would otherwise be surplus it may delete.
-func (w *inPlaceWork) settleArrived(ctx context.Context, pods []*corev1.Pod) error {
-	counted := *w.newRS.Spec.Replicas >= int32(len(pods)) && observed(w.newRS)
-	images := inplace.Images(&w.newRS.Spec.Template)
-	for _, p := range pods {
-		if !needsSettling(p) {
-			continue
-		}
-		_, mid := inplace.StateOf(p)
-		if step, _ := inplace.NextStep(p, images, 0, w.now); step != inplace.PutBack || (mid && !counted) {
-			continue
-		}
-		if err := w.writer.PutBack(ctx, p); err != nil {
-			return err
-		}
-		w.acted = true
-	}
-	return nil
+func (w *inPlaceWork) settleArrived(ctx context.Context) error {
+	acted, err := w.c.settleWhereTheyAre(ctx, w.newRS, nil)
+	w.acted = w.acted || acted
+	return err
 }
 
 // handOver moves the pods leaving rs (those with a State) to the new ReplicaSet:

@@ -19,7 +19,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 		return err
 	}
 	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
-	if _, err := c.settleWhereTheyAre(ctx, all); err != nil { // pods with the in-place gate
+	if _, err := c.settleWhereTheyAre(ctx, newRS, oldRSs); err != nil { // pods with the in-place gate
 		return err
 	}
 
