@@ -313,24 +313,7 @@ func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 	ledger.mu.Unlock()
 
 	s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
-	midUpdate := 0
-	for i, pause := range []time.Duration{700 * time.Millisecond, 1300 * time.Millisecond, 400 * time.Millisecond, 2 * time.Second, 900 * time.Millisecond} {
-		time.Sleep(pause)
-		stop()
-		mid := 0
-		for _, p := range s.pods(t, "app=web") {
-			if _, ok := inplace.StateOf(p); ok {
-				mid++
-			}
-		}
-		midUpdate += mid
-		t.Logf("restart %d: controllers stopped with %d pods mid-update", i+1, mid)
-		time.Sleep(300 * time.Millisecond)
-		stop = startKrollControllers(t, c)
-	}
-	if midUpdate == 0 {
-		t.Error("no restart caught a pod mid-update: the test proves nothing")
-	}
+	s.restartMidUpdate(t, &stop, []time.Duration{700 * time.Millisecond, 1300 * time.Millisecond, 400 * time.Millisecond, 2 * time.Second, 900 * time.Millisecond}, "app=web")
 	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=3m")
 	s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
 	w.Verify(t, 50)
@@ -345,6 +328,33 @@ func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 	}
 	if now != created || deleted != 0 {
 		t.Errorf("pods created during the update: %d, deleted: %d; want none", now-created, deleted)
+	}
+}
+
+// restartMidUpdate stops kroll's controllers (*stop) after each pause and starts them
+// again, counting the pods of selectors caught mid-update; it fails t if no stop
+// caught one (the restarts would then prove nothing).
+func (s *scene) restartMidUpdate(t *testing.T, stop *func(), pauses []time.Duration, selectors ...string) {
+	t.Helper()
+	midUpdate := 0
+	for i, pause := range pauses {
+		time.Sleep(pause)
+		(*stop)()
+		mid := 0
+		for _, selector := range selectors {
+			for _, p := range s.pods(t, selector) {
+				if _, ok := inplace.StateOf(p); ok {
+					mid++
+				}
+			}
+		}
+		midUpdate += mid
+		t.Logf("restart %d: controllers stopped with %d pods mid-update", i+1, mid)
+		time.Sleep(300 * time.Millisecond)
+		*stop = startKrollControllers(t, s.c)
+	}
+	if midUpdate == 0 {
+		t.Error("no restart caught a pod mid-update: the test proves nothing")
 	}
 }
 
@@ -373,24 +383,7 @@ func TestStatefulSetAndDaemonSetInPlaceControllerRestarts(t *testing.T) {
 
 	s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
 	s.kubectl(t, "set", "image", "daemonset/logs", "agent=fluentd:v2")
-	midUpdate := 0
-	for i, pause := range []time.Duration{800 * time.Millisecond, 1500 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second} {
-		time.Sleep(pause)
-		stop()
-		mid := 0
-		for _, p := range append(s.pods(t, "app=nginx"), s.pods(t, "app=logs")...) {
-			if _, ok := inplace.StateOf(p); ok {
-				mid++
-			}
-		}
-		midUpdate += mid
-		t.Logf("restart %d: controllers stopped with %d pods mid-update", i+1, mid)
-		time.Sleep(300 * time.Millisecond)
-		stop = startKrollControllers(t, c)
-	}
-	if midUpdate == 0 {
-		t.Error("no restart caught a pod mid-update: the test proves nothing")
-	}
+	s.restartMidUpdate(t, &stop, []time.Duration{800 * time.Millisecond, 1500 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second}, "app=nginx", "app=logs")
 	s.kubectl(t, "rollout", "status", "statefulset/web", "--timeout=3m")
 	s.kubectl(t, "rollout", "status", "daemonset/logs", "--timeout=3m")
 	s.expectUpdatedInPlace(t, "nginx", web, "nginx:1.16.1", 1)
