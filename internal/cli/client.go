@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -31,22 +30,10 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 	return f
 }
 
-// resolveKubeconfig picks the kubeconfig as kroll documents it: --kubeconfig, then
-// $KUBECONFIG, then the kubeconfig of a `kroll up` running in ./.kroll, then
-// ~/.kube/config.
-func (f *clientFlags) resolveKubeconfig() {
-	if *f.config.KubeConfig != "" || os.Getenv("KUBECONFIG") != "" {
-		return
-	}
-	if _, err := os.Stat(krollUpKubeconfig); err == nil {
-		*f.config.KubeConfig = krollUpKubeconfig
-	}
-}
-
 // client returns a clientset and the namespace to work in (-n, else the context's,
 // else "default").
 func (f *clientFlags) client() (kubernetes.Interface, string, string, error) {
-	f.resolveKubeconfig()
+	resolveKubeconfig(f.config)
 	cfg, err := f.config.ToRESTConfig()
 	if err != nil {
 		return nil, "", "", fmt.Errorf("no usable kubeconfig: %w; start a cluster with 'kroll up' or pass --kubeconfig", err)

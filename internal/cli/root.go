@@ -14,7 +14,17 @@ import (
 
 // Main runs kroll with args and returns the process exit code: 0 on success, 1 on any
 // error, which is printed as one line "kroll: ..." on stderr.
-func Main(args []string, stdout, stderr io.Writer) int {
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	catchKubectlExits(stderr)
+	defer func() {
+		if r := recover(); r != nil {
+			exit, ok := r.(kubectlExit)
+			if !ok {
+				panic(r)
+			}
+			code = exit.code
+		}
+	}()
 	root := NewRootCommand(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
@@ -42,6 +52,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.AddCommand(newUpCommand(stdout, stderr))
 	root.AddCommand(newRollingUpdateCommand(os.Stdin, stdout))
+	root.AddCommand(newKubectlVerbs(os.Stdin, stdout, stderr).commands()...)
 	return root
 }
 

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // Annotations a Deployment and its ReplicaSets carry.
@@ -40,6 +42,8 @@ var notCopiedToReplicaSets = map[string]bool{
 	"deployment.kubernetes.io/desired-replicas": true,
 	"deployment.kubernetes.io/max-replicas":     true,
 	"deprecated.deployment.rollback.to":         true,
+	// The rollout's own record; copied, it would cost a ReplicaSet write per status change.
+	timeline.Annotation: true,
 }
 
 // TemplateHash is the pod-template-hash of template (without that label) and the

@@ -35,6 +35,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // ControllerName is the name upstream's DaemonSet controller records events under.
@@ -224,7 +225,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
-		if n := targetNode(p); n != "" {
+		if n := TargetNode(p); n != "" {
 			byNode[n] = append(byNode[n], p)
 		}
 	}
@@ -251,7 +252,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					states = append(states, splitPods(ds, n.Name, fits[n.Name].shouldRun, list, hash))
 				}
 			}
-			maxUnavailable, maxSurge, ferr := fenceposts(ds, desired)
+			maxUnavailable, maxSurge, ferr := Fenceposts(ds, desired)
 			if ferr != nil {
 				return ferr
 			}
@@ -295,9 +296,9 @@ func (c *Controller) failedMayGo(key string, ds *appsv1.DaemonSet, node string) 
 func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 	switch p.Status.Phase {
 	case corev1.PodFailed:
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, targetNode(p))
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, TargetNode(p))
 	case corev1.PodSucceeded:
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SucceededDaemonPod", "Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, targetNode(p))
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SucceededDaemonPod", "Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, TargetNode(p))
 	}
 }
 
@@ -645,6 +646,10 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 	}
 	next := ds.DeepCopy()
 	next.Status = st
+	timeline.Stamp(next, hash, st.DesiredNumberScheduled, timeline.Counts{
+		Old: st.CurrentNumberScheduled - st.UpdatedNumberScheduled, New: st.UpdatedNumberScheduled,
+		Available: st.NumberAvailable, Unavailable: st.NumberUnavailable,
+	}, now)
 	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

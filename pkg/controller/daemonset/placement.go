@@ -65,7 +65,7 @@ func pinnedTo(affinity *corev1.Affinity, node string) *corev1.Affinity {
 
 // targetNode is the node a daemon pod is for: where it runs, else the node its
 // required affinity names.
-func targetNode(pod *corev1.Pod) string {
+func TargetNode(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" {
 		return pod.Spec.NodeName
 	}
@@ -109,4 +109,10 @@ func nodeFit(ds *appsv1.DaemonSet, node *corev1.Node) fit {
 		return t.Effect == corev1.TaintEffectNoExecute || t.Effect == corev1.TaintEffectNoSchedule
 	}, false)
 	return fit{shouldRun: !untolerated, shouldContinue: !untoleratedNoExecute}
+}
+
+// NodeFit is nodeFit for callers outside the controller (kroll rollout plan).
+func NodeFit(ds *appsv1.DaemonSet, node *corev1.Node) (shouldRun, shouldContinue bool) {
+	f := nodeFit(ds, node)
+	return f.shouldRun, f.shouldContinue
 }

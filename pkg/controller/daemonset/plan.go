@@ -80,7 +80,7 @@ func splitPods(ds *appsv1.DaemonSet, node string, shouldRun bool, pods []*corev1
 
 // fenceposts resolves a DaemonSet's maxUnavailable and maxSurge against the number of
 // nodes that should run it; both round up, and both 0 means 1 unavailable.
-func fenceposts(ds *appsv1.DaemonSet, desired int) (maxUnavailable, maxSurge int, err error) {
+func Fenceposts(ds *appsv1.DaemonSet, desired int) (maxUnavailable, maxSurge int, err error) {
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
 	unavailable, surge := intstr.FromInt32(1), intstr.FromInt32(0)
 	if ru != nil {

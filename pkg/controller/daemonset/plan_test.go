@@ -106,7 +106,7 @@ func TestFenceposts(t *testing.T) {
 		{"0", "20%", 5, 0, 1},
 		{"0", "0", 5, 1, 0},
 	} {
-		u, s, err := fenceposts(newDaemonSet(tt.unavailable, tt.surge), tt.nodes)
+		u, s, err := Fenceposts(newDaemonSet(tt.unavailable, tt.surge), tt.nodes)
 		if err != nil || u != tt.wantU || s != tt.wantS {
 			t.Errorf("%s/%s of %d nodes: %d/%d (%v), want %d/%d", tt.unavailable, tt.surge, tt.nodes, u, s, err, tt.wantU, tt.wantS)
 		}
@@ -147,8 +147,8 @@ func TestNewPod(t *testing.T) {
 	if pod.GenerateName != "logs-" || pod.Labels[RevisionLabel] != "abc" || pod.Labels[TemplateGenerationLabel] != "2" || !metav1.IsControlledBy(pod, ds) {
 		t.Errorf("pod %s labels %v owners %v", pod.GenerateName, pod.Labels, pod.OwnerReferences)
 	}
-	if targetNode(pod) != "kroll-node-3" || pod.Spec.NodeName != "" {
-		t.Errorf("pod targets %q (nodeName %q); want node affinity to kroll-node-3, left to the scheduler", targetNode(pod), pod.Spec.NodeName)
+	if TargetNode(pod) != "kroll-node-3" || pod.Spec.NodeName != "" {
+		t.Errorf("pod targets %q (nodeName %q); want node affinity to kroll-node-3, left to the scheduler", TargetNode(pod), pod.Spec.NodeName)
 	}
 	if len(pod.Spec.Tolerations) != len(daemonTolerations) {
 		t.Errorf("%d tolerations, want the %d daemon ones", len(pod.Spec.Tolerations), len(daemonTolerations))

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // calculateStatus is d's status from its ReplicaSets: counts summed over them (replicas
@@ -160,6 +162,11 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 	}
 	next := d.DeepCopy()
 	next.Status = status
+	desired := rollout.DesiredReplicas(d)
+	timeline.Stamp(next, d.Annotations[history.RevisionAnnotation], desired, timeline.Counts{
+		Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
+		Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
+	}, c.now())
 	_, err := c.client.AppsV1().Deployments(next.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	return err
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // ControllerName is the name upstream's StatefulSet controller records events under.
@@ -188,6 +189,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if statusChanged(set, &status) || set.Status.CollisionCount == nil || *set.Status.CollisionCount != collisions {
 		next := set.DeepCopy()
 		next.Status = status
+		desired := int32(replicasOf(set))
+		timeline.Stamp(next, status.UpdateRevision, desired, timeline.Counts{
+			Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
+			Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
+		}, now)
 		if _, err := c.client.AppsV1().StatefulSets(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return utilerrors.NewAggregate([]error{updateErr, err})
 		}

@@ -1,0 +1,532 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kroll-dev/kroll/pkg/rolloutview"
+	"github.com/kroll-dev/kroll/pkg/rolloutview/chart"
+	"github.com/kroll-dev/kroll/pkg/timeline"
+)
+
+// rollout is kubectl's `rollout` with kroll's status in place of kubectl's, history
+// with --diff, and the verbs kubectl lacks: watch, plan and timeline.
+func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
+	for _, sub := range cmd.Commands() {
+		switch sub.Name() {
+		case "status":
+			cmd.RemoveCommand(sub)
+		case "history":
+			k.withDiff(sub)
+		}
+	}
+	cmd.AddCommand(k.newRolloutStatusCommand(), k.newRolloutWatchCommand(), k.newRolloutPlanCommand(), k.newRolloutTimelineCommand())
+	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, and history --diff."
+	return cmd
+}
+
+// client is a clientset and the namespace (-n, else the context's) for kroll's own
+// rollout verbs, from the same flags as the kubectl verbs.
+func (k *kubectlVerbs) client() (kubernetes.Interface, string, error) {
+	resolveKubeconfig(k.config)
+	ns, _, err := k.factory.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	client, err := k.factory.KubernetesClientSet()
+	if err != nil {
+		return nil, "", fmt.Errorf("no usable kubeconfig: %w; start a cluster with 'kroll up' or pass --kubeconfig", err)
+	}
+	return client, ns, nil
+}
+
+// host is the API server the verbs talk to, for error messages.
+func (k *kubectlVerbs) host() string {
+	cfg, err := k.factory.ToRESTConfig()
+	if err != nil {
+		return "the API server"
+	}
+	return cfg.Host
+}
+
+// interruptible is ctx ended by Ctrl-C or SIGTERM, as a live view should be.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// isTerminal tells whether w is a terminal, where views redraw in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// redraw replaces the lines last drawn on a terminal with text.
+type redraw struct {
+	w     io.Writer
+	lines int
+}
+
+func (r *redraw) show(text string) {
+	if r.lines > 0 {
+		fmt.Fprintf(r.w, "\x1b[%dA\x1b[J", r.lines)
+	}
+	fmt.Fprint(r.w, text)
+	r.lines = strings.Count(text, "\n")
+}
+
+func (k *kubectlVerbs) newRolloutStatusCommand() *cobra.Command {
+	var (
+		watch   bool
+		timeout time.Duration
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "status (TYPE NAME | TYPE/NAME)",
+		Short: "Show the status of the rollout: a progress bar in a terminal, kubectl's lines otherwise, or -o json",
+		Long: `Show the status of the rollout of a Deployment, StatefulSet or DaemonSet and, by
+default, wait until it finishes.
+
+In a terminal it draws a live progress bar per revision (█ available, ▒ there but not
+available), the pod the rollout waits on and why, and an ETA from the observed rate.
+Elsewhere it prints kubectl's status lines, each with the pod it waits on. -o json prints
+one JSON object per change: revision, phase (Progressing, Complete, Failed, Paused),
+counts, the blocking pod and the ETA in seconds.
+
+Exit codes are kubectl's: 0 once rolled out (or at once with --watch=false), 1 when the
+rollout failed (progress deadline exceeded, or an InPlaceOnly change that cannot be made
+in place), the timeout passed, or the workload is not found.`,
+		Example: `  kroll rollout status deployment/web
+  kroll rollout status statefulset/db --timeout=5m
+  kroll rollout status deployment/web --watch=false -o json`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" {
+				return fmt.Errorf("unknown output format %q: use -o json", output)
+			}
+			client, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			ref, rest, err := parseWorkloadRef(args, ns)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return fmt.Errorf("one workload at a time: unexpected %q", strings.Join(rest, " "))
+			}
+			s := statusPrinter{out: k.streams.Out, json: output == "json", terminal: output == "" && isTerminal(k.streams.Out)}
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			if timeout > 0 {
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			if !watch {
+				snap, err := ref.snapshot(ctx, client)
+				if err != nil {
+					return explainUnreachable(err, k.host())
+				}
+				_, err = s.print(snap)
+				return err
+			}
+			err = ref.watchSnapshots(ctx, client, s.print)
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+				return fmt.Errorf("timed out waiting for the condition")
+			case errors.Is(err, context.Canceled):
+				return fmt.Errorf("interrupted: %s is still rolling out", ref)
+			}
+			return explainUnreachable(err, k.host())
+		},
+	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", true, "Watch the status of the rollout until it's done.")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "The length of time to wait before ending watch, zero means never. Any other values should contain a corresponding time unit (e.g. 1s, 2m, 3h).")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json (one object per change). Default: a progress bar in a terminal, plain lines otherwise.")
+	return cmd
+}
+
+// statusPrinter shows successive snapshots of one rollout in the chosen form, keeping
+// the observations its ETA is computed from.
+type statusPrinter struct {
+	out            io.Writer
+	json, terminal bool
+	screen         redraw
+	obs            []rolloutview.Observation
+	revision, last string
+}
+
+// print shows s and says whether the rollout is over (done, or failed: an error).
+func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
+	prog, err := rolloutview.ProgressOf(s)
+	if err != nil {
+		return true, err
+	}
+	if prog.Revision != p.revision {
+		// A new revision: the pace of the old one says nothing. A recorded timeline of
+		// this one gives a pace from the first snapshot.
+		p.revision, p.obs = prog.Revision, nil
+		if t, err := timeline.Parse(annotationsOf(s)[timeline.Annotation]); err == nil && t.Revision == recordedRevision(s, prog) {
+			p.obs = rolloutview.ObservationsOf(t)
+		}
+	}
+	if n := len(p.obs); n == 0 || p.obs[n-1].Done != prog.DoneCount() {
+		p.obs = append(p.obs, rolloutview.Observation{At: s.Now, Done: prog.DoneCount()})
+	}
+	prog = prog.WithETA(p.obs)
+
+	var text string
+	switch {
+	case p.json:
+		text = rolloutview.JSON(prog) + "\n"
+	case p.terminal:
+		p.screen.w = p.out
+		p.screen.show(rolloutview.Bar(prog))
+	default:
+		text = rolloutview.Line(prog) + "\n"
+	}
+	if text != "" && text != p.last {
+		fmt.Fprint(p.out, text)
+		p.last = text
+	}
+	switch {
+	case prog.Err != nil:
+		return true, prog.Err
+	case prog.Phase == rolloutview.Failed:
+		return true, fmt.Errorf("%s/%s failed: %s", prog.Kind, prog.Name, failure(s, prog))
+	case prog.Done:
+		if p.terminal {
+			fmt.Fprintln(p.out, prog.Message)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// failure is why a Failed rollout failed, from its condition.
+func failure(s rolloutview.Snapshot, p rolloutview.Progress) string {
+	if p.Message != "" && p.InPlace == "" {
+		return p.Message
+	}
+	return "the change cannot be made in place and the workload is InPlaceOnly (see its InPlaceUpdate condition)"
+}
+
+// recordedRevision is the revision a workload's timeline is recorded under: what the
+// controller passes (the revision number, update revision, or DaemonSet hash).
+func recordedRevision(s rolloutview.Snapshot, p rolloutview.Progress) string {
+	if p.Kind == "daemonset" {
+		if i := strings.LastIndexByte(p.Revision, '-'); i >= 0 {
+			return p.Revision[i+1:]
+		}
+	}
+	return p.Revision
+}
+
+func annotationsOf(s rolloutview.Snapshot) map[string]string {
+	if o, ok := s.Object.(interface{ GetAnnotations() map[string]string }); ok {
+		return o.GetAnnotations()
+	}
+	return nil
+}
+
+func (k *kubectlVerbs) newRolloutWatchCommand() *cobra.Command {
+	var (
+		untilDone bool
+		timeout   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "watch (TYPE NAME | TYPE/NAME)",
+		Short: "Watch a rollout as a live tree: revision, ReplicaSet or ControllerRevision, pods",
+		Long: `Watch a rollout as a live tree, newest revision first: each revision, the ReplicaSet
+(Deployment) or ControllerRevision (StatefulSet, DaemonSet) holding it, and its pods with
+ready containers, status, restarts, age and image. In a terminal the tree is redrawn in
+place; elsewhere each change prints a new tree. Runs until interrupted, or until the
+rollout completes with --until-complete.`,
+		Example: `  kroll rollout watch deployment/web
+  kroll rollout watch statefulset/db --until-complete`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			ref, _, err := parseWorkloadRef(args, ns)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			if timeout > 0 {
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			terminal := isTerminal(k.streams.Out)
+			screen := redraw{w: k.streams.Out}
+			last := ""
+			err = ref.watchSnapshots(ctx, client, func(s rolloutview.Snapshot) (bool, error) {
+				tree, err := rolloutview.Tree(s)
+				if err != nil {
+					return true, err
+				}
+				switch {
+				case terminal:
+					screen.show(tree)
+				case tree != last:
+					fmt.Fprintln(k.streams.Out, tree)
+				}
+				last = tree
+				p, _ := rolloutview.ProgressOf(s)
+				return untilDone && p.Phase == rolloutview.Complete, nil
+			})
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil
+			}
+			return explainUnreachable(err, k.host())
+		},
+	}
+	cmd.Flags().BoolVar(&untilDone, "until-complete", false, "Stop once the rollout is complete.")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "Stop watching after this long; zero means never.")
+	return cmd
+}
+
+func (k *kubectlVerbs) newRolloutTimelineCommand() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "timeline (TYPE NAME | TYPE/NAME) -o FILE.svg|FILE.png",
+		Short: "Chart the latest rollout over time: old, new, available and unavailable pods",
+		Long: `Chart the latest rollout of a Deployment, StatefulSet or DaemonSet over time: old,
+new, available and unavailable pods, and the desired count.
+
+kroll's controllers record each rollout in the annotation kroll.dev/rollout-timeline
+of the workload, with the status write they make anyway: one sample per status change,
+at most 240 (thinned evenly), started again by each new revision. Workloads run by other
+controllers have no record.`,
+		Example: `  kroll rollout timeline deployment/web -o web.svg
+  kroll rollout timeline daemonset/agent -o agent.png`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ext := strings.ToLower(filepath.Ext(output))
+			if ext != ".svg" && ext != ".png" {
+				return fmt.Errorf("-o must name an .svg or .png file, not %q", output)
+			}
+			client, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			ref, _, err := parseWorkloadRef(args, ns)
+			if err != nil {
+				return err
+			}
+			obj, err := ref.get(cmd.Context(), client)
+			if err != nil {
+				return explainUnreachable(err, k.host())
+			}
+			raw := annotationsOf(rolloutview.Snapshot{Object: obj})[timeline.Annotation]
+			if raw == "" {
+				return fmt.Errorf("%s has no recorded timeline: kroll's controllers record one (annotation %s) at its next status change", ref, timeline.Annotation)
+			}
+			t, err := timeline.Parse(raw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ref, err)
+			}
+			opts := chart.Options{Title: fmt.Sprintf("%s → revision %s", ref, t.Revision)}
+			var data []byte
+			if ext == ".svg" {
+				data = chart.SVG(t, opts)
+			} else if data, err = chart.PNG(t, opts); err != nil {
+				return err
+			}
+			if err := os.WriteFile(output, data, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(k.streams.Out, "%s: %d samples over %s written to %s\n", ref, len(t.Samples), span(t), output)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "File to write: .svg or .png (required)")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+func span(t timeline.Timeline) time.Duration {
+	if len(t.Samples) == 0 {
+		return 0
+	}
+	return t.Samples[len(t.Samples)-1].At.Round(100 * time.Millisecond)
+}
+
+// withDiff adds --diff to kubectl's `rollout history`: with it, the template diff
+// between two revisions (the previous and the latest unless named); without it,
+// kubectl's history as it is.
+func (k *kubectlVerbs) withDiff(history *cobra.Command) {
+	var diff bool
+	kubectlRun := history.Run
+	history.Use = "history (TYPE NAME | TYPE/NAME) [flags] [--diff [A B]]"
+	history.Example += `
+
+  # Show what changed in the pod template between revisions 1 and 3
+  kroll rollout history deployment/web --diff 1 3`
+	history.Flags().BoolVar(&diff, "diff", false, "Show the pod template diff between two revisions A and B (default: the previous and the latest).")
+	history.Run = nil
+	history.RunE = func(cmd *cobra.Command, args []string) error {
+		if !diff {
+			kubectlRun(cmd, args)
+			return nil
+		}
+		return k.historyDiff(cmd.Context(), args)
+	}
+}
+
+func (k *kubectlVerbs) historyDiff(ctx context.Context, args []string) error {
+	client, ns, err := k.client()
+	if err != nil {
+		return err
+	}
+	ref, rest, err := parseWorkloadRef(args, ns)
+	if err != nil {
+		return err
+	}
+	snap, err := ref.snapshot(ctx, client)
+	if err != nil {
+		return explainUnreachable(err, k.host())
+	}
+	revs, err := rolloutview.RevisionsOf(snap)
+	if err != nil {
+		return err
+	}
+	numbers := rolloutview.RevisionNumbers(revs)
+	var a, b int64
+	switch len(rest) {
+	case 0:
+		if len(numbers) < 2 {
+			return fmt.Errorf("%s has %d revision(s): nothing to compare", ref, len(numbers))
+		}
+		a, b = numbers[len(numbers)-2], numbers[len(numbers)-1]
+	case 2:
+		if a, err = strconv.ParseInt(rest[0], 10, 64); err == nil {
+			b, err = strconv.ParseInt(rest[1], 10, 64)
+		}
+		if err != nil {
+			return fmt.Errorf("--diff takes two revision numbers, e.g. --diff 1 2: %w", err)
+		}
+	default:
+		return fmt.Errorf("--diff takes two revision numbers or none, got %q", strings.Join(rest, " "))
+	}
+	ra, ok := revs[a]
+	if !ok {
+		return fmt.Errorf("%s has no revision %d (revisions: %s)", ref, a, joinNumbers(numbers))
+	}
+	rb, ok := revs[b]
+	if !ok {
+		return fmt.Errorf("%s has no revision %d (revisions: %s)", ref, b, joinNumbers(numbers))
+	}
+	text, err := rolloutview.TemplateDiff(ra, rb)
+	if err != nil {
+		return err
+	}
+	if text == "" {
+		text = fmt.Sprintf("revisions %d and %d have the same pod template\n", a, b)
+	}
+	fmt.Fprint(k.streams.Out, text)
+	return nil
+}
+
+func joinNumbers(ns []int64) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (k *kubectlVerbs) newRolloutPlanCommand() *cobra.Command {
+	var (
+		file   string
+		images []string
+	)
+	cmd := &cobra.Command{
+		Use:   "plan [TYPE/NAME] (-f FILE | --image CONTAINER=IMAGE ...)",
+		Short: "Dry run: the ordered batches of pod creates, deletes and in-place updates a change would cause",
+		Long: `Show, without changing anything, what a change to a Deployment, StatefulSet or
+DaemonSet would do to its pods: the ordered batches of creates, deletes and in-place
+updates kroll's controllers would make from the current state, given maxSurge and
+maxUnavailable, partition, and in-place eligibility.
+
+The change is either a manifest (-f), taken as the API server would store it after
+'kroll apply --server-side --force-conflicts' (a server-side dry run), or new images
+(--image, as 'kroll set image' takes them; * names every container). The plan assumes
+each batch completes before the next starts.`,
+		Example: `  kroll rollout plan -f web-v2.yaml
+  kroll rollout plan deployment/web --image app=nginx:1.26`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (file == "") == (len(images) == 0) {
+				return fmt.Errorf("give the change as -f FILE or as --image CONTAINER=IMAGE (one of them)")
+			}
+			client, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var ref workloadRef
+			var next runtime.Object
+			if file != "" {
+				manifest, err := readManifest(file, k.streams.In)
+				if err != nil {
+					return err
+				}
+				if ref, err = manifestRef(manifest, ns); err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+				if len(args) > 0 {
+					named, _, err := parseWorkloadRef(args, ns)
+					if err != nil {
+						return err
+					}
+					if named != ref {
+						return fmt.Errorf("%s holds %s, not %s", file, ref, named)
+					}
+				}
+				if _, err := ref.get(ctx, client); err != nil {
+					return explainUnreachable(err, k.host())
+				}
+				if next, err = ref.dryRunApply(ctx, client, manifest); err != nil {
+					return fmt.Errorf("%s: %w", file, explainUnreachable(err, k.host()))
+				}
+			} else {
+				if ref, _, err = parseWorkloadRef(args, ns); err != nil {
+					return err
+				}
+				cur, err := ref.get(ctx, client)
+				if err != nil {
+					return explainUnreachable(err, k.host())
+				}
+				if next, err = withImages(cur, ref, images); err != nil {
+					return err
+				}
+			}
+			plan, err := ref.plan(ctx, client, next)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(k.streams.Out, plan.Text())
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "Manifest of the changed workload ('-' reads stdin)")
+	cmd.Flags().StringArrayVar(&images, "image", nil, "CONTAINER=IMAGE: the change is this image (repeatable; * is every container)")
+	return cmd
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kroll-dev/kroll/pkg/rolloutview"
+)
+
+// newStatusCommand is `kroll status`: every Deployment, StatefulSet and DaemonSet of a
+// namespace (or all) with where its rollout stands — the batch status script of the
+// upgrade-strategies article as one command.
+func (k *kubectlVerbs) newStatusCommand() *cobra.Command {
+	var allNamespaces bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Every Deployment, StatefulSet and DaemonSet: succeeded, updating, failed or paused",
+		Long: `List every Deployment, StatefulSet and DaemonSet of the namespace (or of all with
+-A) with where its rollout stands: succeeded, updating, failed or paused, its counts, and
+for one not done the pod it waits on.
+
+A rollout has failed when it cannot finish without a change: a Deployment past its
+progress deadline, or an InPlaceOnly change that cannot be made in place. The exit code
+is 1 when any has failed, 0 otherwise.`,
+		Example: `  kroll status
+  kroll status -A`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			if allNamespaces {
+				ns = metav1.NamespaceAll
+			}
+			ctx := cmd.Context()
+			apps := client.AppsV1()
+			var objs []runtime.Object
+			ds, err := apps.Deployments(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return explainUnreachable(err, k.host())
+			}
+			for _, d := range pointers(ds.Items) {
+				objs = append(objs, d)
+			}
+			sts, err := apps.StatefulSets(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, s := range pointers(sts.Items) {
+				objs = append(objs, s)
+			}
+			dss, err := apps.DaemonSets(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, d := range pointers(dss.Items) {
+				objs = append(objs, d)
+			}
+			if len(objs) == 0 {
+				where := fmt.Sprintf("in namespace %q", ns)
+				if allNamespaces {
+					where = "in any namespace"
+				}
+				fmt.Fprintf(k.streams.ErrOut, "No Deployments, StatefulSets or DaemonSets %s.\n", where)
+				return nil
+			}
+			owned, err := listOwned(ctx, client, ns, "", nil)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			var rows []rolloutview.Progress
+			for _, obj := range objs {
+				p, err := rolloutview.ProgressOf(owned.snapshotOf(obj, now))
+				if err != nil {
+					return err
+				}
+				rows = append(rows, p)
+			}
+			// Kind by kind as listed, and by namespace then name within a kind, as
+			// kubectl's `get` orders them.
+			sort.SliceStable(rows, func(i, j int) bool {
+				if rows[i].Kind != rows[j].Kind {
+					return false
+				}
+				if rows[i].Namespace != rows[j].Namespace {
+					return rows[i].Namespace < rows[j].Namespace
+				}
+				return rows[i].Name < rows[j].Name
+			})
+			fmt.Fprint(k.streams.Out, rolloutview.Summary(rows, allNamespaces))
+			if failed := rolloutview.Failures(rows); failed > 0 {
+				return fmt.Errorf("%d of %d rollouts failed", failed, len(rows))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "List the workloads of every namespace.")
+	return cmd
+}

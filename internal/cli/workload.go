@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kroll-dev/kroll/pkg/rolloutview"
+)
+
+// workloadKind is one of the kinds kroll's rollout views work on.
+type workloadKind string
+
+const (
+	kindDeployment  workloadKind = "deployment"
+	kindStatefulSet workloadKind = "statefulset"
+	kindDaemonSet   workloadKind = "daemonset"
+)
+
+// kindAliases are the names kubectl accepts for each kind.
+var kindAliases = map[string]workloadKind{
+	"deployment": kindDeployment, "deployments": kindDeployment, "deploy": kindDeployment,
+	"statefulset": kindStatefulSet, "statefulsets": kindStatefulSet, "sts": kindStatefulSet,
+	"daemonset": kindDaemonSet, "daemonsets": kindDaemonSet, "ds": kindDaemonSet,
+}
+
+// workloadRef names one workload: KIND/NAME or KIND NAME, as kubectl takes them.
+type workloadRef struct {
+	kind      workloadKind
+	namespace string
+	name      string
+}
+
+func (r workloadRef) String() string { return string(r.kind) + "/" + r.name }
+
+// parseWorkloadRef reads KIND/NAME (or KIND NAME) from the front of args and returns
+// the rest.
+func parseWorkloadRef(args []string, namespace string) (workloadRef, []string, error) {
+	if len(args) == 0 {
+		return workloadRef{}, nil, fmt.Errorf("name a workload: KIND/NAME, e.g. deployment/web")
+	}
+	kind, name, slash := strings.Cut(args[0], "/")
+	rest := args[1:]
+	if !slash {
+		if len(rest) == 0 {
+			return workloadRef{}, nil, fmt.Errorf("name a workload: KIND/NAME, e.g. deployment/%s", args[0])
+		}
+		name, rest = rest[0], rest[1:]
+	}
+	k, ok := kindAliases[strings.ToLower(strings.TrimSuffix(kind, ".apps"))]
+	if !ok {
+		return workloadRef{}, nil, fmt.Errorf("unknown kind %q: rollouts are of deployment, statefulset or daemonset", kind)
+	}
+	if name == "" {
+		return workloadRef{}, nil, fmt.Errorf("name a workload: %s/NAME", k)
+	}
+	return workloadRef{kind: k, namespace: namespace, name: name}, rest, nil
+}
+
+// get reads the workload itself; not found is one line naming it.
+func (r workloadRef) get(ctx context.Context, client kubernetes.Interface) (runtime.Object, error) {
+	var obj runtime.Object
+	var err error
+	apps := client.AppsV1()
+	switch r.kind {
+	case kindDeployment:
+		obj, err = apps.Deployments(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	case kindStatefulSet:
+		obj, err = apps.StatefulSets(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	case kindDaemonSet:
+		obj, err = apps.DaemonSets(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%s not found in namespace %q", r, r.namespace)
+	}
+	return obj, err
+}
+
+// owned are a namespace's (or every namespace's) ReplicaSets, ControllerRevisions and
+// pods, from which each workload's own are picked by controllerRef.
+type owned struct {
+	replicaSets []*appsv1.ReplicaSet
+	revisions   []*appsv1.ControllerRevision
+	pods        []*corev1.Pod
+}
+
+// listOwned lists what workloads of kind in namespace ("" for all) own, narrowed to
+// selector when there is one.
+func listOwned(ctx context.Context, client kubernetes.Interface, namespace string, kind workloadKind, selector labels.Selector) (owned, error) {
+	opts := metav1.ListOptions{}
+	if selector != nil {
+		opts.LabelSelector = selector.String()
+	}
+	var o owned
+	if kind == "" || kind == kindDeployment {
+		rss, err := client.AppsV1().ReplicaSets(namespace).List(ctx, opts)
+		if err != nil {
+			return o, err
+		}
+		o.replicaSets = pointers(rss.Items)
+	}
+	if kind == "" || kind != kindDeployment {
+		revs, err := client.AppsV1().ControllerRevisions(namespace).List(ctx, opts)
+		if err != nil {
+			return o, err
+		}
+		o.revisions = pointers(revs.Items)
+	}
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, opts)
+	if err != nil {
+		return o, err
+	}
+	o.pods = pointers(pods.Items)
+	return o, nil
+}
+
+// snapshotOf picks obj's own ReplicaSets, revisions and pods out of o.
+func (o owned) snapshotOf(obj runtime.Object, now time.Time) rolloutview.Snapshot {
+	s := rolloutview.Snapshot{Object: obj, Now: now}
+	uid := obj.(metav1.Object).GetUID()
+	owners := map[types.UID]bool{uid: true}
+	if _, ok := obj.(*appsv1.Deployment); ok {
+		for _, rs := range o.replicaSets {
+			if controlledBy(rs, uid) {
+				s.ReplicaSets = append(s.ReplicaSets, rs)
+				owners[rs.UID] = true
+			}
+		}
+	} else {
+		for _, r := range o.revisions {
+			if controlledBy(r, uid) {
+				s.Revisions = append(s.Revisions, r)
+			}
+		}
+	}
+	for _, p := range o.pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && owners[ref.UID] {
+			s.Pods = append(s.Pods, p)
+		}
+	}
+	return s
+}
+
+func controlledBy(obj metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == uid
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// selectorOf is the workload's pod selector, which its ReplicaSets, revisions and pods
+// all carry.
+func selectorOf(obj runtime.Object) (labels.Selector, error) {
+	var sel *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		sel = o.Spec.Selector
+	case *appsv1.StatefulSet:
+		sel = o.Spec.Selector
+	case *appsv1.DaemonSet:
+		sel = o.Spec.Selector
+	}
+	return metav1.LabelSelectorAsSelector(sel)
+}
+
+// snapshot reads r and what it owns now.
+func (r workloadRef) snapshot(ctx context.Context, client kubernetes.Interface) (rolloutview.Snapshot, error) {
+	obj, err := r.get(ctx, client)
+	if err != nil {
+		return rolloutview.Snapshot{}, err
+	}
+	sel, err := selectorOf(obj)
+	if err != nil {
+		return rolloutview.Snapshot{}, err
+	}
+	o, err := listOwned(ctx, client, r.namespace, r.kind, sel)
+	if err != nil {
+		return rolloutview.Snapshot{}, err
+	}
+	return o.snapshotOf(obj, time.Now()), nil
+}
+
+// watchSnapshots calls onChange with a fresh snapshot of r whenever r or anything it
+// owns changes (at most every 100 ms), until onChange says stop, returns an error, or
+// ctx ends. It watches through informers narrowed to r's name and selector.
+func (r workloadRef) watchSnapshots(ctx context.Context, client kubernetes.Interface, onChange func(rolloutview.Snapshot) (stop bool, err error)) error {
+	obj, err := r.get(ctx, client)
+	if err != nil {
+		return err
+	}
+	sel, err := selectorOf(obj)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	byName := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(r.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", r.name).String()
+		}))
+	bySelector := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(r.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
+
+	changed := make(chan struct{}, 1)
+	poke := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify(changed) },
+		UpdateFunc: func(any, any) { notify(changed) },
+		DeleteFunc: func(any) { notify(changed) },
+	}
+	var self cache.SharedIndexInformer
+	switch r.kind {
+	case kindDeployment:
+		self = byName.Apps().V1().Deployments().Informer()
+		bySelector.Apps().V1().ReplicaSets().Informer().AddEventHandler(poke)
+	case kindStatefulSet:
+		self = byName.Apps().V1().StatefulSets().Informer()
+		bySelector.Apps().V1().ControllerRevisions().Informer().AddEventHandler(poke)
+	case kindDaemonSet:
+		self = byName.Apps().V1().DaemonSets().Informer()
+		bySelector.Apps().V1().ControllerRevisions().Informer().AddEventHandler(poke)
+	}
+	self.AddEventHandler(poke)
+	bySelector.Core().V1().Pods().Informer().AddEventHandler(poke)
+	byName.Start(ctx.Done())
+	bySelector.Start(ctx.Done())
+	defer func() {
+		// Shutdown waits for the informers, which stop with ctx.
+		cancel()
+		byName.Shutdown()
+		bySelector.Shutdown()
+	}()
+	for typ, synced := range byName.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return fmt.Errorf("watching %s: %v did not sync: %w", r, typ, ctx.Err())
+		}
+	}
+	bySelector.WaitForCacheSync(ctx.Done())
+
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+		items := self.GetStore().List()
+		if len(items) == 0 {
+			return fmt.Errorf("%s was deleted", r)
+		}
+		var o owned
+		for _, x := range bySelector.Apps().V1().ReplicaSets().Informer().GetStore().List() {
+			o.replicaSets = append(o.replicaSets, x.(*appsv1.ReplicaSet))
+		}
+		for _, x := range bySelector.Apps().V1().ControllerRevisions().Informer().GetStore().List() {
+			o.revisions = append(o.revisions, x.(*appsv1.ControllerRevision))
+		}
+		for _, x := range bySelector.Core().V1().Pods().Informer().GetStore().List() {
+			o.pods = append(o.pods, x.(*corev1.Pod))
+		}
+		stop, err := onChange(o.snapshotOf(items[0].(runtime.Object), time.Now()))
+		if stop || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,418 @@
+package rolloutplan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kroll-dev/kroll/pkg/controller/daemonset"
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// DaemonSet plans the change of cur into next over nodes; pods are cur's (terminating
+// ones count as gone).
+//
+// It replays kroll's DaemonSet controller node by node (nodes by name), each pass one
+// batch:
+//
+//   - Placement first: a node next's template fits (nodeSelector, required node
+//     affinity, taints against its tolerations) that has no pod gets one; a pod on a
+//     node the template no longer fits goes.
+//   - RollingUpdate, bounds resolved against the nodes that should run a pod (both
+//     round up; both 0 means maxUnavailable 1). Without surge: an old pod that is not
+//     available is replaced at once; available ones while no more than maxUnavailable
+//     nodes are without an available pod — each node's pod deleted and created again
+//     at the new revision in one batch ("replace"). With maxSurge: the new pod is
+//     created next to the old one on up to maxSurge nodes (on a node whose old pod is
+//     not available, at once), and the old pod deleted in the batch after, with the
+//     next nodes' creates.
+//   - In place (next annotated kroll.dev/update-strategy): when only images and
+//     template metadata change, old pods are updated in place, those not available
+//     first, while no more than maxUnavailable nodes are without an available pod.
+//     Otherwise InPlaceIfPossible rolls as above, and InPlaceOnly touches no pod.
+//   - OnDelete: no pod changes but placement; a pod you delete comes back at the new
+//     revision.
+//
+// Revisions are ControllerRevision names, "<daemonset>-<hash>", the hash computed as the
+// controller computes it (next must be as the API server stores it); a pod is at a
+// revision when its controller-revision-hash label is that hash.
+func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, next *appsv1.DaemonSet, now time.Time) (Plan, error) {
+	if cur == nil || next == nil {
+		return Plan{}, fmt.Errorf("daemonset: both the current and the changed DaemonSet are needed")
+	}
+	if err := checkSame("DaemonSet", cur.ObjectMeta, next.ObjectMeta, cur.Kind, next.Kind, cur.Spec.Selector, next.Spec.Selector); err != nil {
+		return Plan{}, err
+	}
+	obj := objectName("DaemonSet", cur.ObjectMeta)
+	next = defaultDaemonSet(next)
+	mode, err := inplace.ModeOf(next.Annotations)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", obj, err)
+	}
+	collisions := cur.Status.CollisionCount
+	fromHash := history.TemplateHash(&cur.Spec.Template, collisions)
+	toHash := history.TemplateHash(&next.Spec.Template, collisions)
+	sameTemplate := history.EqualIgnoringHash(&cur.Spec.Template, &next.Spec.Template)
+	if sameTemplate {
+		toHash = fromHash
+	}
+	plan := Plan{Kind: "DaemonSet", Object: obj, From: history.RevisionName(cur.Name, fromHash), To: history.RevisionName(cur.Name, toHash)}
+	if a, b := cur.Spec.UpdateStrategy.Type, next.Spec.UpdateStrategy.Type; a != b && a != "" {
+		plan.Changes = append(plan.Changes, fmt.Sprintf("updateStrategy: %s → %s", a, b))
+	}
+	plan.Changes = append(plan.Changes, modeChange(cur.Annotations, next.Annotations)...)
+	plan.Changes = append(plan.Changes, templateChanges(&cur.Spec.Template, &next.Spec.Template)...)
+
+	s := &dsSim{ds: next, revision: plan.To, now: now}
+	updated := func(p *corev1.Pod) bool {
+		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == toHash {
+			return true
+		}
+		gen, ok := cur.Annotations[appsv1.DeprecatedTemplateGeneration]
+		return sameTemplate && ok && p.Labels["pod-template-generation"] == gen
+	}
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if p != nil && p.DeletionTimestamp == nil && rollout.IsPodActive(p) {
+			if n := daemonset.TargetNode(p); n != "" {
+				byNode[n] = append(byNode[n], p)
+			}
+		}
+	}
+	var sorted []*corev1.Node
+	for _, n := range nodes {
+		if n != nil {
+			sorted = append(sorted, n)
+		}
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	initial := map[string]bool{}
+	for _, n := range sorted {
+		shouldRun, shouldContinue := daemonset.NodeFit(next, n)
+		ns := &dsNode{name: n.Name, shouldRun: shouldRun, shouldContinue: shouldContinue}
+		list := byNode[n.Name]
+		sort.SliceStable(list, func(i, j int) bool { return list[i].CreationTimestamp.Before(&list[j].CreationTimestamp) })
+		for _, p := range list {
+			sp := &nodePod{name: p.Name, revision: revisionOf(cur.Name, p), available: rollout.IsPodAvailable(p, cur.Spec.MinReadySeconds, now)}
+			initial[sp.name] = sp.available
+			switch {
+			case updated(p) && ns.updated == nil:
+				sp.revision = plan.To
+				ns.updated = sp
+			case !updated(p) && ns.old == nil:
+				ns.old = sp
+			default:
+				ns.extra = append(ns.extra, sp)
+			}
+		}
+		s.nodes = append(s.nodes, ns)
+	}
+
+	maxUnavailable, maxSurge, err := s.fenceposts()
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", obj, err)
+	}
+	rolling := next.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType
+	plan.Strategy = string(next.Spec.UpdateStrategy.Type)
+	if rolling {
+		plan.Strategy = fmt.Sprintf("RollingUpdate (maxSurge %d, maxUnavailable %d)", maxSurge, maxUnavailable)
+	}
+	s.place()
+	var v inplace.Verdict
+	if rolling && mode != inplace.Off {
+		fields := inplace.Diff(&cur.Spec.Template, &next.Spec.Template)
+		if s.oldPods() > 0 {
+			plan.InPlace = verdictText(mode, fields, "RollingUpdate")
+		}
+		v, _ = inplace.Judge(mode, fields)
+		if v.Proceeds() || v.Reason == inplace.ReasonBlocked {
+			plan.Strategy = fmt.Sprintf("%s (maxUnavailable %d)", mode, maxUnavailable)
+		}
+	}
+	switch {
+	case !rolling, v.Reason == inplace.ReasonBlocked:
+	case v.Proceeds():
+		s.inPlace(maxUnavailable)
+	case maxSurge > 0:
+		s.surge(maxSurge)
+	default:
+		s.replace(maxUnavailable)
+	}
+	plan.Batches = s.batches
+	plan.bounds(initial)
+	switch {
+	case !rolling:
+		plan.Notes = append(plan.Notes, "OnDelete: pods change only when you delete them; each comes back at "+plan.To)
+	case len(plan.Batches) == 0 && sameTemplate:
+		plan.Notes = append(plan.Notes, "no pod changes: the template is the same")
+	}
+	if skipped := s.unplaced(); len(skipped) > 0 {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("no pod on %s: the template does not fit", strings.Join(skipped, ", ")))
+	}
+	return plan, nil
+}
+
+// defaultDaemonSet fills in what the API server defaults: RollingUpdate,
+// maxUnavailable 1, maxSurge 0.
+func defaultDaemonSet(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
+	ds = ds.DeepCopy()
+	if ds.Spec.UpdateStrategy.Type == "" {
+		ds.Spec.UpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
+	}
+	if ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ds.Spec.UpdateStrategy.RollingUpdate == nil {
+		ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
+	}
+	return ds
+}
+
+// revisionOf is the ControllerRevision name of p's revision ("(unknown)" without the
+// label).
+func revisionOf(ds string, p *corev1.Pod) string {
+	if h := p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]; h != "" {
+		return history.RevisionName(ds, h)
+	}
+	return "(unknown)"
+}
+
+// nodePod is a daemon pod in the model.
+type nodePod struct {
+	name, revision string
+	available      bool
+}
+
+// dsNode is one node in the model: its oldest updated pod and its oldest old one.
+type dsNode struct {
+	name                      string
+	shouldRun, shouldContinue bool
+	updated, old              *nodePod
+	extra                     []*nodePod
+}
+
+// dsSim replays the DaemonSet controller on a model of its nodes.
+type dsSim struct {
+	ds       *appsv1.DaemonSet // next
+	revision string
+	now      time.Time
+	nodes    []*dsNode
+	created  int
+	batches  []Batch
+}
+
+// fenceposts are the controller's bounds over the nodes that should run a pod.
+func (s *dsSim) fenceposts() (maxUnavailable, maxSurge int, err error) {
+	desired := 0
+	for _, n := range s.nodes {
+		if n.shouldRun {
+			desired++
+		}
+	}
+	return daemonset.Fenceposts(s.ds, desired)
+}
+
+func (s *dsSim) newPod(n *dsNode) (*nodePod, PodOp) {
+	s.created++
+	p := &nodePod{name: fmt.Sprintf("%s (new %d)", s.revision, s.created), revision: s.revision, available: true}
+	return p, PodOp{Op: Create, Pod: p.name, Node: n.name, Revision: s.revision}
+}
+
+func deleteOp(n *dsNode, p *nodePod) PodOp {
+	return PodOp{Op: Delete, Pod: p.name, Node: n.name, Revision: p.revision}
+}
+
+func (s *dsSim) flush(ops []PodOp) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	s.batches = append(s.batches, Batch{Ops: ops})
+	return true
+}
+
+// place is the controller's placement step: a pod on each node that should run one
+// and has none; extra pods, and pods on nodes the template no longer fits, deleted.
+func (s *dsSim) place() {
+	surge := false
+	if ru := s.ds.Spec.UpdateStrategy.RollingUpdate; s.ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ru != nil && ru.MaxSurge != nil {
+		surge = ru.MaxSurge.String() != "0" && ru.MaxSurge.String() != "0%"
+	}
+	var ops []PodOp
+	for _, n := range s.nodes {
+		switch {
+		case n.updated == nil && n.old == nil && n.shouldRun:
+			p, op := s.newPod(n)
+			n.updated = p
+			ops = append(ops, op)
+		case !n.shouldContinue:
+			for _, p := range append([]*nodePod{n.old, n.updated}, n.extra...) {
+				if p != nil {
+					ops = append(ops, deleteOp(n, p))
+				}
+			}
+			n.old, n.updated, n.extra = nil, nil, nil
+		default:
+			extra := n.extra
+			if !surge && n.old != nil && n.updated != nil {
+				extra = append(extra, n.updated) // keeps its oldest: the old one, here
+				n.updated = nil
+			}
+			for _, p := range extra {
+				ops = append(ops, deleteOp(n, p))
+			}
+			n.extra = nil
+		}
+	}
+	s.flush(ops)
+}
+
+func (s *dsSim) oldPods() int {
+	count := 0
+	for _, n := range s.nodes {
+		if n.old != nil {
+			count++
+		}
+	}
+	return count
+}
+
+// unplaced names the nodes next's template does not fit.
+func (s *dsSim) unplaced() []string {
+	var out []string
+	for _, n := range s.nodes {
+		if !n.shouldRun && n.old == nil && n.updated == nil {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// replace is the rolling update without surge: old pods not available at once, then
+// available ones while fewer than maxUnavailable nodes lack an available pod; each
+// replaced in one batch (deleted, and created again by the placement step).
+func (s *dsSim) replace(maxUnavailable int) {
+	for range len(s.nodes) + 1 {
+		unavailable := 0
+		var ops []PodOp
+		var candidates []*dsNode
+		for _, n := range s.nodes {
+			switch {
+			case n.old == nil && n.updated == nil:
+				// No pod here, nor one to place (placement came first): not the rollout's.
+			case n.updated != nil:
+				if !n.updated.available {
+					unavailable++
+				}
+			case !n.old.available:
+				ops = append(ops, s.swap(n)...)
+				unavailable++
+			case unavailable < maxUnavailable:
+				candidates = append(candidates, n)
+			}
+		}
+		room := min(max(maxUnavailable-unavailable, 0), len(candidates))
+		for _, n := range candidates[:room] {
+			ops = append(ops, s.swap(n)...)
+		}
+		if !s.flush(ops) {
+			return
+		}
+	}
+}
+
+// swap deletes n's old pod and, where the DaemonSet still places pods, creates the new
+// one.
+func (s *dsSim) swap(n *dsNode) []PodOp {
+	ops := []PodOp{deleteOp(n, n.old)}
+	n.old = nil
+	if n.shouldRun {
+		p, op := s.newPod(n)
+		n.updated = p
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// surge is the rolling update with maxSurge: the new pod next to the old one on up to
+// maxSurge nodes at a time (nodes whose old pod is not available do not wait), the
+// old pod deleted once the new one is available.
+func (s *dsSim) surge(maxSurge int) {
+	for range 2*len(s.nodes) + 1 {
+		var ops []PodOp
+		var candidates []*dsNode
+		surging := 0
+		for _, n := range s.nodes {
+			switch {
+			case n.updated == nil && n.old == nil:
+			case n.updated == nil && !n.shouldRun:
+				if !n.old.available {
+					ops = append(ops, deleteOp(n, n.old))
+					n.old = nil
+				}
+			case n.updated == nil && !n.old.available:
+				p, op := s.newPod(n)
+				n.updated = p
+				ops = append(ops, op)
+			case n.updated == nil:
+				if surging < maxSurge {
+					candidates = append(candidates, n)
+				}
+			case !n.updated.available:
+				surging++
+			case n.old != nil:
+				ops = append(ops, deleteOp(n, n.old))
+				n.old = nil
+			}
+		}
+		room := min(max(maxSurge-surging, 0), len(candidates))
+		for _, n := range candidates[:room] {
+			p, op := s.newPod(n)
+			n.updated = p
+			ops = append(ops, op)
+		}
+		if !s.flush(ops) {
+			return
+		}
+	}
+}
+
+// inPlace updates old pods in place, those not available first, then by node, while
+// no more than maxUnavailable nodes are without an available pod.
+func (s *dsSim) inPlace(maxUnavailable int) {
+	for range len(s.nodes) + 1 {
+		unavailable := 0
+		var first, rest []*dsNode
+		for _, n := range s.nodes {
+			for _, p := range []*nodePod{n.old, n.updated} {
+				if p != nil && !p.available {
+					unavailable++
+				}
+			}
+			switch {
+			case n.old == nil:
+			case !n.old.available:
+				first = append(first, n)
+			default:
+				rest = append(rest, n)
+			}
+		}
+		var ops []PodOp
+		for _, n := range append(first, rest...) {
+			available := n.old.available
+			if available && unavailable >= maxUnavailable {
+				break
+			}
+			ops = append(ops, PodOp{Op: InPlace, Pod: n.old.name, Node: n.name, Revision: s.revision})
+			n.updated, n.old = &nodePod{name: n.old.name, revision: s.revision, available: true}, nil
+			if available {
+				unavailable++
+			}
+		}
+		if !s.flush(ops) {
+			return
+		}
+	}
+}

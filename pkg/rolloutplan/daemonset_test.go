@@ -1,0 +1,105 @@
+package rolloutplan
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kroll-dev/kroll/pkg/inplace"
+)
+
+func dsImage(image string) func(*appsv1.DaemonSet) {
+	return func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image }
+}
+
+func TestDaemonSet(t *testing.T) {
+	four := []string{"node-1", "node-2", "node-3", "node-4"}
+	tests := []struct {
+		name string
+		cur  *appsv1.DaemonSet
+		// nodes are the cluster's nodes, podsOn those with a pod, notReady those whose pod
+		// is not ready.
+		nodes, podsOn, notReady []string
+		edit                    func(*appsv1.DaemonSet)
+		ops, note               string
+		// maxDown is the most nodes without an available pod at once; maxPods the most
+		// pods at once.
+		maxDown, maxPods int
+	}{
+		{name: "4 nodes, maxUnavailable 1: one node at a time",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four, edit: dsImage("fluentd:v2"),
+			ops:     "delete@node-1, create@node-1 | delete@node-2, create@node-2 | delete@node-3, create@node-3 | delete@node-4, create@node-4",
+			maxDown: 1, maxPods: 4},
+		{name: "4 nodes, maxUnavailable 50%: two nodes at a time",
+			cur: newDaemonSet("logs", "50%", "0"), nodes: four, podsOn: four, edit: dsImage("fluentd:v2"),
+			ops:     "delete@node-1, create@node-1, delete@node-2, create@node-2 | delete@node-3, create@node-3, delete@node-4, create@node-4",
+			maxDown: 2, maxPods: 4},
+		{name: "4 nodes, maxSurge 1: the new pod first, the old one goes in the next batch with the next node's new pod",
+			cur: newDaemonSet("logs", "0", "1"), nodes: four, podsOn: four, edit: dsImage("fluentd:v2"),
+			ops:     "create@node-1 | delete@node-1, create@node-2 | delete@node-2, create@node-3 | delete@node-3, create@node-4 | delete@node-4",
+			maxDown: 0, maxPods: 5},
+		{name: "maxUnavailable 1 with node-3's pod not ready: it is replaced at once, with node-1's",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four, notReady: []string{"node-3"}, edit: dsImage("fluentd:v2"),
+			ops:     "delete@node-3, create@node-3 | delete@node-1, create@node-1 | delete@node-2, create@node-2 | delete@node-4, create@node-4",
+			maxDown: 1, maxPods: 4},
+		{name: "a node without a pod gets one first, at the new revision",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four[:3], edit: dsImage("fluentd:v2"),
+			ops:     "create@node-4 | delete@node-1, create@node-1 | delete@node-2, create@node-2 | delete@node-3, create@node-3",
+			maxDown: 1, maxPods: 4},
+		{name: "a nodeSelector that no longer fits node-4: its pod goes first",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four, edit: func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+						MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-4"}}},
+					}}}}}
+			},
+			ops:  "delete@node-4 | delete@node-1, create@node-1 | delete@node-2, create@node-2 | delete@node-3, create@node-3",
+			note: "no pod on node-4", maxDown: 1, maxPods: 4},
+		{name: "in place, maxUnavailable 1, node-2 not ready: node-2 first, then one node at a time",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four, notReady: []string{"node-2"},
+			edit: func(ds *appsv1.DaemonSet) {
+				dsImage("fluentd:v2")(ds)
+				ds.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+			},
+			ops:     "in-place@node-2 | in-place@node-1 | in-place@node-3 | in-place@node-4",
+			maxDown: 1, maxPods: 4},
+		{name: "OnDelete: no batches, a note",
+			cur: newDaemonSet("logs", "", ""), nodes: four, podsOn: four, edit: dsImage("fluentd:v2"),
+			ops: "", note: "OnDelete: pods change only when you delete them", maxPods: 4},
+		{name: "nothing changes",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four, edit: func(*appsv1.DaemonSet) {},
+			ops: "", note: "no pod changes", maxPods: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := daemonPods(tc.cur, tc.podsOn, tc.notReady...)
+			next := changed(tc.cur, tc.edit)
+			plan, err := DaemonSet(tc.cur, newNodes(tc.nodes...), pods, next, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := opsOf(plan); got != tc.ops {
+				t.Errorf("batches\n%s\nwant\n%s\n%s", got, tc.ops, plan.Text())
+			}
+			if tc.note != "" && !strings.Contains(strings.Join(plan.Notes, "\n"), tc.note) {
+				t.Errorf("notes %q, want one with %q", plan.Notes, tc.note)
+			}
+			// Nodes without an available pod, of those that keep one, beyond those down
+			// from the start.
+			creates, deletes, _ := plan.Counts()
+			keep := len(pods) + creates - deletes
+			maxPods := len(pods)
+			replay(t, plan, availability(pods), func(batch, total, available int) {
+				maxPods = max(maxPods, total)
+				if down := keep - len(tc.notReady) - available; down > tc.maxDown {
+					t.Errorf("after batch %d: %d nodes without an available pod, more than %d", batch, down, tc.maxDown)
+				}
+			})
+			if maxPods != tc.maxPods || plan.MaxPods != tc.maxPods {
+				t.Errorf("at most %d pods (the plan says %d), want %d", maxPods, plan.MaxPods, tc.maxPods)
+			}
+		})
+	}
+}

@@ -1,0 +1,590 @@
+package rolloutplan
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// Deployment plans the change of cur into next. rss are cur's ReplicaSets, pods the
+// pods they own (finished and terminating pods are ignored).
+//
+// It replays kroll's Deployment controller pass by pass on a model of the ReplicaSets,
+// with the controller's own arithmetic (pkg/rollout), each pass one batch:
+//
+//   - A change of replicas comes first, alone (the controller's scaling event): each
+//     ReplicaSet with pods takes its share (rollout.ProportionalScale), so with one
+//     ReplicaSet, that one — the old one, when the template changes too.
+//   - RollingUpdate, bounds resolved against next's replicas: the new ReplicaSet grows
+//     by min(replicas+maxSurge − total, replicas − new) (a batch of creates), then the
+//     old ones shrink by what keeps replicas−maxUnavailable available, pods that are not
+//     available first, oldest ReplicaSet first (a batch of deletes, the pods the
+//     ReplicaSet controller would pick: rollout.PodsToDelete); and again, until the new
+//     ReplicaSet holds every replica. With 10 replicas at 25%/25% (surge 3,
+//     unavailable 2): create 3, delete 5, create 5, delete 5, create 2.
+//   - A ReplicaSet whose template is next's (a rollback, or the template unchanged) is
+//     the new one: its pods are new already.
+//   - Recreate: every old pod is deleted, then the new ReplicaSet is scaled to replicas.
+//   - In place (next annotated kroll.dev/update-strategy, not Recreate): when only
+//     images and template metadata change, old pods are updated in place, pods that are
+//     not available first, then by name, as many available ones per batch as keep
+//     replicas−maxUnavailable (maxUnavailable at least 1) serving. Otherwise
+//     InPlaceIfPossible falls back to RollingUpdate, and InPlaceOnly touches no pod.
+//   - A paused Deployment is only scaled.
+//
+// Errors: another object, a changed selector, an unknown in-place mode.
+func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1.Pod, next *appsv1.Deployment, now time.Time) (Plan, error) {
+	if cur == nil || next == nil {
+		return Plan{}, fmt.Errorf("deployment: both the current and the changed Deployment are needed")
+	}
+	if err := checkSame("Deployment", cur.ObjectMeta, next.ObjectMeta, cur.Kind, next.Kind, cur.Spec.Selector, next.Spec.Selector); err != nil {
+		return Plan{}, err
+	}
+	next = defaultDeployment(next)
+	obj := objectName("Deployment", cur.ObjectMeta)
+	mode, err := inplace.ModeOf(next.Annotations)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", obj, err)
+	}
+
+	s := newDeploymentSim(cur, rss, pods, next, now)
+	plan := Plan{Kind: "Deployment", Object: obj}
+	plan.Changes = append(plan.Changes, replicasChange(cur.Spec.Replicas, next.Spec.Replicas)...)
+	if a, b := defaultDeployment(cur).Spec.Strategy.Type, next.Spec.Strategy.Type; a != b {
+		plan.Changes = append(plan.Changes, fmt.Sprintf("strategy: %s → %s", a, b))
+	}
+	plan.Changes = append(plan.Changes, modeChange(cur.Annotations, next.Annotations)...)
+	plan.Changes = append(plan.Changes, templateChanges(&cur.Spec.Template, &next.Spec.Template)...)
+	plan.From, plan.To = deploymentRevisions(cur, next, s)
+
+	f := rollout.DeploymentFenceposts(next)
+	plan.Strategy = string(next.Spec.Strategy.Type)
+	if next.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		plan.Strategy = fmt.Sprintf("RollingUpdate (maxSurge %d, maxUnavailable %d)", f.MaxSurge, f.MaxUnavailable)
+	}
+	initial := s.availability()
+
+	s.scale()
+	switch {
+	case next.Spec.Paused:
+		plan.Notes = append(plan.Notes, "paused: only scaling happens until the Deployment is resumed")
+	case next.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
+		if mode != inplace.Off {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("Recreate never updates in place: %s is ignored", inplace.StrategyAnnotation))
+		}
+		s.recreate()
+	default:
+		fields, judged := s.inPlaceFields()
+		if mode != inplace.Off && judged {
+			plan.InPlace = verdictText(mode, fields, "RollingUpdate")
+		}
+		v, _ := inplace.Judge(mode, fields)
+		switch {
+		case mode != inplace.Off && (!judged || v.Proceeds()):
+			plan.Strategy = fmt.Sprintf("%s (maxUnavailable %d)", mode, max(1, f.MaxUnavailable))
+			s.inPlace()
+		case judged && v.Reason == inplace.ReasonBlocked:
+			s.blocked = true
+			plan.Strategy = fmt.Sprintf("%s (maxUnavailable %d)", mode, max(1, f.MaxUnavailable))
+		default:
+			s.rolling()
+		}
+	}
+	plan.Batches = s.batches
+	plan.bounds(initial)
+	plan.Notes = append(plan.Notes, s.notes(cur, next, plan)...)
+	return plan, nil
+}
+
+// defaultDeployment fills in what the API server defaults and a manifest may leave out:
+// the strategy (RollingUpdate, 25%/25%).
+func defaultDeployment(d *appsv1.Deployment) *appsv1.Deployment {
+	d = d.DeepCopy()
+	if d.Spec.Strategy.Type == "" {
+		d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+	if d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		if d.Spec.Strategy.RollingUpdate == nil {
+			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+		}
+		quarter := intstr.FromString("25%")
+		if d.Spec.Strategy.RollingUpdate.MaxSurge == nil {
+			d.Spec.Strategy.RollingUpdate.MaxSurge = &quarter
+		}
+		if d.Spec.Strategy.RollingUpdate.MaxUnavailable == nil {
+			d.Spec.Strategy.RollingUpdate.MaxUnavailable = &quarter
+		}
+	}
+	return d
+}
+
+// deploymentRevisions are the revision numbers before and after: cur's, and the one
+// the new ReplicaSet gets (one above every old one, unless it already has a higher one).
+func deploymentRevisions(cur, next *appsv1.Deployment, s *deploymentSim) (from, to string) {
+	var old []*appsv1.ReplicaSet
+	for _, rs := range s.old() {
+		old = append(old, rs.rs)
+	}
+	from = cur.Annotations[history.RevisionAnnotation]
+	if from == "" {
+		if n := history.MaxRevision(append(old, s.new.rs)); n > 0 {
+			from = strconv.FormatInt(n, 10)
+		}
+	}
+	n := history.MaxRevision(old) + 1
+	switch was, err := strconv.ParseInt(from, 10, 64); {
+	case s.newExists:
+		n = max(n, history.Revision(s.new.rs))
+	case err == nil && !history.EqualIgnoringHash(&cur.Spec.Template, &next.Spec.Template):
+		n = max(n, was+1) // a new template, and no ReplicaSet listed with it
+	}
+	return from, strconv.FormatInt(n, 10)
+}
+
+// simPod is a pod in the model: an existing one or one the plan creates.
+type simPod struct {
+	pod       *corev1.Pod
+	available bool
+}
+
+// simRS is a ReplicaSet in the model, sized by its pods.
+type simRS struct {
+	rs   *appsv1.ReplicaSet
+	pods []*simPod
+}
+
+// object is the ReplicaSet as the controller's arithmetic reads it: spec.replicas and
+// status counting its pods, its controller caught up (each batch has completed).
+func (r *simRS) object() *appsv1.ReplicaSet {
+	n, available := int32(len(r.pods)), int32(0)
+	for _, p := range r.pods {
+		if p.available {
+			available++
+		}
+	}
+	r.rs.Spec.Replicas = &n
+	r.rs.Status.Replicas, r.rs.Status.AvailableReplicas = n, available
+	r.rs.Status.ObservedGeneration = r.rs.Generation
+	return r.rs
+}
+
+// deploymentSim replays the Deployment controller on a model of its ReplicaSets.
+type deploymentSim struct {
+	d *appsv1.Deployment // next, with cur's status
+	// rss are the ReplicaSets oldest first; new is among them once newExists.
+	rss       []*simRS
+	new       *simRS
+	newExists bool
+	now       time.Time
+	created   int // pods created so far, to name them
+	batches   []Batch
+	// pending is the batch being made.
+	pending []PodOp
+	// initialOld and initialNew are how many old and new pods there were; blocked:
+	// InPlaceOnly refused the change.
+	initialOld, initialNew int
+	blocked                bool
+}
+
+func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1.Pod, next *appsv1.Deployment, now time.Time) *deploymentSim {
+	d := next.DeepCopy()
+	d.Status = *cur.Status.DeepCopy()
+	s := &deploymentSim{d: d, now: now}
+	var objs []*appsv1.ReplicaSet
+	for _, rs := range rss {
+		if rs != nil {
+			objs = append(objs, rs.DeepCopy())
+		}
+	}
+	for _, rs := range rollout.ByCreation(objs) {
+		r := &simRS{rs: rs}
+		s.rss = append(s.rss, r)
+		if s.new == nil && history.EqualIgnoringHash(&rs.Spec.Template, &next.Spec.Template) {
+			s.new, s.newExists = r, true
+		}
+	}
+	for _, p := range pods {
+		if p == nil || !rollout.IsPodActive(p) {
+			continue
+		}
+		if r := s.owner(p); r != nil {
+			r.pods = append(r.pods, &simPod{pod: p, available: rollout.IsPodAvailable(p, cur.Spec.MinReadySeconds, now)})
+		}
+	}
+	s.initialOld = s.oldPods()
+	if s.new != nil {
+		s.initialNew = len(s.new.pods)
+	}
+	if s.new == nil {
+		hash := history.TemplateHash(&next.Spec.Template, d.Status.CollisionCount)
+		template := *next.Spec.Template.DeepCopy()
+		template.Labels = map[string]string{}
+		for k, v := range next.Spec.Template.Labels {
+			template.Labels[k] = v
+		}
+		template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		s.new = &simRS{rs: &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: next.Name + "-" + hash, Namespace: next.Namespace,
+				UID: "(planned)", CreationTimestamp: metav1.NewTime(now), Labels: template.Labels},
+			Spec: appsv1.ReplicaSetSpec{Template: template},
+		}}
+	}
+	return s
+}
+
+// owner is the ReplicaSet of p: by controller reference, else by pod-template-hash.
+func (s *deploymentSim) owner(p *corev1.Pod) *simRS {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.UID != "" {
+		for _, r := range s.rss {
+			if r.rs.UID == ref.UID {
+				return r
+			}
+		}
+	}
+	if h := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
+		for _, r := range s.rss {
+			if r.rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// old are the ReplicaSets other than the new one, oldest first.
+func (s *deploymentSim) old() []*simRS {
+	var out []*simRS
+	for _, r := range s.rss {
+		if r != s.new {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *deploymentSim) oldPods() int {
+	n := 0
+	for _, r := range s.old() {
+		n += len(r.pods)
+	}
+	return n
+}
+
+// availability is every pod's name and whether it is available.
+func (s *deploymentSim) availability() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range s.rss {
+		for _, p := range r.pods {
+			out[p.pod.Name] = p.available
+		}
+	}
+	return out
+}
+
+// resize sets r's size to n: new pods (of r's template), or the pods its ReplicaSet
+// controller would delete first.
+func (s *deploymentSim) resize(r *simRS, n int) {
+	switch have := len(r.pods); {
+	case n > have:
+		for i := have; i < n; i++ {
+			s.created++
+			p := plannedPod(fmt.Sprintf("%s (new %d)", r.rs.Name, s.created), s.now)
+			r.pods = append(r.pods, &simPod{pod: p, available: true}) // once the batch completes
+			s.pending = append(s.pending, PodOp{Op: Create, Pod: p.Name, Revision: r.rs.Name})
+		}
+	case n < have:
+		var candidates, related []*corev1.Pod
+		for _, p := range r.pods {
+			candidates = append(candidates, p.pod)
+		}
+		for _, other := range s.rss {
+			for _, p := range other.pods {
+				related = append(related, p.pod)
+			}
+		}
+		gone := map[*corev1.Pod]bool{}
+		for _, p := range rollout.PodsToDelete(candidates, related, have-n, s.now) {
+			gone[p] = true
+			s.pending = append(s.pending, PodOp{Op: Delete, Pod: p.Name, Revision: r.rs.Name})
+		}
+		var keep []*simPod
+		for _, p := range r.pods {
+			if !gone[p.pod] {
+				keep = append(keep, p)
+			}
+		}
+		r.pods = keep
+	}
+}
+
+// plannedPod is a pod the plan creates, as the deletion ranking sees it: running, ready
+// since now, alone on its node.
+func plannedPod(name string, now time.Time) *corev1.Pod {
+	t := metav1.NewTime(now)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: k8stypes.UID("planned/" + name), CreationTimestamp: t},
+		Spec:       corev1.PodSpec{NodeName: "planned/" + name},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: t}}},
+	}
+}
+
+// flush closes the batch being made; it reports whether it had any operation.
+func (s *deploymentSim) flush() bool {
+	if len(s.pending) == 0 {
+		return false
+	}
+	s.batches = append(s.batches, Batch{Ops: s.pending})
+	s.pending = nil
+	if !s.newExists && len(s.new.pods) > 0 {
+		s.adoptNew()
+	}
+	return true
+}
+
+// adoptNew makes the planned new ReplicaSet one of the Deployment's.
+func (s *deploymentSim) adoptNew() {
+	if !s.newExists {
+		s.rss = append(s.rss, s.new)
+		s.newExists = true
+	}
+}
+
+// objects are the ReplicaSets as the arithmetic reads them: the new one (nil while it
+// does not exist) and the old ones, oldest first.
+func (s *deploymentSim) objects() (newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
+	for _, r := range s.old() {
+		old = append(old, r.object())
+	}
+	if s.newExists {
+		newRS = s.new.object()
+	}
+	return newRS, old
+}
+
+func (s *deploymentSim) byName(name string) *simRS {
+	for _, r := range append(append([]*simRS{}, s.rss...), s.new) {
+		if r.rs.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// scale is the controller's scaling event: some ReplicaSet with pods was sized for
+// other replicas than the Deployment's now. Each ReplicaSet with pods takes its share,
+// and every ReplicaSet scaled is annotated for the replicas now (see
+// rollout.ReplicasAnnotations), as the controller does.
+func (s *deploymentSim) scale() {
+	desired := rollout.DesiredReplicas(s.d)
+	total := 0
+	scaling := false
+	for _, r := range s.rss {
+		total += len(r.pods)
+		if len(r.pods) == 0 {
+			continue
+		}
+		if n, err := strconv.ParseInt(r.rs.Annotations[rollout.DesiredReplicasAnnotation], 10, 32); err == nil && int32(n) != desired {
+			scaling = true
+		}
+	}
+	if !scaling && !s.d.Spec.Paused {
+		return
+	}
+	s.d.Status.Replicas = int32(total)
+	newRS, old := s.objects()
+	plan, ok := rollout.ProportionalScale(s.d, newRS, old)
+	if !ok {
+		return
+	}
+	for _, sc := range plan {
+		r := s.byName(sc.ReplicaSet)
+		s.resize(r, int(sc.To))
+		s.annotate(r)
+	}
+	s.flush()
+}
+
+func (s *deploymentSim) annotate(r *simRS) {
+	if r.rs.Annotations == nil {
+		r.rs.Annotations = map[string]string{}
+	}
+	for k, v := range rollout.ReplicasAnnotations(s.d) {
+		r.rs.Annotations[k] = v
+	}
+}
+
+// rolling replays rolloutRolling: grow the new ReplicaSet as far as maxSurge allows,
+// else shrink the old ones as far as maxUnavailable allows; one batch per pass.
+func (s *deploymentSim) rolling() {
+	desired := int(rollout.DesiredReplicas(s.d))
+	for range s.passLimit() {
+		s.adoptNew()
+		newRS, old := s.objects()
+		all := append(append([]*appsv1.ReplicaSet{}, old...), newRS)
+		size := len(s.new.pods)
+		switch {
+		case size > desired:
+			size = desired
+		case size < desired:
+			size = int(rollout.NewReplicaSetReplicas(s.d, all, newRS, nil))
+		}
+		if size != len(s.new.pods) {
+			s.resize(s.new, size)
+			s.annotate(s.new)
+			s.flush()
+			continue
+		}
+		for _, sc := range rollout.OldReplicaSetScaleDown(s.d, rollout.Active(old), newRS) {
+			r := s.byName(sc.ReplicaSet)
+			s.resize(r, int(sc.To))
+			s.annotate(r)
+		}
+		if !s.flush() {
+			return
+		}
+	}
+}
+
+// recreate replays rolloutRecreate: every old pod goes, then the new ReplicaSet is
+// scaled to replicas.
+func (s *deploymentSim) recreate() {
+	for _, r := range s.old() {
+		s.resize(r, 0)
+	}
+	s.flush()
+	s.adoptNew()
+	s.resize(s.new, int(rollout.DesiredReplicas(s.d)))
+	s.flush()
+}
+
+// inPlaceFields are the fields that keep the old ReplicaSets' templates (those with
+// pods) from becoming next's in place; judged is false when no old pod is left.
+func (s *deploymentSim) inPlaceFields() (fields []string, judged bool) {
+	seen := map[string]bool{}
+	for _, r := range s.old() {
+		if len(r.pods) == 0 {
+			continue
+		}
+		judged = true
+		for _, f := range inplace.Diff(&r.rs.Spec.Template, &s.d.Spec.Template) {
+			if !seen[f] {
+				seen[f] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	sort.Strings(fields)
+	return fields, judged
+}
+
+// inPlace replays the in-place update: the new ReplicaSet takes up replicas the old
+// ones do not keep (new pods), and old pods are updated in place — those not available
+// at once (they cost nothing), then by name while no more than maxUnavailable (at least
+// 1) of the replicas are without a serving pod. With 10 replicas, maxUnavailable 2 and
+// 2 pods not available: those 2 first, then 2 at a time.
+func (s *deploymentSim) inPlace() {
+	desired := int(rollout.DesiredReplicas(s.d))
+	maxUnavailable := int(max(1, rollout.DeploymentFenceposts(s.d).MaxUnavailable))
+	for range s.passLimit() {
+		s.adoptNew()
+		if grow := desired - s.oldPods(); grow > len(s.new.pods) {
+			s.resize(s.new, grow)
+		}
+		serving := 0
+		var first, rest []*simPod
+		owner := map[*simPod]*simRS{}
+		for _, r := range s.rss {
+			for _, p := range r.pods {
+				if p.available {
+					serving++
+				}
+				if r == s.new {
+					continue
+				}
+				owner[p] = r
+				if p.available {
+					rest = append(rest, p)
+				} else {
+					first = append(first, p)
+				}
+			}
+		}
+		byName := func(ps []*simPod) {
+			sort.Slice(ps, func(i, j int) bool { return ps[i].pod.Name < ps[j].pod.Name })
+		}
+		byName(first)
+		byName(rest)
+		budget := maxUnavailable - (desired - serving)
+		for i, p := range append(first, rest...) {
+			if i >= len(first) {
+				if budget <= 0 {
+					break
+				}
+				budget--
+			}
+			s.pending = append(s.pending, PodOp{Op: InPlace, Pod: p.pod.Name, Revision: s.new.rs.Name})
+			s.move(p, owner[p])
+		}
+		if !s.flush() {
+			return
+		}
+	}
+}
+
+// move hands p from r to the new ReplicaSet, updated and (once the batch completes)
+// available.
+func (s *deploymentSim) move(p *simPod, r *simRS) {
+	for i, q := range r.pods {
+		if q == p {
+			r.pods = append(r.pods[:i:i], r.pods[i+1:]...)
+			break
+		}
+	}
+	p.available = true
+	s.new.pods = append(s.new.pods, p)
+}
+
+// passLimit bounds the replay: every pass makes progress, so this is never reached by
+// a rollout that finishes.
+func (s *deploymentSim) passLimit() int {
+	n := int(rollout.DesiredReplicas(s.d))
+	for _, r := range s.rss {
+		n += len(r.pods)
+	}
+	return 2*n + 10
+}
+
+// notes say why a plan has no batches, or where it stops short.
+func (s *deploymentSim) notes(cur, next *appsv1.Deployment, plan Plan) []string {
+	var notes []string
+	sameTemplate := history.EqualIgnoringHash(&cur.Spec.Template, &next.Spec.Template)
+	desired := int(rollout.DesiredReplicas(s.d))
+	switch {
+	case len(plan.Batches) == 0 && sameTemplate && s.oldPods() == 0:
+		notes = append(notes, "no pod changes: the template is the same")
+	case len(plan.Batches) == 0 && desired == 0 && s.oldPods() == 0 && len(s.new.pods) == 0:
+		notes = append(notes, "no pod changes: no pods, and 0 replicas")
+	case sameTemplate && s.initialOld > 0 && !s.d.Spec.Paused:
+		notes = append(notes, "the template is the same: the batches finish the rollout in flight")
+	}
+	if !sameTemplate && s.initialNew > 0 {
+		notes = append(notes, fmt.Sprintf("a rollback: ReplicaSet %s (revision %d) has the new template already; its %d pods stay",
+			s.new.rs.Name, history.Revision(s.new.rs), s.initialNew))
+	}
+	if old := s.oldPods(); old > 0 && !s.d.Spec.Paused && !s.blocked {
+		notes = append(notes, fmt.Sprintf("the rollout stops with %d old pods left and %d of %d replicas new", old, len(s.new.pods), desired))
+	}
+	return notes
+}

@@ -1,0 +1,405 @@
+package rolloutplan
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// StatefulSet plans the change of cur into next; pods are cur's (terminating ones count
+// as gone, to be created again).
+//
+// It replays kroll's StatefulSet controller by ordinal, each pass one batch:
+//
+//   - Scaling first. Missing ordinals are created lowest first: OrderedReady one per
+//     batch, Parallel all in one batch (with the ordinals out of range). Ordinals out of
+//     range are deleted highest first: OrderedReady one per batch, Parallel at once. A
+//     pod created below the partition gets the current revision, else the new one.
+//   - RollingUpdate then replaces pods not at the new revision, from the highest ordinal
+//     down to the partition: one per batch, each batch deleting the pod and creating it
+//     again at the new revision ("replace"); with rollingUpdate.maxUnavailable, as many
+//     per batch as keep that many (rounded down, at least 1) unavailable. Pods below
+//     the partition are left alone.
+//   - In place (next annotated kroll.dev/update-strategy): when only images and
+//     template metadata change, pods are updated in place instead, in the same order.
+//     Otherwise InPlaceIfPossible replaces them, and InPlaceOnly touches none.
+//   - OnDelete: no pod changes but for scaling; a pod you delete comes back at the new
+//     revision.
+//
+// OrderedReady waits for every pod in range to be available before any other change;
+// a pod that is not available (and that the plan does not replace first) stops the plan,
+// with a note. A pod of an abandoned revision (neither the current nor the new one) that
+// is not available is replaced instead of waited for, as kroll's controller does.
+//
+// Revisions are ControllerRevision names: From is cur's status.currentRevision (else
+// its updateRevision), To the name next's template gets ("web-677f98675c", hashed as
+// the controller hashes it: next must be as the API server stores it).
+func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.StatefulSet, now time.Time) (Plan, error) {
+	if cur == nil || next == nil {
+		return Plan{}, fmt.Errorf("statefulset: both the current and the changed StatefulSet are needed")
+	}
+	if err := checkSame("StatefulSet", cur.ObjectMeta, next.ObjectMeta, cur.Kind, next.Kind, cur.Spec.Selector, next.Spec.Selector); err != nil {
+		return Plan{}, err
+	}
+	obj := objectName("StatefulSet", cur.ObjectMeta)
+	next = defaultStatefulSet(next)
+	mode, err := inplace.ModeOf(next.Annotations)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", obj, err)
+	}
+	current, update, err := statefulSetRevisions(cur, next)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", obj, err)
+	}
+
+	plan := Plan{Kind: "StatefulSet", Object: obj, From: current, To: update}
+	plan.Changes = append(plan.Changes, replicasChange(cur.Spec.Replicas, next.Spec.Replicas)...)
+	if a, b := partition(cur), partition(next); a != b {
+		plan.Changes = append(plan.Changes, fmt.Sprintf("partition: %d → %d", a, b))
+	}
+	if a, b := cur.Spec.UpdateStrategy.Type, next.Spec.UpdateStrategy.Type; a != b && a != "" {
+		plan.Changes = append(plan.Changes, fmt.Sprintf("updateStrategy: %s → %s", a, b))
+	}
+	plan.Changes = append(plan.Changes, modeChange(cur.Annotations, next.Annotations)...)
+	plan.Changes = append(plan.Changes, templateChanges(&cur.Spec.Template, &next.Spec.Template)...)
+
+	s := &setSim{set: next, current: current, update: update, now: now, byOrdinal: map[int]*setPod{}}
+	for _, p := range pods {
+		if p == nil || p.DeletionTimestamp != nil || !rollout.IsPodActive(p) {
+			continue
+		}
+		o, ok := ordinal(next.Name, p.Name)
+		if !ok {
+			continue
+		}
+		s.byOrdinal[o] = &setPod{name: p.Name, revision: p.Labels[appsv1.StatefulSetRevisionLabel],
+			available: rollout.IsPodAvailable(p, cur.Spec.MinReadySeconds, now)}
+	}
+	initial := map[string]bool{}
+	for _, p := range s.byOrdinal {
+		initial[p.name] = p.available
+	}
+
+	rolling := next.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType
+	fields := inplace.Diff(&cur.Spec.Template, &next.Spec.Template)
+	if mode != inplace.Off && rolling && s.staleInRange() {
+		plan.InPlace = verdictText(mode, fields, "RollingUpdate")
+	}
+	var v inplace.Verdict
+	if rolling {
+		v, _ = inplace.Judge(mode, fields)
+	}
+	s.inPlace = v.Proceeds()
+	blocked := v.Reason == inplace.ReasonBlocked
+	plan.Strategy = s.strategy(mode, v)
+
+	if s.scale() && rolling && !blocked {
+		s.rollingUpdate()
+	}
+	plan.Batches = s.batches
+	plan.bounds(initial)
+	plan.Notes = append(plan.Notes, s.notes(cur, next, rolling, blocked)...)
+	return plan, nil
+}
+
+// defaultStatefulSet fills in what the API server defaults: RollingUpdate with
+// partition 0, OrderedReady.
+func defaultStatefulSet(set *appsv1.StatefulSet) *appsv1.StatefulSet {
+	set = set.DeepCopy()
+	if set.Spec.UpdateStrategy.Type == "" {
+		set.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+	}
+	if set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && set.Spec.UpdateStrategy.RollingUpdate == nil {
+		set.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: new(int32)}
+	}
+	if set.Spec.PodManagementPolicy == "" {
+		set.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	return set
+}
+
+// statefulSetRevisions names the revision pods below the partition keep (cur's current
+// revision) and the one the others move to: cur's update revision when the template is
+// unchanged, else the name of next's template, as the controller names it.
+func statefulSetRevisions(cur, next *appsv1.StatefulSet) (current, update string, err error) {
+	name := func(set *appsv1.StatefulSet) (string, error) {
+		data, err := history.TemplatePatch(set)
+		if err != nil {
+			return "", err
+		}
+		var collisions int32
+		if set.Status.CollisionCount != nil {
+			collisions = *set.Status.CollisionCount
+		}
+		return history.RevisionName(set.Name, history.RevisionHash(data, collisions)), nil
+	}
+	update = cur.Status.UpdateRevision
+	if update == "" || !history.EqualIgnoringHash(&cur.Spec.Template, &next.Spec.Template) {
+		withStatus := next.DeepCopy()
+		withStatus.Status.CollisionCount = cur.Status.CollisionCount
+		if update, err = name(withStatus); err != nil {
+			return "", "", err
+		}
+	}
+	current = cur.Status.CurrentRevision
+	if current == "" {
+		current = cur.Status.UpdateRevision
+	}
+	if current == "" {
+		if current, err = name(cur); err != nil {
+			return "", "", err
+		}
+	}
+	return current, update, nil
+}
+
+var ordinalSuffix = regexp.MustCompile(`^(.*)-([0-9]+)$`)
+
+// ordinal is the ordinal of pod name of set; ok is false for a name not "<set>-<n>".
+func ordinal(set, name string) (int, bool) {
+	m := ordinalSuffix.FindStringSubmatch(name)
+	if m == nil || m[1] != set {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[2])
+	return n, err == nil
+}
+
+func partition(set *appsv1.StatefulSet) int {
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return int(*ru.Partition)
+	}
+	return 0
+}
+
+// setPod is an ordinal's pod in the model.
+type setPod struct {
+	name, revision string
+	available      bool
+}
+
+// setSim replays the StatefulSet controller on a model of its ordinals.
+type setSim struct {
+	set             *appsv1.StatefulSet // next
+	current, update string
+	inPlace         bool
+	now             time.Time
+	byOrdinal       map[int]*setPod
+	batches         []Batch
+	// waitingFor is the pod OrderedReady waits for (the plan stops there); stuck is why
+	// the rolling update stops.
+	waitingFor, stuck string
+}
+
+func (s *setSim) start() int {
+	if s.set.Spec.Ordinals != nil {
+		return int(s.set.Spec.Ordinals.Start)
+	}
+	return 0
+}
+
+func (s *setSim) replicas() int { return int(replicasOf(s.set.Spec.Replicas)) }
+
+func (s *setSim) ordered() bool {
+	return s.set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+}
+
+func (s *setSim) podName(o int) string { return fmt.Sprintf("%s-%d", s.set.Name, o) }
+
+// strategy is Plan.Strategy: the update strategy, or the in-place mode when it
+// decides (the update is made in place, or blocked), with the bounds.
+func (s *setSim) strategy(mode inplace.Mode, v inplace.Verdict) string {
+	if s.set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
+		return fmt.Sprintf("%s (%s)", s.set.Spec.UpdateStrategy.Type, s.set.Spec.PodManagementPolicy)
+	}
+	name := "RollingUpdate"
+	if v.Proceeds() || v.Reason == inplace.ReasonBlocked {
+		name = string(mode)
+	}
+	return fmt.Sprintf("%s (maxUnavailable %d, partition %d, %s)", name, s.maxUnavailable(), partition(s.set), s.set.Spec.PodManagementPolicy)
+}
+
+// maxUnavailable is rollingUpdate.maxUnavailable against replicas, rounded down, at
+// least 1; 1 without it (one at a time).
+func (s *setSim) maxUnavailable() int {
+	ru := s.set.Spec.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxUnavailable == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, s.replicas(), false)
+	if err != nil {
+		return 1
+	}
+	return max(n, 1)
+}
+
+// staleInRange: some existing pod at or above the partition is not at the new revision.
+func (s *setSim) staleInRange() bool {
+	for o := s.start() + partition(s.set); o < s.start()+s.replicas(); o++ {
+		if p := s.byOrdinal[o]; p != nil && p.revision != s.update {
+			return true
+		}
+	}
+	return false
+}
+
+// placeholderRevision is the revision a created ordinal gets: the current one below the
+// partition of a RollingUpdate, else the new one.
+func (s *setSim) placeholderRevision(o int) string {
+	if s.set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && o < s.start()+partition(s.set) {
+		return s.current
+	}
+	return s.update
+}
+
+// abandoned: p runs neither the current nor the new revision.
+func (s *setSim) abandoned(p *setPod) bool {
+	return p.revision != s.current && p.revision != s.update
+}
+
+// scale replays the scaling part of a pass until nothing is left to create or delete;
+// false when OrderedReady waits for a pod that stays unavailable.
+func (s *setSim) scale() bool {
+	start, n := s.start(), s.replicas()
+	for {
+		var ops []PodOp
+		for o := start; o < start+n; o++ {
+			p := s.byOrdinal[o]
+			switch {
+			case p == nil:
+				rev := s.placeholderRevision(o)
+				ops = append(ops, PodOp{Op: Create, Pod: s.podName(o), Revision: rev})
+				s.byOrdinal[o] = &setPod{name: s.podName(o), revision: rev, available: true}
+			case !p.available && s.ordered() && s.abandoned(p):
+				rev := s.placeholderRevision(o)
+				ops = append(ops, PodOp{Op: Delete, Pod: p.name, Revision: p.revision}, PodOp{Op: Create, Pod: p.name, Revision: rev})
+				s.byOrdinal[o] = &setPod{name: p.name, revision: rev, available: true}
+			case !p.available && s.ordered():
+				if len(ops) == 0 {
+					s.waitingFor = p.name
+					return false
+				}
+			default:
+				continue
+			}
+			if s.ordered() {
+				break
+			}
+		}
+		if len(ops) > 0 && s.ordered() {
+			s.batches = append(s.batches, Batch{Ops: ops})
+			continue
+		}
+		var condemned []int
+		for o := range s.byOrdinal {
+			if o < start || o >= start+n {
+				condemned = append(condemned, o)
+			}
+		}
+		sort.Sort(sort.Reverse(sort.IntSlice(condemned)))
+		if s.ordered() && len(condemned) > 0 {
+			condemned = condemned[:1]
+		}
+		for _, o := range condemned {
+			p := s.byOrdinal[o]
+			ops = append(ops, PodOp{Op: Delete, Pod: p.name, Revision: p.revision})
+			delete(s.byOrdinal, o)
+		}
+		if len(ops) == 0 {
+			return true
+		}
+		s.batches = append(s.batches, Batch{Ops: ops})
+	}
+}
+
+// rollingUpdate replays the update part: stale pods from the highest ordinal down to
+// the partition, one per batch, or with maxUnavailable as many as it allows.
+func (s *setSim) rollingUpdate() {
+	start, n := s.start(), s.replicas()
+	low := start + partition(s.set)
+	withMax := s.set.Spec.UpdateStrategy.RollingUpdate != nil && s.set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable != nil
+	for {
+		var ops []PodOp
+		unavailable := 0
+		for o := start; o < start+n; o++ {
+			if !s.byOrdinal[o].available {
+				unavailable++
+			}
+		}
+		for o := start + n - 1; o >= low; o-- {
+			p := s.byOrdinal[o]
+			if p.revision == s.update {
+				if !p.available && !withMax {
+					s.stuck = fmt.Sprintf("%s is at the new revision but not available: the update waits for it", p.name)
+					break
+				}
+				continue
+			}
+			wasOut := !p.available
+			if withMax && !wasOut && unavailable >= s.maxUnavailable() {
+				break
+			}
+			if s.inPlace {
+				ops = append(ops, PodOp{Op: InPlace, Pod: p.name, Revision: s.update})
+			} else {
+				ops = append(ops, PodOp{Op: Delete, Pod: p.name, Revision: p.revision}, PodOp{Op: Create, Pod: p.name, Revision: s.update})
+			}
+			s.byOrdinal[o] = &setPod{name: p.name, revision: s.update, available: true}
+			if !wasOut {
+				unavailable++
+			}
+			if !withMax {
+				break
+			}
+		}
+		if len(ops) == 0 {
+			if withMax && s.stuck == "" && s.staleInRange() {
+				s.stuck = "pods at the new revision that are not available take up maxUnavailable: the update waits for them"
+			}
+			return
+		}
+		s.batches = append(s.batches, Batch{Ops: ops})
+	}
+}
+
+// notes say what the batches leave alone, and where the plan stops.
+func (s *setSim) notes(cur, next *appsv1.StatefulSet, rolling, blocked bool) []string {
+	var notes []string
+	if !rolling {
+		notes = append(notes, "OnDelete: pods change only when you delete them; each comes back at "+s.update)
+	}
+	if s.waitingFor != "" {
+		notes = append(notes, fmt.Sprintf("%s is not available: OrderedReady waits for it before any other change, so the plan stops here", s.waitingFor))
+	}
+	if rolling && !blocked && s.waitingFor == "" {
+		if p := partition(next); p > 0 {
+			var kept []string
+			for o := s.start(); o < s.start()+min(p, s.replicas()); o++ {
+				if pod := s.byOrdinal[o]; pod != nil && pod.revision != s.update {
+					kept = append(kept, pod.name)
+				}
+			}
+			if len(kept) > 0 {
+				notes = append(notes, fmt.Sprintf("%s stay at their revision: below partition %d", strings.Join(kept, ", "), p))
+			}
+		}
+		if s.stuck != "" {
+			notes = append(notes, s.stuck)
+		}
+	}
+	if len(s.batches) == 0 && !blocked && s.waitingFor == "" && rolling && history.EqualIgnoringHash(&cur.Spec.Template, &next.Spec.Template) {
+		notes = append(notes, "no pod changes: the template is the same")
+	}
+	return notes
+}

@@ -1,0 +1,83 @@
+package rolloutplan
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kroll-dev/kroll/pkg/inplace"
+)
+
+// TestText renders one plan per story and compares it with testdata/<story>.txt
+// (go test -update rewrites them).
+func TestText(t *testing.T) {
+	web := newDeployment("web", 10, "25%", "25%")
+	deployment := func(tc deploymentCase) func() (Plan, error) {
+		return func() (Plan, error) {
+			cur, rss, pods, next := tc.objects()
+			return Deployment(cur, rss, pods, next, now)
+		}
+	}
+	statefulSet := func(cur *appsv1.StatefulSet, notReady []int, edit func(*appsv1.StatefulSet)) func() (Plan, error) {
+		return func() (Plan, error) {
+			return StatefulSet(cur, setPods(cur, int(*cur.Spec.Replicas), notReady...), changed(cur, edit), now)
+		}
+	}
+	nodes := []string{"node-1", "node-2", "node-3", "node-4"}
+	daemonSet := func(cur *appsv1.DaemonSet, notReady []string, edit func(*appsv1.DaemonSet)) func() (Plan, error) {
+		return func() (Plan, error) {
+			return DaemonSet(cur, newNodes(nodes...), daemonPods(cur, nodes, notReady...), changed(cur, edit), now)
+		}
+	}
+	envChange := func(mode inplace.Mode) func(*appsv1.Deployment) {
+		return func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "fast"}}
+			inPlaceMode(mode)(d)
+		}
+	}
+	imageInPlace := func(d *appsv1.Deployment) {
+		setImage("nginx:1.26")(d)
+		inPlaceMode(inplace.IfPossible)(d)
+	}
+	stories := []struct {
+		name string
+		plan func() (Plan, error)
+	}{
+		{"deployment-rolling-10-replicas-25-25", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: setImage("nginx:1.26")})},
+		{"deployment-rolling-20-replicas-long-batches", deployment(deploymentCase{cur: newDeployment("web", 20, "25%", "25%"), sizes: []int32{20}, edit: setImage("nginx:1.26")})},
+		{"deployment-recreate", deployment(deploymentCase{cur: newDeployment("web", 3, "", ""), sizes: []int32{3}, edit: setImage("nginx:1.26")})},
+		{"deployment-scale-3-to-5", deployment(deploymentCase{cur: newDeployment("web", 3, "25%", "25%"), sizes: []int32{3},
+			edit: func(d *appsv1.Deployment) { *d.Spec.Replicas = 5 }})},
+		{"deployment-rollback-mid-rollout", deployment(deploymentCase{cur: web, sizes: []int32{8, 3}, notReady: 3, edit: setImage("nginx:1.24")})},
+		{"deployment-in-place-2-unavailable-first", deployment(deploymentCase{cur: web, sizes: []int32{10}, notReady: 2, edit: imageInPlace})},
+		{"deployment-in-place-fallback", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: envChange(inplace.IfPossible)})},
+		{"deployment-in-place-blocked", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: envChange(inplace.Only)})},
+		{"deployment-unchanged", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: func(*appsv1.Deployment) {}})},
+		{"statefulset-partition-2-of-5", statefulSet(newStatefulSet("web", 5, 2, ""), nil, setImageOf("nginx:1.26"))},
+		{"statefulset-max-unavailable-2", statefulSet(newStatefulSet("web", 5, 0, "2"), nil, setImageOf("nginx:1.26"))},
+		{"statefulset-in-place", statefulSet(newStatefulSet("web", 3, 0, ""), nil, func(s *appsv1.StatefulSet) {
+			setImageOf("nginx:1.26")(s)
+			s.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+		})},
+		{"statefulset-on-delete", statefulSet(changed(newStatefulSet("web", 3, 0, ""), func(s *appsv1.StatefulSet) {
+			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+		}), nil, setImageOf("nginx:1.26"))},
+		{"statefulset-ordered-ready-waits", statefulSet(newStatefulSet("web", 3, 0, ""), []int{1}, setImageOf("nginx:1.26"))},
+		{"daemonset-max-unavailable-1", daemonSet(newDaemonSet("logs", "1", "0"), nil, dsImage("fluentd:v2"))},
+		{"daemonset-max-surge-1", daemonSet(newDaemonSet("logs", "0", "1"), nil, dsImage("fluentd:v2"))},
+		{"daemonset-in-place", daemonSet(newDaemonSet("logs", "1", "0"), []string{"node-2"}, func(ds *appsv1.DaemonSet) {
+			dsImage("fluentd:v2")(ds)
+			ds.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+		})},
+	}
+	for _, s := range stories {
+		t.Run(s.name, func(t *testing.T) {
+			plan, err := s.plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, s.name, plan.Text())
+		})
+	}
+}

@@ -1,0 +1,577 @@
+// Package chart draws a rollout's timeline (package timeline) as a chart of pod counts
+// over time: SVG for browsers, PNG for places that only show images (chat, issue
+// trackers, terminals with image support).
+//
+// Both formats come from one scene, a list of lines, polylines and labels in pixel
+// coordinates, so they cannot drift apart: composing decides where everything goes,
+// the two writers only decide how to put it on paper. Everything is a pure function of
+// the timeline and the options, so the same input gives the same bytes (golden tests
+// rely on that).
+package chart
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"math"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
+
+	"github.com/kroll-dev/kroll/pkg/timeline"
+)
+
+// Options shape a chart.
+type Options struct {
+	// Title is drawn at the top, e.g. "deployment/web → revision 2".
+	Title string
+	// Width and Height are the size in pixels; 0 means 800×400.
+	Width, Height int
+}
+
+// SVG draws t as a standalone SVG document.
+func SVG(t timeline.Timeline, o Options) []byte {
+	return writeSVG(compose(t, o), o.Title)
+}
+
+// PNG draws t as a PNG image.
+func PNG(t timeline.Timeline, o Options) ([]byte, error) {
+	img := rasterize(compose(t, o))
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("encoding chart as PNG: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+const (
+	defaultWidth, defaultHeight = 800, 400
+	// Below this the legend runs into the y axis label and the plot has no room for its
+	// ticks, so smaller sizes are raised to it rather than drawn garbled.
+	minWidth, minHeight = 360, 200
+
+	// Margins around the plot area: the title and the legend sit above it (so the
+	// legend never covers a line), tick labels left of and below it.
+	marginLeft, marginRight, marginTop, marginBottom = 56, 24, 64, 50
+
+	titleBaseline  = 24
+	legendBaseline = 44
+
+	// maxIntervals bounds the ticks on an axis to maxIntervals+1. With the 1-2-5 style
+	// steps below (never more than 2.5 apart) it also means at least 3 intervals, so
+	// every axis gets 4 to 7 ticks.
+	maxIntervals = 6
+
+	// minSpan keeps a rollout that lasted a moment (or one sample) from being drawn on
+	// an axis a fraction of a second wide.
+	minSpan = 5 * time.Second
+
+	// charWidth estimates the advance of a 12px sans-serif character; it is exactly the
+	// advance of basicfont's 7×13 face, so the legend fits in both formats.
+	charWidth = 7
+
+	textSize, titleSize, noteSize = 12, 16, 14
+	seriesWidth, swatchWidth      = 2, 3
+)
+
+// rgb is an opaque color.
+type rgb struct{ r, g, b uint8 }
+
+func (c rgb) hex() string             { return fmt.Sprintf("#%02x%02x%02x", c.r, c.g, c.b) }
+func (c rgb) rgba() color.RGBA        { return color.RGBA{c.r, c.g, c.b, 0xff} }
+func (c rgb) uniform() *image.Uniform { return image.NewUniform(c.rgba()) }
+
+var (
+	background = rgb{0xff, 0xff, 0xff}
+	textInk    = rgb{0x22, 0x22, 0x22}
+	axisInk    = rgb{0x44, 0x44, 0x44}
+	gridInk    = rgb{0xe4, 0xe4, 0xe4}
+	quietInk   = rgb{0x66, 0x66, 0x66}
+)
+
+// series is one line of the chart.
+type series struct {
+	name  string
+	color rgb
+	value func(timeline.Counts) int32
+}
+
+// allSeries is drawn in this order, from top to bottom where lines coincide (see dodge),
+// the same order as the legend.
+var allSeries = []series{
+	{"old", rgb{0x88, 0x88, 0x88}, func(c timeline.Counts) int32 { return c.Old }},
+	{"new", rgb{0x1f, 0x77, 0xb4}, func(c timeline.Counts) int32 { return c.New }},
+	{"available", rgb{0x2c, 0xa0, 0x2c}, func(c timeline.Counts) int32 { return c.Available }},
+	{"unavailable", rgb{0xd6, 0x27, 0x28}, func(c timeline.Counts) int32 { return c.Unavailable }},
+}
+
+// The scene: what both writers draw, in pixel coordinates with y growing downwards.
+
+type point struct{ x, y float64 }
+
+type line struct {
+	from, to point
+	color    rgb
+	width    float64
+	dashed   bool
+}
+
+type polyline struct {
+	points []point
+	color  rgb
+	width  float64
+}
+
+type anchor int
+
+const (
+	anchorStart anchor = iota
+	anchorMiddle
+	anchorEnd
+)
+
+// label is text whose baseline starts at, is centered on, or ends at `at`.
+type label struct {
+	at     point
+	text   string
+	color  rgb
+	size   float64
+	anchor anchor
+	bold   bool
+}
+
+type scene struct {
+	width, height int
+	shapes        []any // line, polyline or label, in drawing order
+}
+
+func (s *scene) add(shape any) { s.shapes = append(s.shapes, shape) }
+
+// frame is the plot area and the scales that map the timeline into it.
+type frame struct {
+	left, top, right, bottom float64
+	span, timeStep           time.Duration // x axis: 0 to span
+	maxPods, podStep         int64         // y axis: 0 to maxPods
+}
+
+// x is the horizontal position of d since the rollout start.
+func (f frame) x(d time.Duration) float64 {
+	return f.left + float64(max(d, 0))/float64(f.span)*(f.right-f.left)
+}
+
+// y is the vertical position of a pod count.
+func (f frame) y(pods int64) float64 {
+	return f.bottom - float64(pods)/float64(f.maxPods)*(f.bottom-f.top)
+}
+
+// compose lays out the whole chart.
+func compose(t timeline.Timeline, o Options) scene {
+	s := scene{width: orDefault(o.Width, defaultWidth, minWidth), height: orDefault(o.Height, defaultHeight, minHeight)}
+	f := layout(t, s.width, s.height)
+	// Back to front: grid under everything, series over the desired line.
+	addGrid(&s, f)
+	addAxes(&s, f)
+	addDesired(&s, f, t.Desired)
+	for i, sr := range allSeries {
+		if pts := steps(f, t.Samples, sr.value, dodge(i)); len(pts) > 0 {
+			s.add(polyline{points: pts, color: sr.color, width: seriesWidth})
+		}
+	}
+	if len(t.Samples) == 0 {
+		s.add(label{at: point{(f.left + f.right) / 2, (f.top + f.bottom) / 2}, text: "no samples recorded", color: quietInk, size: noteSize, anchor: anchorMiddle})
+	}
+	addLegend(&s, f)
+	if o.Title != "" {
+		s.add(label{at: point{float64(s.width) / 2, titleBaseline}, text: o.Title, color: textInk, size: titleSize, anchor: anchorMiddle, bold: true})
+	}
+	return s
+}
+
+// orDefault is a size from Options: def when unset, at least least otherwise.
+func orDefault(v, def, least int) int {
+	if v <= 0 {
+		return def
+	}
+	return max(v, least)
+}
+
+// layout sizes both axes to the data: time up to the last sample, pods up to the largest
+// count or Desired, each rounded up to a whole number of nice steps.
+func layout(t timeline.Timeline, width, height int) frame {
+	f := frame{left: marginLeft, top: marginTop, right: float64(width - marginRight), bottom: float64(height - marginBottom)}
+
+	var last time.Duration
+	peak := int64(t.Desired)
+	for _, s := range t.Samples {
+		last = max(last, s.At)
+		for _, sr := range allSeries {
+			peak = max(peak, int64(sr.value(s.Counts)))
+		}
+	}
+
+	span := max(last, minSpan)
+	f.timeStep = timeStep(span)
+	f.span = time.Duration(ceilDiv(int64(span), int64(f.timeStep))) * f.timeStep
+
+	// Headroom keeps the top line (usually Desired) off the plot's edge and leaves room
+	// for the "desired N" label above it.
+	top := max(peak+max(1, peak/10), 4)
+	f.podStep = countStep(top)
+	f.maxPods = ceilDiv(top, f.podStep) * f.podStep
+	return f
+}
+
+// timeSteps are the steps a clock reader expects; beyond a day, countStep picks days.
+var timeSteps = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 20 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 20 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+}
+
+// timeStep is the smallest nice step that covers span in at most maxIntervals.
+func timeStep(span time.Duration) time.Duration {
+	for _, s := range timeSteps {
+		if ceilDiv(int64(span), int64(s)) <= maxIntervals {
+			return s
+		}
+	}
+	const day = 24 * time.Hour
+	return day * time.Duration(countStep(ceilDiv(int64(span), int64(day))))
+}
+
+// countStep is the smallest of 1, 2, 5, 10, 20, 50, … that covers n in at most
+// maxIntervals.
+func countStep(n int64) int64 {
+	for decade := int64(1); ; decade *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if ceilDiv(n, m*decade) <= maxIntervals {
+				return m * decade
+			}
+		}
+	}
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// tickLabel names a time tick. Axes up to two minutes count seconds ("0s 15s … 90s"),
+// which read faster than mixed units there; longer ones use "1m30s"-style units and drop
+// the unit at zero ("0 1m 2m") because the other ticks carry it.
+func (f frame) tickLabel(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case f.span <= 2*time.Minute:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d == 0:
+		return "0"
+	case f.timeStep >= day:
+		return fmt.Sprintf("%dd", d/day)
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		unit   time.Duration
+		suffix string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.unit; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.suffix)
+			d -= n * u.unit
+		}
+	}
+	return b.String()
+}
+
+// addGrid draws gridlines and tick labels for both axes; none at zero, where the axes
+// themselves are.
+func addGrid(s *scene, f frame) {
+	for d := time.Duration(0); d <= f.span; d += f.timeStep {
+		x := f.x(d)
+		if d > 0 {
+			s.add(line{from: point{x, f.top}, to: point{x, f.bottom}, color: gridInk, width: 1})
+		}
+		s.add(line{from: point{x, f.bottom}, to: point{x, f.bottom + 4}, color: axisInk, width: 1})
+		s.add(label{at: point{x, f.bottom + 18}, text: f.tickLabel(d), color: textInk, size: textSize, anchor: anchorMiddle})
+	}
+	for n := int64(0); n <= f.maxPods; n += f.podStep {
+		y := f.y(n)
+		if n > 0 {
+			s.add(line{from: point{f.left, y}, to: point{f.right, y}, color: gridInk, width: 1})
+		}
+		s.add(line{from: point{f.left - 4, y}, to: point{f.left, y}, color: axisInk, width: 1})
+		// +4 moves the digits' middle, not their baseline, onto the gridline.
+		s.add(label{at: point{f.left - 8, y + 4}, text: fmt.Sprint(n), color: textInk, size: textSize, anchor: anchorEnd})
+	}
+}
+
+// addAxes draws the axis lines over the grid, and their names.
+func addAxes(s *scene, f frame) {
+	s.add(line{from: point{f.left, f.top}, to: point{f.left, f.bottom}, color: axisInk, width: 1})
+	s.add(line{from: point{f.left, f.bottom}, to: point{f.right, f.bottom}, color: axisInk, width: 1})
+	s.add(label{at: point{(f.left + f.right) / 2, f.bottom + 40}, text: "time since rollout start", color: textInk, size: textSize, anchor: anchorMiddle})
+	// Horizontal above the axis rather than rotated along it: basicfont cannot rotate,
+	// and both formats should look alike.
+	s.add(label{at: point{f.left - 8, f.top - 12}, text: "pods", color: textInk, size: textSize, anchor: anchorEnd})
+}
+
+// addDesired draws the target the rollout converges on; nothing for zero replicas,
+// where the line would hide under the x axis.
+func addDesired(s *scene, f frame, desired int32) {
+	if desired <= 0 {
+		return
+	}
+	y := f.y(int64(desired))
+	s.add(line{from: point{f.left, y}, to: point{f.right, y}, color: axisInk, width: 1, dashed: true})
+	// At the right end, where a finished rollout's lines meet it; above it, where the
+	// headroom keeps the lines away.
+	s.add(label{at: point{f.right - 4, y - 6}, text: fmt.Sprintf("desired %d", desired), color: axisInk, size: textSize, anchor: anchorEnd})
+}
+
+// dodge is how far series i is moved right and down, in pixels. The series often
+// coincide (old and available at the start of a rollout, new and available at its end,
+// old and unavailable at zero), and drawn exactly on top of each other all but the last
+// would vanish; moved apart by a line width they run side by side as stripes. A pixel
+// or three is a small fraction of a pod or a second on any useful chart size.
+func dodge(i int) float64 {
+	return (float64(i) - float64(len(allSeries)-1)/2) * seriesWidth
+}
+
+// steps is a series as a step line: each value holds until the next sample changes it,
+// and the last one holds to the end of the axis since it is the workload's current state.
+// offset moves the line down and its corners right (see dodge); the ends stay where they
+// are, so all series start at their first sample and end at the plot's edge together.
+func steps(f frame, samples []timeline.Sample, value func(timeline.Counts) int32, offset float64) []point {
+	y := func(v int32) float64 { return f.y(int64(v)) + offset }
+	var pts []point
+	var prev int32
+	for i, s := range samples {
+		v := value(s.Counts)
+		switch {
+		case i == 0:
+			pts = append(pts, point{f.x(s.At), y(v)})
+		case v != prev:
+			x := min(max(f.x(s.At)+offset, f.left), f.right)
+			pts = append(pts, point{x, y(prev)}, point{x, y(v)})
+		default:
+			continue // no corner, the horizontal run goes on
+		}
+		prev = v
+	}
+	if len(pts) > 0 {
+		pts = append(pts, point{f.right, y(prev)})
+	}
+	return pts
+}
+
+// addLegend lines the series' names up right-aligned above the plot.
+func addLegend(s *scene, f frame) {
+	const swatch, gap, spacing = 16, 6, 14
+	width := -spacing
+	for _, sr := range allSeries {
+		width += swatch + gap + len(sr.name)*charWidth + spacing
+	}
+	x := f.right - float64(width)
+	for _, sr := range allSeries {
+		// -4 centers the swatch on the lowercase letters beside it.
+		s.add(line{from: point{x, legendBaseline - 4}, to: point{x + swatch, legendBaseline - 4}, color: sr.color, width: swatchWidth})
+		s.add(label{at: point{x + swatch + gap, legendBaseline}, text: sr.name, color: textInk, size: textSize})
+		x += float64(swatch + gap + len(sr.name)*charWidth + spacing)
+	}
+}
+
+// SVG writer.
+
+// writeSVG uses fixed one-decimal coordinates so the output is byte-for-byte stable.
+func writeSVG(s scene, title string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="%d">`+"\n",
+		s.width, s.height, s.width, s.height, textSize)
+	if title != "" {
+		// For screen readers and browser tabs.
+		fmt.Fprintf(&b, "<title>%s</title>\n", escape(title))
+	}
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="%s"/>`+"\n", s.width, s.height, background.hex())
+	for _, shape := range s.shapes {
+		switch sh := shape.(type) {
+		case line:
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f"`,
+				sh.from.x, sh.from.y, sh.to.x, sh.to.y, sh.color.hex(), sh.width)
+			if sh.dashed {
+				fmt.Fprintf(&b, ` stroke-dasharray="%d %d"`, dashOn, dashPeriod-dashOn)
+			}
+			b.WriteString("/>\n")
+		case polyline:
+			b.WriteString(`<polyline points="`)
+			for i, p := range sh.points {
+				if i > 0 {
+					b.WriteByte(' ')
+				}
+				fmt.Fprintf(&b, "%.1f,%.1f", p.x, p.y)
+			}
+			// Square caps and miter joins match the PNG's square brush.
+			fmt.Fprintf(&b, `" fill="none" stroke="%s" stroke-width="%.1f" stroke-linecap="square"/>`+"\n", sh.color.hex(), sh.width)
+		case label:
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f"`, sh.at.x, sh.at.y)
+			switch sh.anchor {
+			case anchorMiddle:
+				b.WriteString(` text-anchor="middle"`)
+			case anchorEnd:
+				b.WriteString(` text-anchor="end"`)
+			}
+			if sh.size != textSize {
+				fmt.Fprintf(&b, ` font-size="%g"`, sh.size)
+			}
+			if sh.bold {
+				b.WriteString(` font-weight="bold"`)
+			}
+			fmt.Fprintf(&b, ` fill="%s">%s</text>`+"\n", sh.color.hex(), escape(sh.text))
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+// escape makes s safe as XML character data (the title comes from the caller).
+func escape(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder never fails
+	return b.String()
+}
+
+// PNG writer.
+
+// The dash pattern, in pixels, shared with the SVG's stroke-dasharray.
+const dashOn, dashPeriod = 6, 10
+
+func rasterize(s scene) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, s.width, s.height))
+	draw.Draw(img, img.Bounds(), background.uniform(), image.Point{}, draw.Src)
+	for _, shape := range s.shapes {
+		switch sh := shape.(type) {
+		case line:
+			stroke(img, pixel(sh.from), pixel(sh.to), sh.color.rgba(), brush(sh.width), sh.dashed)
+		case polyline:
+			for i := 1; i < len(sh.points); i++ {
+				stroke(img, pixel(sh.points[i-1]), pixel(sh.points[i]), sh.color.rgba(), brush(sh.width), false)
+			}
+		case label:
+			text(img, sh)
+		}
+	}
+	return img
+}
+
+func pixel(p point) image.Point {
+	return image.Point{int(math.Round(p.x)), int(math.Round(p.y))}
+}
+
+func brush(width float64) int { return max(1, int(math.Round(width))) }
+
+// stroke walks from a to b with Bresenham's algorithm and stamps a width×width square at
+// each step. Nearly all lines here are horizontal or vertical, where a square brush gives
+// exactly the width an SVG stroke has.
+func stroke(img *image.RGBA, a, b image.Point, c color.RGBA, width int, dashed bool) {
+	dx, dy := abs(b.X-a.X), -abs(b.Y-a.Y)
+	sx, sy := sign(b.X-a.X), sign(b.Y-a.Y)
+	err := dx + dy
+	p := a
+	for i := 0; ; i++ {
+		if !dashed || i%dashPeriod < dashOn {
+			stamp(img, p, c, width)
+		}
+		if p == b {
+			return
+		}
+		e2 := 2 * err
+		if e2 >= dy {
+			err += dy
+			p.X += sx
+		}
+		if e2 <= dx {
+			err += dx
+			p.Y += sy
+		}
+	}
+}
+
+// stamp centers the square like an SVG stroke straddles its path: a 2px line at y covers
+// the rows y-1 and y.
+func stamp(img *image.RGBA, p image.Point, c color.RGBA, width int) {
+	lo := -width / 2
+	for y := lo; y < lo+width; y++ {
+		for x := lo; x < lo+width; x++ {
+			img.SetRGBA(p.X+x, p.Y+y, c) // ignores points outside the image
+		}
+	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}
+
+// text draws a label in basicfont's single 7×13 size; bold is the text drawn twice, one
+// pixel apart.
+func text(img *image.RGBA, l label) {
+	face := basicfont.Face7x13
+	s := toASCII(l.text)
+	d := font.Drawer{Dst: img, Src: l.color.uniform(), Face: face}
+	x, y := pixel(l.at).X, pixel(l.at).Y
+	switch w := d.MeasureString(s).Round(); l.anchor {
+	case anchorMiddle:
+		x -= w / 2
+	case anchorEnd:
+		x -= w
+	}
+	d.Dot = fixed.P(x, y)
+	d.DrawString(s)
+	if l.bold {
+		d.Dot = fixed.P(x+1, y)
+		d.DrawString(s)
+	}
+}
+
+// asciiFallbacks spell the non-ASCII characters likely in a title (the CLI puts an arrow
+// between workload and revision) the way one would type them.
+var asciiFallbacks = map[rune]string{
+	'→': "->", '←': "<-", '↔': "<->", '⇒': "=>",
+	'–': "-", '—': "-", '…': "...", '•': "*", '·': "*", '×': "x",
+	'≤': "<=", '≥': ">=", '≠': "!=",
+	'‘': "'", '’': "'", '“': `"`, '”': `"`,
+}
+
+// toASCII replaces what basicfont cannot draw (it has printable ASCII only, and would
+// draw a box for the rest).
+func toASCII(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= ' ' && r <= '~':
+			b.WriteRune(r)
+		case asciiFallbacks[r] != "":
+			b.WriteString(asciiFallbacks[r])
+		case unicode.IsSpace(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteByte('?')
+		}
+	}
+	return b.String()
+}

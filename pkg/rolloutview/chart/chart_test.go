@@ -1,0 +1,370 @@
+package chart
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"image"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kroll-dev/kroll/pkg/timeline"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// rollingUpdate is a 10-replica Deployment rolled two pods at a time (maxSurge 2,
+// maxUnavailable 2): each step adds two new pods, drops two old ones, and availability
+// dips to 8 until the new pods are ready.
+func rollingUpdate() timeline.Timeline {
+	type row struct {
+		ms                               int
+		old, new, available, unavailable int32
+	}
+	rows := []row{
+		{0, 10, 0, 10, 0},
+		{1200, 10, 2, 10, 0},
+		{3500, 8, 2, 8, 2},
+		{6000, 8, 2, 10, 0},
+		{8400, 6, 4, 8, 2},
+		{11000, 6, 4, 10, 0},
+		{13700, 4, 6, 8, 2},
+		{16200, 4, 6, 10, 0},
+		{19000, 2, 8, 8, 2},
+		{21500, 2, 8, 10, 0},
+		{24300, 0, 10, 8, 2},
+		{27800, 0, 10, 10, 0},
+	}
+	t := timeline.Timeline{Revision: "web-7d4b9c", Start: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), Desired: 10}
+	for _, r := range rows {
+		t.Samples = append(t.Samples, timeline.Sample{
+			At:     time.Duration(r.ms) * time.Millisecond,
+			Counts: timeline.Counts{Old: r.old, New: r.new, Available: r.available, Unavailable: r.unavailable},
+		})
+	}
+	return t
+}
+
+func oneSample() timeline.Timeline {
+	return timeline.Timeline{Revision: "api-5f6d", Desired: 3, Samples: []timeline.Sample{
+		{At: 0, Counts: timeline.Counts{Old: 3, New: 0, Available: 3, Unavailable: 0}},
+	}}
+}
+
+type chartCase struct {
+	name string
+	t    timeline.Timeline
+	o    Options
+}
+
+func cases() []chartCase {
+	return []chartCase{
+		{"rolling_update", rollingUpdate(), Options{Title: "deployment/web → revision 2"}},
+		{"empty", timeline.Timeline{}, Options{Title: "deployment/idle → revision 1"}},
+		{"one_sample", oneSample(), Options{Title: "statefulset/api → revision 5", Width: 640, Height: 320}},
+	}
+}
+
+func TestSVGGolden(t *testing.T) {
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			got := SVG(c.t, c.o)
+			path := filepath.Join("testdata", c.name+".svg")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("SVG differs from %s (run with -update if the change is intended)\ngot:\n%s", path, got)
+			}
+		})
+	}
+}
+
+// TestSVGIsXML also checks escaping, with a title that is not valid XML as it stands.
+func TestSVGIsXML(t *testing.T) {
+	all := append(cases(), chartCase{"hostile title", rollingUpdate(), Options{Title: `a<b & "c" ]]> →`}})
+	for _, c := range all {
+		t.Run(c.name, func(t *testing.T) {
+			var root xml.Name
+			var title, texts []string
+			var inTitle bool
+			d := xml.NewDecoder(bytes.NewReader(SVG(c.t, c.o)))
+			for {
+				tok, err := d.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("SVG is not XML: %v", err)
+				}
+				switch tok := tok.(type) {
+				case xml.StartElement:
+					if root.Local == "" {
+						root = tok.Name
+					}
+					inTitle = tok.Name.Local == "title" || (tok.Name.Local == "text" && hasAttr(tok, "font-weight", "bold"))
+				case xml.CharData:
+					if inTitle {
+						title = append(title, string(tok))
+					}
+					texts = append(texts, string(tok))
+				case xml.EndElement:
+					inTitle = false
+				}
+			}
+			if want := (xml.Name{Space: "http://www.w3.org/2000/svg", Local: "svg"}); root != want {
+				t.Errorf("root element = %v, want %v", root, want)
+			}
+			// Once as <title>, once as the drawn heading.
+			if len(title) != 2 || title[0] != c.o.Title || title[1] != c.o.Title {
+				t.Errorf("title text = %q, want %q twice", title, c.o.Title)
+			}
+			all := strings.Join(texts, "|")
+			for _, want := range []string{"time since rollout start", "pods", "old", "new", "available", "unavailable"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("SVG has no text %q", want)
+				}
+			}
+			if empty := len(c.t.Samples) == 0; strings.Contains(all, "no samples recorded") != empty {
+				t.Errorf("\"no samples recorded\" shown = %v, want %v", !empty, empty)
+			}
+		})
+	}
+}
+
+func hasAttr(e xml.StartElement, name, value string) bool {
+	for _, a := range e.Attr {
+		if a.Name.Local == name && a.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPNG(t *testing.T) {
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			img := decodePNG(t, c.t, c.o)
+			w, h := orDefault(c.o.Width, defaultWidth, minWidth), orDefault(c.o.Height, defaultHeight, minHeight)
+			if got := img.Bounds().Size(); got != (image.Point{w, h}) {
+				t.Errorf("size = %v, want %dx%d", got, w, h)
+			}
+			// Axes, grid and labels alone are thousands of pixels.
+			if n := inked(img); n < 2000 {
+				t.Errorf("only %d non-white pixels: the chart looks blank", n)
+			}
+		})
+	}
+}
+
+// TestPNGNewLine finds the "new" series where it runs apart from the others and
+// expects blue there.
+func TestPNGNewLine(t *testing.T) {
+	tl, o := rollingUpdate(), Options{}
+	img := decodePNG(t, tl, o)
+
+	// Between samples 1 and 2 new is 2 and no other series is.
+	s := tl.Samples[1]
+	for _, other := range []int32{s.Old, s.Available, s.Unavailable} {
+		if other == s.New {
+			t.Fatalf("test data: another series equals new (%d) at sample 1", s.New)
+		}
+	}
+	f := layout(tl, defaultWidth, defaultHeight)
+	const newSeries = 1
+	off := dodge(newSeries)
+	p := pixel(point{f.x((tl.Samples[1].At+tl.Samples[2].At)/2) + off, f.y(int64(s.New)) + off})
+
+	r, g, b, _ := img.At(p.X, p.Y).RGBA()
+	r, g, b = r>>8, g>>8, b>>8
+	if !(b > 150 && b > r+60 && b > g+30) {
+		t.Errorf("pixel %v = rgb(%d,%d,%d), want the blue of the new series %s", p, r, g, b, allSeries[newSeries].color.hex())
+	}
+}
+
+func decodePNG(t *testing.T, tl timeline.Timeline, o Options) image.Image {
+	t.Helper()
+	data, err := PNG(tl, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("PNG does not decode: %v", err)
+	}
+	return img
+}
+
+func inked(img image.Image) int {
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); r&g&bl != 0xffff {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func TestDeterministic(t *testing.T) {
+	tl, o := rollingUpdate(), Options{Title: "deployment/web → revision 2"}
+	if !bytes.Equal(SVG(tl, o), SVG(tl, o)) {
+		t.Error("SVG differs between two calls")
+	}
+	a, errA := PNG(tl, o)
+	b, errB := PNG(tl, o)
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		t.Errorf("PNG differs between two calls (errors %v, %v)", errA, errB)
+	}
+}
+
+func TestTimeAxis(t *testing.T) {
+	tests := []struct {
+		last time.Duration
+		want string // tick labels
+	}{
+		{0, "0s 1s 2s 3s 4s 5s"},
+		{27800 * time.Millisecond, "0s 5s 10s 15s 20s 25s 30s"},
+		{45 * time.Second, "0s 10s 20s 30s 40s 50s"},
+		{90 * time.Second, "0s 15s 30s 45s 60s 75s 90s"},
+		{2*time.Minute + time.Second, "0 30s 1m 1m30s 2m 2m30s"},
+		{3 * time.Minute, "0 30s 1m 1m30s 2m 2m30s 3m"},
+		{11 * time.Minute, "0 2m 4m 6m 8m 10m 12m"},
+		{100 * time.Minute, "0 20m 40m 1h 1h20m 1h40m"},
+		{5 * time.Hour, "0 1h 2h 3h 4h 5h"},
+		{60 * time.Hour, "0 12h 24h 36h 48h 60h"},
+		{10 * 24 * time.Hour, "0 2d 4d 6d 8d 10d"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.last.String(), func(t *testing.T) {
+			tl := timeline.Timeline{Samples: []timeline.Sample{{At: 0}, {At: tt.last}}}
+			f := layout(tl, defaultWidth, defaultHeight)
+			var got []string
+			for d := time.Duration(0); d <= f.span; d += f.timeStep {
+				got = append(got, f.tickLabel(d))
+			}
+			if n := len(got); n < 4 || n > 8 {
+				t.Errorf("%d ticks, want 4 to 8", n)
+			}
+			if f.span < tt.last {
+				t.Errorf("axis ends at %v, before the last sample at %v", f.span, tt.last)
+			}
+			if s := strings.Join(got, " "); s != tt.want {
+				t.Errorf("ticks = %q, want %q", s, tt.want)
+			}
+		})
+	}
+}
+
+func TestPodAxis(t *testing.T) {
+	tests := []struct {
+		desired, peak int32
+		step, top     int64
+	}{
+		{0, 0, 1, 4},
+		{3, 3, 1, 4},
+		{10, 10, 2, 12},
+		{10, 12, 5, 15}, // surge above desired
+		{7, 7, 2, 8},
+		{100, 100, 20, 120},
+		{1000, 1000, 200, 1200},
+	}
+	for _, tt := range tests {
+		tl := timeline.Timeline{Desired: tt.desired, Samples: []timeline.Sample{{Counts: timeline.Counts{New: tt.peak}}}}
+		f := layout(tl, defaultWidth, defaultHeight)
+		if f.podStep != tt.step || f.maxPods != tt.top {
+			t.Errorf("desired %d, peak %d: axis 0..%d step %d, want 0..%d step %d", tt.desired, tt.peak, f.maxPods, f.podStep, tt.top, tt.step)
+		}
+		if f.maxPods <= int64(max(tt.desired, tt.peak)) {
+			t.Errorf("desired %d, peak %d: no headroom above %d", tt.desired, tt.peak, f.maxPods)
+		}
+	}
+}
+
+func TestSteps(t *testing.T) {
+	f := frame{left: 0, top: 0, right: 100, bottom: 100, span: 10 * time.Second, timeStep: 2 * time.Second, maxPods: 10, podStep: 2}
+	samples := []timeline.Sample{
+		{At: 0, Counts: timeline.Counts{New: 0}},
+		{At: 2 * time.Second, Counts: timeline.Counts{New: 5}},
+		{At: 4 * time.Second, Counts: timeline.Counts{New: 5}}, // unchanged: no corner
+		{At: 6 * time.Second, Counts: timeline.Counts{New: 10}},
+	}
+	tests := []struct {
+		name   string
+		offset float64
+		want   []point
+	}{
+		{"in place", 0, []point{{0, 100}, {20, 100}, {20, 50}, {60, 50}, {60, 0}, {100, 0}}},
+		// Down by the offset everywhere, right by it only at the corners.
+		{"dodged right", 3, []point{{0, 103}, {23, 103}, {23, 53}, {63, 53}, {63, 3}, {100, 3}}},
+		{"dodged left", -3, []point{{0, 97}, {17, 97}, {17, 47}, {57, 47}, {57, -3}, {100, -3}}},
+	}
+	for _, tt := range tests {
+		got := steps(f, samples, func(c timeline.Counts) int32 { return c.New }, tt.offset)
+		if !samePoints(got, tt.want) {
+			t.Errorf("%s: steps = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if got := steps(f, nil, func(c timeline.Counts) int32 { return c.New }, 0); got != nil {
+		t.Errorf("no samples: steps = %v, want none", got)
+	}
+}
+
+func samePoints(a, b []point) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i].x-b[i].x) > 1e-9 || math.Abs(a[i].y-b[i].y) > 1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestToASCII(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"deployment/web → revision 2", "deployment/web -> revision 2"},
+		{"plain ascii", "plain ascii"},
+		{"a\tb", "a b"},
+		{"café", "caf?"},
+		{"“quoted” – done…", `"quoted" - done...`},
+	}
+	for _, tt := range tests {
+		if got := toASCII(tt.in); got != tt.want {
+			t.Errorf("toASCII(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSize(t *testing.T) {
+	tests := []struct {
+		o    Options
+		w, h int
+	}{
+		{Options{}, 800, 400},
+		{Options{Width: 1200}, 1200, 400},
+		{Options{Width: 100, Height: 50}, minWidth, minHeight},
+		{Options{Width: -1, Height: 600}, 800, 600},
+	}
+	for _, tt := range tests {
+		s := compose(rollingUpdate(), tt.o)
+		if s.width != tt.w || s.height != tt.h {
+			t.Errorf("%+v: %dx%d, want %dx%d", tt.o, s.width, s.height, tt.w, tt.h)
+		}
+	}
+}

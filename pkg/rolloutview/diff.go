@@ -1,0 +1,96 @@
+package rolloutview
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+)
+
+// Revision is one revision of a workload's pod template.
+type Revision struct {
+	Number int64
+	// Name is the ReplicaSet or ControllerRevision that holds it.
+	Name     string
+	Template corev1.PodTemplateSpec
+}
+
+// RevisionsOf lists the revisions s holds, by number. A Deployment's come from its
+// ReplicaSets (a ReplicaSet rolled back to keeps its former numbers in
+// deployment.kubernetes.io/revision-history, and answers to them too); a StatefulSet's
+// and DaemonSet's from their ControllerRevisions applied to the object.
+func RevisionsOf(s Snapshot) (map[int64]Revision, error) {
+	out := map[int64]Revision{}
+	switch o := s.Object.(type) {
+	case *appsv1.Deployment:
+		for _, rs := range s.ReplicaSets {
+			t := *rs.Spec.Template.DeepCopy()
+			delete(t.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+			numbers := []string{strconv.FormatInt(history.Revision(rs), 10)}
+			if past := rs.Annotations[history.RevisionHistoryAnnotation]; past != "" {
+				numbers = append(numbers, strings.Split(past, ",")...)
+			}
+			for _, n := range numbers {
+				if v, err := strconv.ParseInt(n, 10, 64); err == nil && v > 0 {
+					out[v] = Revision{Number: v, Name: rs.Name, Template: t}
+				}
+			}
+		}
+	case *appsv1.StatefulSet:
+		for _, r := range s.Revisions {
+			set, err := history.ApplyRevision(o, r)
+			if err != nil {
+				return nil, err
+			}
+			out[r.Revision] = Revision{Number: r.Revision, Name: r.Name, Template: set.Spec.Template}
+		}
+	case *appsv1.DaemonSet:
+		for _, r := range s.Revisions {
+			ds, err := history.ApplyRevision(o, r)
+			if err != nil {
+				return nil, err
+			}
+			out[r.Revision] = Revision{Number: r.Revision, Name: r.Name, Template: ds.Spec.Template}
+		}
+	default:
+		return nil, fmt.Errorf("no revisions for %T", s.Object)
+	}
+	return out, nil
+}
+
+// RevisionNumbers are the numbers of revs, ascending.
+func RevisionNumbers(revs map[int64]Revision) []int64 {
+	out := make([]int64, 0, len(revs))
+	for n := range revs {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// TemplateDiff is the unified diff of two revisions' pod templates as YAML; "" when
+// they are the same.
+func TemplateDiff(a, b Revision) (string, error) {
+	ya, err := yaml.Marshal(a.Template)
+	if err != nil {
+		return "", err
+	}
+	yb, err := yaml.Marshal(b.Template)
+	if err != nil {
+		return "", err
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:        difflib.SplitLines(string(ya)),
+		B:        difflib.SplitLines(string(yb)),
+		FromFile: fmt.Sprintf("revision %d (%s)", a.Number, a.Name),
+		ToFile:   fmt.Sprintf("revision %d (%s)", b.Number, b.Name),
+		Context:  3,
+	})
+}

@@ -1,0 +1,364 @@
+// Package rolloutview holds the views of kroll's rollout CLI as pure functions: a
+// Snapshot of a workload and what it owns goes in, a value or text comes out. No client,
+// no clock (the snapshot carries its moment), so every view has golden-file tests.
+package rolloutview
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/polymorphichelpers"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/timeline"
+)
+
+// Snapshot is one workload and what it owns, as listed at Now.
+type Snapshot struct {
+	// Object is a *appsv1.Deployment, *appsv1.StatefulSet or *appsv1.DaemonSet.
+	Object runtime.Object
+	// ReplicaSets are a Deployment's; Revisions a StatefulSet's or DaemonSet's.
+	ReplicaSets []*appsv1.ReplicaSet
+	Revisions   []*appsv1.ControllerRevision
+	// Pods are the workload's (owned by it or by its ReplicaSets).
+	Pods []*corev1.Pod
+	Now  time.Time
+}
+
+// Phase is where a rollout stands.
+type Phase string
+
+const (
+	// Progressing: pods are still to be updated or to become available.
+	Progressing Phase = "Progressing"
+	// Complete: every desired pod is updated and available (kubectl's "successfully
+	// rolled out").
+	Complete Phase = "Complete"
+	// Failed: the rollout cannot finish without a change: a Deployment past its progress
+	// deadline, or an InPlaceOnly change that cannot be made in place.
+	Failed Phase = "Failed"
+	// Paused: a paused Deployment.
+	Paused Phase = "Paused"
+)
+
+// Progress is a rollout at one moment: what `kroll rollout status` shows and prints
+// with -o json.
+type Progress struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Revision is the latest revision: a Deployment's revision number, a StatefulSet's
+	// update revision or a DaemonSet's current ControllerRevision name.
+	Revision string `json:"revision"`
+	Phase    Phase  `json:"phase"`
+	// Desired, Updated, Ready and Available are the status's counts; Total counts the
+	// pods of every revision (a Deployment's status.replicas).
+	Desired   int32 `json:"desired"`
+	Total     int32 `json:"total"`
+	Updated   int32 `json:"updated"`
+	Ready     int32 `json:"ready"`
+	Available int32 `json:"available"`
+	// Target is how many pods this rollout updates: Desired, less a StatefulSet's
+	// partition.
+	Target    int32  `json:"target"`
+	Partition *int32 `json:"partition,omitempty"`
+	// InPlace is the InPlaceUpdate condition's reason of an opted-in workload.
+	InPlace   string         `json:"inPlace,omitempty"`
+	Revisions []RevisionPods `json:"revisions"`
+	// Blocking is the pod the rollout waits on, when it waits on one.
+	Blocking *Blocker `json:"blocking,omitempty"`
+	// ETASeconds is the time to completion at the observed rate (absent when no rate
+	// has been observed yet, or when complete).
+	ETASeconds *float64 `json:"etaSeconds,omitempty"`
+	// Message is kubectl's status line; Done whether kubectl's `rollout status` would
+	// stop here, and Err the error it would stop with.
+	Message string `json:"message"`
+	Done    bool   `json:"-"`
+	Err     error  `json:"-"`
+	// onDelete: an OnDelete workload, which kubectl refuses (Err) but whose phase
+	// still says whether pods await deletion.
+	onDelete bool
+}
+
+// RevisionPods are the pods of one revision.
+type RevisionPods struct {
+	Revision string `json:"revision"`
+	// Name is the ReplicaSet or ControllerRevision holding the revision.
+	Name      string `json:"name"`
+	Latest    bool   `json:"latest"`
+	Pods      int32  `json:"pods"`
+	Ready     int32  `json:"ready"`
+	Available int32  `json:"available"`
+}
+
+// Blocker is a pod the rollout waits on, and why.
+type Blocker struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+	// Message is the kubelet's or scheduler's detail, when there is one.
+	Message string `json:"message,omitempty"`
+}
+
+// String is `web-7d9c-abcde: ImagePullBackOff`.
+func (b Blocker) String() string { return b.Pod + ": " + b.Reason }
+
+// ProgressOf computes the rollout's progress in s. The error is only for an Object of
+// another kind.
+func ProgressOf(s Snapshot) (Progress, error) {
+	switch o := s.Object.(type) {
+	case *appsv1.Deployment:
+		return deploymentProgress(o, s), nil
+	case *appsv1.StatefulSet:
+		return statefulSetProgress(o, s), nil
+	case *appsv1.DaemonSet:
+		return daemonSetProgress(o, s), nil
+	}
+	return Progress{}, fmt.Errorf("no rollout view for %T", s.Object)
+}
+
+func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
+	p := Progress{
+		Kind: "deployment", Namespace: d.Namespace, Name: d.Name,
+		Revision: d.Annotations[history.RevisionAnnotation],
+		Desired:  rollout.DesiredReplicas(d), Total: d.Status.Replicas, Updated: d.Status.UpdatedReplicas,
+		Ready: d.Status.ReadyReplicas, Available: d.Status.AvailableReplicas,
+	}
+	p.Target = p.Desired
+	var latest []*corev1.Pod
+	for _, rs := range s.ReplicaSets {
+		pods := ownedBy(s.Pods, rs.UID)
+		isLatest := history.EqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template)
+		if isLatest {
+			latest = pods
+		}
+		if !isLatest && len(pods) == 0 && rollout.SpecReplicas([]*appsv1.ReplicaSet{rs}) == 0 {
+			continue
+		}
+		p.Revisions = append(p.Revisions, revisionPods(strconv.FormatInt(history.Revision(rs), 10), rs.Name, isLatest, pods, d.Spec.MinReadySeconds, s.Now))
+	}
+	p.InPlace = conditionReason(d.Status.Conditions, func(c appsv1.DeploymentCondition) (string, string) { return string(c.Type), c.Reason })
+	p.Message, p.Done, p.Err = kubectlStatus(d, "Deployment")
+	progressing := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
+	switch {
+	case progressing != nil && progressing.Reason == rollout.ReasonProgressDeadlineExceeded, p.InPlace == inplace.ReasonBlocked:
+		p.Phase = Failed
+	case d.Spec.Paused:
+		p.Phase = Paused
+	}
+	p.finish(latest, s)
+	return p
+}
+
+func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
+	p := Progress{
+		Kind: "statefulset", Namespace: set.Namespace, Name: set.Name, Revision: set.Status.UpdateRevision,
+		Desired: replicas(set.Spec.Replicas), Total: set.Status.Replicas, Updated: set.Status.UpdatedReplicas,
+		Ready: set.Status.ReadyReplicas, Available: set.Status.AvailableReplicas,
+	}
+	p.Target = p.Desired
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil && ru.Partition != nil && *ru.Partition > 0 {
+		p.Partition = ru.Partition
+		p.Target = max(p.Desired-*ru.Partition, 0)
+	}
+	latest := p.revisionsByHash(s, set.Status.UpdateRevision, set.Spec.MinReadySeconds)
+	p.InPlace = conditionReason(set.Status.Conditions, func(c appsv1.StatefulSetCondition) (string, string) { return string(c.Type), c.Reason })
+	p.Message, p.Done, p.Err = kubectlStatus(set, "StatefulSet")
+	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		p.onDelete = true
+		p.Done = p.Updated >= p.Desired && set.Status.CurrentRevision == set.Status.UpdateRevision
+	}
+	if p.InPlace == inplace.ReasonBlocked {
+		p.Phase = Failed
+	}
+	p.finish(latest, s)
+	return p
+}
+
+func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
+	p := Progress{
+		Kind: "daemonset", Namespace: ds.Namespace, Name: ds.Name,
+		Desired: ds.Status.DesiredNumberScheduled, Total: ds.Status.CurrentNumberScheduled, Updated: ds.Status.UpdatedNumberScheduled,
+		Ready: ds.Status.NumberReady, Available: ds.Status.NumberAvailable,
+	}
+	p.Target = p.Desired
+	// A DaemonSet's current revision is its newest ControllerRevision: the controller
+	// makes one for every template it runs.
+	var newest *appsv1.ControllerRevision
+	for _, r := range s.Revisions {
+		if newest == nil || r.Revision > newest.Revision {
+			newest = r
+		}
+	}
+	var latestHash string
+	if newest != nil {
+		p.Revision = newest.Name
+		latestHash = newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+	}
+	latest := p.revisionsByHash(s, latestHash, ds.Spec.MinReadySeconds)
+	p.InPlace = conditionReason(ds.Status.Conditions, func(c appsv1.DaemonSetCondition) (string, string) { return string(c.Type), c.Reason })
+	p.Message, p.Done, p.Err = kubectlStatus(ds, "DaemonSet")
+	if ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		p.onDelete = true
+		p.Done = p.Updated >= p.Desired
+	}
+	if p.InPlace == inplace.ReasonBlocked {
+		p.Phase = Failed
+	}
+	p.finish(latest, s)
+	return p
+}
+
+// revisionsByHash groups a StatefulSet's or DaemonSet's pods by their revision label
+// and returns those of the latest (whose ControllerRevision is named latestName, or
+// labelled latestName for a DaemonSet).
+func (p *Progress) revisionsByHash(s Snapshot, latest string, minReadySeconds int32) []*corev1.Pod {
+	revs := append([]*appsv1.ControllerRevision(nil), s.Revisions...)
+	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision > revs[j].Revision })
+	var latestPods []*corev1.Pod
+	for _, r := range revs {
+		hash := r.Labels[appsv1.ControllerRevisionHashLabelKey]
+		var pods []*corev1.Pod
+		for _, pod := range s.Pods {
+			if h := pod.Labels[appsv1.ControllerRevisionHashLabelKey]; h == r.Name || (hash != "" && h == hash) {
+				pods = append(pods, pod)
+			}
+		}
+		isLatest := r.Name == latest || (hash != "" && hash == latest)
+		if isLatest {
+			latestPods = pods
+		}
+		if isLatest || len(pods) > 0 {
+			p.Revisions = append(p.Revisions, revisionPods(strconv.FormatInt(r.Revision, 10), r.Name, isLatest, pods, minReadySeconds, s.Now))
+		}
+	}
+	return latestPods
+}
+
+// finish sets what every kind computes alike: the phase unless already decided, and the
+// pod the rollout waits on.
+func (p *Progress) finish(latest []*corev1.Pod, s Snapshot) {
+	if p.Phase == "" {
+		p.Phase = Progressing
+		if p.Done && (p.Err == nil || p.onDelete) {
+			p.Phase = Complete
+		}
+	}
+	if p.Phase != Complete {
+		p.Blocking = blocker(latest, s.Pods)
+	}
+	if p.Revisions == nil {
+		p.Revisions = []RevisionPods{}
+	}
+}
+
+// DoneCount is how far a rollout is, for its ETA: pods both updated and available.
+func (p Progress) DoneCount() int32 { return min(p.Updated, p.Available) }
+
+// WithETA sets p's ETA from the pace seen in obs (oldest first); a rate is needed, so
+// nothing is set before two observations with progress between them.
+func (p Progress) WithETA(obs []Observation) Progress {
+	p.ETASeconds = nil
+	if p.Phase == Complete || len(obs) < 2 {
+		return p
+	}
+	first, last := obs[0], obs[len(obs)-1]
+	elapsed := last.At.Sub(first.At).Seconds()
+	done := float64(last.Done - first.Done)
+	if elapsed <= 0 || done <= 0 {
+		return p
+	}
+	left := float64(p.Target - last.Done)
+	if left < 0 {
+		left = 0
+	}
+	eta := left / (done / elapsed)
+	eta = float64(int64(eta*10+0.5)) / 10
+	p.ETASeconds = &eta
+	return p
+}
+
+// Observation is how many pods were updated and available at At.
+type Observation struct {
+	At   time.Time
+	Done int32
+}
+
+// ObservationsOf turns a recorded timeline of the same revision into observations, so
+// an ETA is known from the first snapshot: done is min(new, available) there too.
+func ObservationsOf(t timeline.Timeline) []Observation {
+	obs := make([]Observation, len(t.Samples))
+	for i, s := range t.Samples {
+		obs[i] = Observation{At: t.Start.Add(s.At), Done: min(s.New, s.Available)}
+	}
+	return obs
+}
+
+// kubectlStatus is kubectl's own status line for obj (its rollout status viewer), so
+// kroll's plain output and exit decisions are kubectl's.
+func kubectlStatus(obj runtime.Object, kind string) (string, bool, error) {
+	viewer, err := polymorphichelpers.StatusViewerFor(appsv1.SchemeGroupVersion.WithKind(kind).GroupKind())
+	if err != nil {
+		return "", false, err
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return "", false, err
+	}
+	msg, done, err := viewer.Status(&unstructured.Unstructured{Object: content}, 0)
+	return strings.TrimSuffix(msg, "\n"), done, err
+}
+
+func revisionPods(revision, name string, latest bool, pods []*corev1.Pod, minReadySeconds int32, now time.Time) RevisionPods {
+	r := RevisionPods{Revision: revision, Name: name, Latest: latest}
+	for _, p := range pods {
+		if !rollout.IsPodActive(p) {
+			continue
+		}
+		r.Pods++
+		if rollout.IsPodReady(p) {
+			r.Ready++
+		}
+		if rollout.IsPodAvailable(p, minReadySeconds, now) {
+			r.Available++
+		}
+	}
+	return r
+}
+
+func ownedBy(pods []*corev1.Pod, uid types.UID) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == uid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// conditionReason is the reason of the InPlaceUpdate condition among conds, or "".
+func conditionReason[C any](conds []C, typeReason func(C) (string, string)) string {
+	for _, c := range conds {
+		if t, r := typeReason(c); t == inplace.ConditionType {
+			return r
+		}
+	}
+	return ""
+}
+
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}

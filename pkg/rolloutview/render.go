@@ -1,0 +1,111 @@
+package rolloutview
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Line is the plain, one-line form for logs and pipes: kubectl's own status line, and
+// the pod the rollout waits on when there is one.
+func Line(p Progress) string {
+	if p.Err != nil {
+		return "error: " + p.Err.Error()
+	}
+	if p.Blocking != nil && !p.Done {
+		return fmt.Sprintf("%s (waiting on %s)", p.Message, p.Blocking)
+	}
+	return p.Message
+}
+
+// barWidth is the cells of a bar; one cell is desired/barWidth pods.
+const barWidth = 30
+
+// Bar is the terminal form, redrawn in place as the rollout moves: a heading with the
+// phase and ETA, and one bar per revision of its pods out of desired (█ available,
+// ▒ there but not available), then what the rollout waits on.
+//
+//	deployment/web  revision 2  Progressing  5/10 updated  8/10 available  ETA 12s
+//	  rev 2  web-6f9c7d  ███████▒▒▒▒▒░░░░░░░░░░░░░░░░░  5 pods, 3 available
+//	  rev 1  web-5d8f4b  ███████████████░░░░░░░░░░░░░░░  5 pods, 5 available
+//	  waiting on web-6f9c7d-abcde: ImagePullBackOff
+func Bar(p Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s  revision %s  %s  %d/%d updated  %d/%d available", p.Kind, p.Name, shortRevision(p.Revision), p.Phase, p.Updated, p.Target, p.Available, p.Desired)
+	if p.Partition != nil {
+		fmt.Fprintf(&b, "  partition %d", *p.Partition)
+	}
+	if p.ETASeconds != nil {
+		fmt.Fprintf(&b, "  ETA %s", eta(*p.ETASeconds))
+	}
+	b.WriteByte('\n')
+	nameWidth := 0
+	for _, r := range p.Revisions {
+		nameWidth = max(nameWidth, len(r.Name))
+	}
+	for _, r := range p.Revisions {
+		fmt.Fprintf(&b, "  rev %-3s %-*s  %s  %s, %d available\n", r.Revision, nameWidth, r.Name, bar(r.Available, r.Pods, p.Desired), pods(r.Pods), r.Available)
+	}
+	switch {
+	case p.Err != nil:
+		fmt.Fprintf(&b, "  error: %v\n", p.Err)
+	case p.Blocking != nil:
+		fmt.Fprintf(&b, "  waiting on %s", p.Blocking)
+		if p.Blocking.Message != "" {
+			fmt.Fprintf(&b, " (%s)", firstLine(p.Blocking.Message, 100))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// bar draws available then not-yet-available pods out of desired cells (a revision
+// may briefly hold more than desired: the bar is then full).
+func bar(available, pods, desired int32) string {
+	if desired <= 0 {
+		desired = max(pods, 1)
+	}
+	cells := func(n int32) int {
+		return min(int(math.Round(float64(n)*barWidth/float64(desired))), barWidth)
+	}
+	full, there := cells(available), cells(pods)
+	there = max(there, full)
+	return strings.Repeat("█", full) + strings.Repeat("▒", there-full) + strings.Repeat("░", barWidth-there)
+}
+
+// JSON is the -o json form: one object per line.
+func JSON(p Progress) string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// shortRevision keeps a ControllerRevision name readable in a heading: its hash.
+func shortRevision(r string) string {
+	if i := strings.LastIndexByte(r, '-'); i >= 0 && len(r)-i > 6 {
+		return r[i+1:]
+	}
+	return r
+}
+
+func eta(seconds float64) string {
+	return (time.Duration(math.Ceil(seconds)) * time.Second).String()
+}
+
+func firstLine(s string, limit int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > limit {
+		s = s[:limit] + "…"
+	}
+	return s
+}
+
+func pods(n int32) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}

@@ -1,0 +1,79 @@
+package rolloutview
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+)
+
+// Verdict is `kroll status`'s word for a rollout, as the batch status script of the
+// upgrade-strategies article has it.
+type Verdict string
+
+const (
+	Succeeded Verdict = "succeeded"
+	Updating  Verdict = "updating"
+	Failing   Verdict = "failed"
+	Halted    Verdict = "paused"
+)
+
+// VerdictOf maps a phase to the script's words.
+func VerdictOf(p Progress) Verdict {
+	switch p.Phase {
+	case Complete:
+		return Succeeded
+	case Failed:
+		return Failing
+	case Paused:
+		return Halted
+	}
+	return Updating
+}
+
+// Summary is `kroll status`: one row per workload, in the order given, with what is
+// holding up each one that is not done. withNamespace adds kubectl's NAMESPACE column.
+//
+//	NAMESPACE  NAME              STATUS     UPDATED  AVAILABLE  DESIRED  DETAIL
+//	default    deployment/web    updating   5        8          10       waiting on web-6f9c7d-abcde: ImagePullBackOff
+func Summary(ps []Progress, withNamespace bool) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	head := "NAME\tSTATUS\tUPDATED\tAVAILABLE\tDESIRED\tDETAIL"
+	if withNamespace {
+		head = "NAMESPACE\t" + head
+	}
+	fmt.Fprintln(w, head)
+	for _, p := range ps {
+		if withNamespace {
+			fmt.Fprintf(w, "%s\t", p.Namespace)
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%d\t%d\t%d\t%s\n", p.Kind, p.Name, VerdictOf(p), p.Updated, p.Available, p.Desired, detail(p))
+	}
+	w.Flush()
+	return b.String()
+}
+
+func detail(p Progress) string {
+	switch {
+	case p.Phase == Complete:
+		return ""
+	case p.onDelete:
+		return fmt.Sprintf("OnDelete: %d pods to delete", p.Desired-p.Updated)
+	case p.Err != nil:
+		return p.Err.Error()
+	case p.Blocking != nil:
+		return "waiting on " + p.Blocking.String()
+	}
+	return strings.TrimSuffix(p.Message, "...")
+}
+
+// Failures counts the failed rollouts among ps: `kroll status` exits 1 when any.
+func Failures(ps []Progress) int {
+	n := 0
+	for _, p := range ps {
+		if p.Phase == Failed {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,366 @@
+package rolloutview
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// now is the moment every snapshot is taken at.
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// Builders: domain arguments only.
+
+func template(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+	}
+}
+
+func newDeployment(replicas int32, image, revision string) *appsv1.Deployment {
+	surge, unavailable := intstr.FromString("25%"), intstr.FromString("25%")
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "d-web", Generation: 2,
+			Annotations: map[string]string{history.RevisionAnnotation: revision}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: template(image),
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}},
+		},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 2},
+	}
+}
+
+func newReplicaSet(d *appsv1.Deployment, hash, image, revision string, replicas, ready int32, created time.Duration) *appsv1.ReplicaSet {
+	t := template(image)
+	t.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-" + hash, Namespace: "default", UID: types.UID("rs-" + hash),
+			CreationTimestamp: metav1.NewTime(now.Add(-created)),
+			Annotations:       map[string]string{history.RevisionAnnotation: revision},
+			OwnerReferences:   []metav1.OwnerReference{controllerRef("Deployment", d.Name, d.UID)}},
+		Spec:   appsv1.ReplicaSetSpec{Replicas: &replicas, Template: t},
+		Status: appsv1.ReplicaSetStatus{Replicas: replicas, ReadyReplicas: ready, AvailableReplicas: ready},
+	}
+}
+
+func controllerRef(kind, name string, uid types.UID) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: uid, Controller: &yes}
+}
+
+// podState is how a test pod is: "ready", "creating", a container waiting reason such
+// as "ImagePullBackOff", "unschedulable", or "terminating".
+func newPod(name, image string, owner metav1.OwnerReference, state string, age time.Duration) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", CreationTimestamp: metav1.NewTime(now.Add(-age)),
+			Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: image}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	readyAt := metav1.NewTime(now.Add(-age / 2))
+	switch state {
+	case "ready", "terminating":
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readyAt}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 1, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		if state == "terminating" {
+			p.DeletionTimestamp = &readyAt
+		}
+	case "unschedulable":
+		p.Spec.NodeName = ""
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient cpu."}}
+	default:
+		reason := state
+		if state == "creating" {
+			reason = "ContainerCreating"
+			p.Status.Phase = corev1.PodPending
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "Back-off pulling image \"" + image + "\""}}}}
+	}
+	return p
+}
+
+// midRollout is a 10-replica Deployment at revision 2 of nginx:bad: 5 old pods serving,
+// 5 new of which 3 serve, 1 cannot pull its image and 1 is being created.
+func midRollout() Snapshot {
+	d := newDeployment(10, "nginx:bad", "2")
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 10, UpdatedReplicas: 5, ReadyReplicas: 8, AvailableReplicas: 8, UnavailableReplicas: 2,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"}}}
+	old := newReplicaSet(d, "5d8f4b", "nginx:1.25", "1", 5, 5, time.Hour)
+	cur := newReplicaSet(d, "6f9c7d", "nginx:bad", "2", 5, 3, time.Minute)
+	s := Snapshot{Object: d, ReplicaSets: []*appsv1.ReplicaSet{old, cur}, Now: now}
+	for i, id := range []string{"abcde", "fghij", "klmno", "pqrst", "uvwxy"} {
+		s.Pods = append(s.Pods, newPod("web-5d8f4b-"+id, "nginx:1.25", controllerRef("ReplicaSet", old.Name, old.UID), "ready", time.Hour+time.Duration(i)*time.Minute))
+	}
+	for i, state := range []string{"ready", "ready", "ready", "ImagePullBackOff", "creating"} {
+		s.Pods = append(s.Pods, newPod(fmt.Sprintf("web-6f9c7d-%c%c%c%c%c", 'a'+i, 'b'+i, 'c'+i, 'd'+i, 'e'+i), "nginx:bad", controllerRef("ReplicaSet", cur.Name, cur.UID), state, time.Duration(50-10*i)*time.Second))
+	}
+	return s
+}
+
+func complete() Snapshot {
+	d := newDeployment(3, "nginx:1.26", "2")
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+	rs := newReplicaSet(d, "6f9c7d", "nginx:1.26", "2", 3, 3, time.Hour)
+	s := Snapshot{Object: d, ReplicaSets: []*appsv1.ReplicaSet{newReplicaSet(d, "5d8f4b", "nginx:1.25", "1", 0, 0, 2*time.Hour), rs}, Now: now}
+	for _, id := range []string{"aaaaa", "bbbbb", "ccccc"} {
+		s.Pods = append(s.Pods, newPod("web-6f9c7d-"+id, "nginx:1.26", controllerRef("ReplicaSet", rs.Name, rs.UID), "ready", time.Hour))
+	}
+	return s
+}
+
+// pastDeadline is midRollout after its progress deadline.
+func pastDeadline() Snapshot {
+	s := midRollout()
+	d := s.Object.(*appsv1.Deployment).DeepCopy()
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+		Message: `ReplicaSet "web-6f9c7d" has timed out progressing.`}}
+	s.Object = d
+	return s
+}
+
+func paused() Snapshot {
+	s := midRollout()
+	d := s.Object.(*appsv1.Deployment).DeepCopy()
+	d.Spec.Paused = true
+	s.Object = d
+	return s
+}
+
+// statefulSetPartition is a 5-replica StatefulSet with partition 2: web-4 updated, web-3
+// being replaced (unschedulable), web-0..2 below the partition.
+func statefulSetPartition() Snapshot {
+	replicas, partition := int32(5), int32(2)
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "sts-web", Generation: 3},
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Template: template("nginx:1.26"),
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: &partition}}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, Replicas: 5, ReadyReplicas: 4, AvailableReplicas: 4, CurrentReplicas: 3, UpdatedReplicas: 1,
+			CurrentRevision: "web-7b9d6c5f4", UpdateRevision: "web-86c7f9d5b8"},
+	}
+	owner := controllerRef("StatefulSet", "web", set.UID)
+	s := Snapshot{Object: set, Now: now, Revisions: []*appsv1.ControllerRevision{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-7b9d6c5f4", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), OwnerReferences: []metav1.OwnerReference{owner}}, Revision: 1},
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-86c7f9d5b8", CreationTimestamp: metav1.NewTime(now.Add(-time.Minute)), OwnerReferences: []metav1.OwnerReference{owner}}, Revision: 2},
+	}}
+	for i, state := range []string{"ready", "ready", "ready", "unschedulable", "ready"} {
+		rev, image := "web-7b9d6c5f4", "nginx:1.25"
+		if i >= 3 {
+			rev, image = "web-86c7f9d5b8", "nginx:1.26"
+		}
+		p := newPod(fmt.Sprintf("web-%d", i), image, owner, state, time.Duration(60-10*i)*time.Minute)
+		p.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
+		s.Pods = append(s.Pods, p)
+	}
+	return s
+}
+
+// daemonSetInPlace is a DaemonSet over 3 nodes updated in place: one pod done, one out
+// of service mid-update, one to go.
+func daemonSetInPlace() Snapshot {
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default", UID: "ds-agent", Generation: 2,
+			Annotations: map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}},
+		Spec: appsv1.DaemonSetSpec{Template: template("agent:2"), UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, UpdatedNumberScheduled: 1, NumberReady: 2, NumberAvailable: 2, NumberUnavailable: 1,
+			Conditions: []appsv1.DaemonSetCondition{{Type: inplace.ConditionType, Status: corev1.ConditionTrue, Reason: inplace.ReasonInPlace}}},
+	}
+	owner := controllerRef("DaemonSet", "agent", ds.UID)
+	s := Snapshot{Object: ds, Now: now, Revisions: []*appsv1.ControllerRevision{
+		{ObjectMeta: metav1.ObjectMeta{Name: "agent-55f8d9c6b7", Labels: map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: "55f8d9c6b7"}, OwnerReferences: []metav1.OwnerReference{owner}}, Revision: 1},
+		{ObjectMeta: metav1.ObjectMeta{Name: "agent-6c4b8d7f9", Labels: map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: "6c4b8d7f9"}, OwnerReferences: []metav1.OwnerReference{owner}}, Revision: 2},
+	}}
+	for i, hash := range []string{"6c4b8d7f9", "55f8d9c6b7", "55f8d9c6b7"} {
+		p := newPod(fmt.Sprintf("agent-%c%c%c%c%c", 'k'+i, 'k'+i, 'k'+i, 'k'+i, 'k'+i), "agent:1", owner, "ready", time.Hour)
+		p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
+		if i == 0 {
+			p.Spec.Containers[0].Image = "agent:2"
+		}
+		if i == 1 {
+			p.Annotations = map[string]string{inplace.StateAnnotation: inplace.State{Revision: "6c4b8d7f9"}.Encode()}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Message: "corresponding condition of pod readiness gate \"kroll.dev/in-place-update-ready\" does not exist."}}
+		}
+		s.Pods = append(s.Pods, p)
+	}
+	return s
+}
+
+var snapshots = []struct {
+	name string
+	snap func() Snapshot
+}{
+	{"deployment-mid-rollout", midRollout},
+	{"deployment-complete", complete},
+	{"deployment-past-deadline", pastDeadline},
+	{"deployment-paused", paused},
+	{"statefulset-partition", statefulSetPartition},
+	{"daemonset-in-place", daemonSetInPlace},
+}
+
+func TestViewsGolden(t *testing.T) {
+	for _, tt := range snapshots {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ProgressOf(tt.snap())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A pace of 2 pods in 10 s, seen before the snapshot.
+			p = p.WithETA([]Observation{{At: now.Add(-10 * time.Second), Done: p.DoneCount() - 2}, {At: now, Done: p.DoneCount()}})
+			tree, err := Tree(tt.snap())
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name+".bar.txt", Bar(p))
+			golden(t, tt.name+".line.txt", Line(p)+"\n")
+			golden(t, tt.name+".json", JSON(p)+"\n")
+			golden(t, tt.name+".tree.txt", tree)
+		})
+	}
+}
+
+func TestProgress(t *testing.T) {
+	tests := []struct {
+		name         string
+		snap         Snapshot
+		wantPhase    Phase
+		wantBlocking string
+		wantDone     bool
+		wantErr      string
+	}{
+		{"mid-rollout waits on the pod that cannot pull its image, not the one being created", midRollout(), Progressing, "web-6f9c7d-defgh: ImagePullBackOff", false, ""},
+		{"complete: nothing blocks", complete(), Complete, "", true, ""},
+		{"past its deadline: failed, with kubectl's error", pastDeadline(), Failed, "web-6f9c7d-defgh: ImagePullBackOff", false, `deployment "web" exceeded its progress deadline`},
+		{"paused mid-rollout", paused(), Paused, "web-6f9c7d-defgh: ImagePullBackOff", false, ""},
+		{"StatefulSet partition: web-3 cannot be scheduled", statefulSetPartition(), Progressing, "web-3: Unschedulable", false, ""},
+		{"DaemonSet in place: the pod out of service blocks", daemonSetInPlace(), Progressing, "agent-lllll: InPlaceUpdating", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ProgressOf(tt.snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Phase != tt.wantPhase || p.Done != tt.wantDone {
+				t.Errorf("phase %s done %v, want %s %v", p.Phase, p.Done, tt.wantPhase, tt.wantDone)
+			}
+			blocking := ""
+			if p.Blocking != nil {
+				blocking = p.Blocking.String()
+			}
+			if blocking != tt.wantBlocking {
+				t.Errorf("blocking %q, want %q", blocking, tt.wantBlocking)
+			}
+			if gotErr := fmt.Sprint(p.Err); (p.Err != nil || tt.wantErr != "") && gotErr != tt.wantErr {
+				t.Errorf("err %q, want %q", gotErr, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestETA(t *testing.T) {
+	p := Progress{Phase: Progressing, Target: 10}
+	tests := []struct {
+		name string
+		obs  []Observation
+		want string
+	}{
+		{"one observation: no pace yet", []Observation{{now, 2}}, "<nil>"},
+		{"no progress between observations: no pace", []Observation{{now, 2}, {now.Add(time.Minute), 2}}, "<nil>"},
+		{"2 → 6 pods in 20 s: 4 left at 0.2/s is 20 s", []Observation{{now, 2}, {now.Add(20 * time.Second), 6}}, "20"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := "<nil>"
+			if e := p.WithETA(tt.obs).ETASeconds; e != nil {
+				got = fmt.Sprint(*e)
+			}
+			if got != tt.want {
+				t.Errorf("ETA %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	var ps []Progress
+	for _, tt := range snapshots {
+		p, err := ProgressOf(tt.snap())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	golden(t, "summary.txt", Summary(ps, true))
+	if n := Failures(ps); n != 1 {
+		t.Errorf("%d failures, want 1 (the Deployment past its deadline)", n)
+	}
+}
+
+func TestTemplateDiffGolden(t *testing.T) {
+	s := midRollout()
+	revs, err := RevisionsOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(RevisionNumbers(revs)); got != "[1 2]" {
+		t.Fatalf("revisions %s, want [1 2]", got)
+	}
+	diff, err := TemplateDiff(revs[1], revs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "diff-1-2.txt", diff)
+	if strings.Contains(diff, appsv1.DefaultDeploymentUniqueLabelKey) {
+		t.Errorf("the diff shows the pod-template-hash label, which differs by construction:\n%s", diff)
+	}
+	same, err := TemplateDiff(revs[2], revs[2])
+	if err != nil || same != "" {
+		t.Errorf("a revision against itself: %q, %v", same, err)
+	}
+}
+
+func TestUnknownObject(t *testing.T) {
+	if _, err := ProgressOf(Snapshot{Object: &corev1.Pod{}}); err == nil {
+		t.Error("a Pod has no rollout view, but ProgressOf took it")
+	}
+	var _ runtime.Object = &appsv1.Deployment{}
+}

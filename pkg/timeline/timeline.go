@@ -1,0 +1,137 @@
+// Package timeline is the record of a workload's latest rollout over time: how many old,
+// new, available and unavailable pods it had at each status change.
+//
+// kroll's controllers keep it in the annotation kroll.dev/rollout-timeline on the
+// Deployment, StatefulSet or DaemonSet itself, written with the status write they make
+// anyway (the status subresources of all three take annotations), so recording costs no
+// extra API request. Events were the other candidate; they are deduplicated, expire after
+// an hour, and say nothing about availability. A new rollout (a new revision) starts a
+// new record; a record holds at most MaxSamples, thinned evenly when full.
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Annotation holds a workload's timeline as compact JSON.
+const Annotation = "kroll.dev/rollout-timeline"
+
+// MaxSamples bounds a record (about 20 bytes a sample, so a few KiB of annotation).
+const MaxSamples = 240
+
+// Counts are a workload's pods at one moment, as its status reports them.
+type Counts struct {
+	// Old are pods not of the latest revision; New those that are.
+	Old, New int32
+	// Available and Unavailable split all desired pods: Unavailable is desired minus
+	// available, never negative.
+	Available, Unavailable int32
+}
+
+// Sample is Counts at At, measured from the start of the rollout.
+type Sample struct {
+	At time.Duration
+	Counts
+}
+
+// Timeline is the record of one rollout: to Revision, from Start.
+type Timeline struct {
+	Revision string
+	Start    time.Time
+	// Desired is the replica count (for a DaemonSet, the nodes that should run a pod)
+	// at the latest sample.
+	Desired int32
+	Samples []Sample
+}
+
+// Record appends counts at now to the timeline held in annotations (nil or absent: none)
+// and returns the new annotation value, or "" when nothing changed: the same revision
+// and counts as the last sample. A different revision starts a new record at now.
+func Record(annotations map[string]string, revision string, desired int32, c Counts, now time.Time) string {
+	t, err := Parse(annotations[Annotation])
+	if err != nil || t.Revision != revision {
+		t = Timeline{Revision: revision, Start: now}
+	}
+	if n := len(t.Samples); n > 0 && t.Samples[n-1].Counts == c && t.Desired == desired {
+		return ""
+	}
+	at := now.Sub(t.Start)
+	if at < 0 {
+		at = 0
+	}
+	t.Desired = desired
+	t.Samples = append(t.Samples, Sample{At: at, Counts: c})
+	if len(t.Samples) > MaxSamples {
+		t.Samples = thin(t.Samples)
+	}
+	return t.String()
+}
+
+// thin halves samples, keeping the first and the last: the shape of the chart survives,
+// its resolution halves.
+func thin(s []Sample) []Sample {
+	out := make([]Sample, 0, len(s)/2+2)
+	for i := 0; i < len(s)-1; i += 2 {
+		out = append(out, s[i])
+	}
+	return append(out, s[len(s)-1])
+}
+
+// wire is the annotation's JSON: samples as [milliseconds, old, new, available, unavailable].
+type wire struct {
+	Revision string     `json:"revision"`
+	Start    time.Time  `json:"start"`
+	Desired  int32      `json:"desired"`
+	Samples  [][5]int64 `json:"samples"`
+}
+
+// String is the annotation value of t.
+func (t Timeline) String() string {
+	w := wire{Revision: t.Revision, Start: t.Start.UTC().Truncate(time.Millisecond), Desired: t.Desired, Samples: make([][5]int64, len(t.Samples))}
+	for i, s := range t.Samples {
+		w.Samples[i] = [5]int64{s.At.Milliseconds(), int64(s.Old), int64(s.New), int64(s.Available), int64(s.Unavailable)}
+	}
+	b, _ := json.Marshal(w)
+	return string(b)
+}
+
+// Parse reads an annotation value; "" is an empty timeline.
+func Parse(v string) (Timeline, error) {
+	if v == "" {
+		return Timeline{}, nil
+	}
+	var w wire
+	if err := json.Unmarshal([]byte(v), &w); err != nil {
+		return Timeline{}, fmt.Errorf("annotation %s: %w", Annotation, err)
+	}
+	t := Timeline{Revision: w.Revision, Start: w.Start, Desired: w.Desired, Samples: make([]Sample, len(w.Samples))}
+	for i, s := range w.Samples {
+		t.Samples[i] = Sample{At: time.Duration(s[0]) * time.Millisecond, Counts: Counts{Old: int32(s[1]), New: int32(s[2]), Available: int32(s[3]), Unavailable: int32(s[4])}}
+	}
+	return t, nil
+}
+
+// Unavailable is desired − available, never negative.
+func Unavailable(desired, available int32) int32 {
+	return max(desired-available, 0)
+}
+
+// Stamp records counts on obj's annotations (obj about to be written with its new
+// status) and reports whether the record changed.
+func Stamp(obj metav1.Object, revision string, desired int32, c Counts, now time.Time) bool {
+	v := Record(obj.GetAnnotations(), revision, desired, c, now)
+	if v == "" {
+		return false
+	}
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[Annotation] = v
+	obj.SetAnnotations(a)
+	return true
+}
