@@ -3,6 +3,7 @@ module github.com/kroll-dev/kroll
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.18
 	github.com/distribution/reference v0.6.0
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2
 	github.com/spf13/cobra v1.10.2

@@ -45,7 +45,8 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(stdout)
+	// Output goes where each verb writes it. Not root.SetOut: cobra writes deprecation
+	// notices to OutOrStderr, which kubectl's users expect on stderr.
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w; see '%s --help'", cmd.CommandPath(), err, cmd.CommandPath())

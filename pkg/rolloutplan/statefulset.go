@@ -391,7 +391,11 @@ func (s *setSim) notes(cur, next *appsv1.StatefulSet, rolling, blocked bool) []s
 				}
 			}
 			if len(kept) > 0 {
-				notes = append(notes, fmt.Sprintf("%s stay at their revision: below partition %d", strings.Join(kept, ", "), p))
+				verb := "stay"
+				if len(kept) == 1 {
+					verb = "stays"
+				}
+				notes = append(notes, fmt.Sprintf("%s %s at their revision: below partition %d", strings.Join(kept, ", "), verb, p))
 			}
 		}
 		if s.stuck != "" {

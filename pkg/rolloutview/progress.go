@@ -269,7 +269,7 @@ func (p Progress) DoneCount() int32 { return min(p.Updated, p.Available) }
 // nothing is set before two observations with progress between them.
 func (p Progress) WithETA(obs []Observation) Progress {
 	p.ETASeconds = nil
-	if p.Phase == Complete || len(obs) < 2 {
+	if p.Phase != Progressing || len(obs) < 2 {
 		return p
 	}
 	first, last := obs[0], obs[len(obs)-1]
@@ -316,6 +316,9 @@ func kubectlStatus(obj runtime.Object, kind string) (string, bool, error) {
 		return "", false, err
 	}
 	msg, done, err := viewer.Status(&unstructured.Unstructured{Object: content}, 0)
+	if err != nil && msg == "" {
+		msg = err.Error()
+	}
 	return strings.TrimSuffix(msg, "\n"), done, err
 }
 

@@ -59,6 +59,8 @@ func detail(p Progress) string {
 		return ""
 	case p.onDelete:
 		return fmt.Sprintf("OnDelete: %d pods to delete", p.Desired-p.Updated)
+	case p.Err != nil && p.Blocking != nil:
+		return p.Err.Error() + "; waiting on " + p.Blocking.String()
 	case p.Err != nil:
 		return p.Err.Error()
 	case p.Blocking != nil:
