@@ -54,6 +54,17 @@ func (k *kubectlVerbs) client() (kubernetes.Interface, string, error) {
 	return client, ns, nil
 }
 
+// target is the client and the workload args name (KIND/NAME or KIND NAME, then the
+// rest), for kroll's own rollout verbs.
+func (k *kubectlVerbs) target(args []string) (kubernetes.Interface, workloadRef, []string, error) {
+	client, ns, err := k.client()
+	if err != nil {
+		return nil, workloadRef{}, nil, err
+	}
+	ref, rest, err := parseWorkloadRef(args, ns)
+	return client, ref, rest, err
+}
+
 // host is the API server the verbs talk to, for error messages.
 func (k *kubectlVerbs) host() string {
 	cfg, err := k.factory.ToRESTConfig()
@@ -117,11 +128,7 @@ in place), the timeout passed, or the workload is not found.`,
 			if output != "" && output != "json" {
 				return fmt.Errorf("unknown output format %q: use -o json", output)
 			}
-			client, ns, err := k.client()
-			if err != nil {
-				return err
-			}
-			ref, rest, err := parseWorkloadRef(args, ns)
+			client, ref, rest, err := k.target(args)
 			if err != nil {
 				return err
 			}
@@ -259,11 +266,7 @@ rollout completes with --until-complete.`,
   kroll rollout watch statefulset/db --until-complete`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, ns, err := k.client()
-			if err != nil {
-				return err
-			}
-			ref, _, err := parseWorkloadRef(args, ns)
+			client, ref, _, err := k.target(args)
 			if err != nil {
 				return err
 			}
@@ -322,11 +325,7 @@ controllers have no record.`,
 			if ext != ".svg" && ext != ".png" {
 				return fmt.Errorf("-o must name an .svg or .png file, not %q", output)
 			}
-			client, ns, err := k.client()
-			if err != nil {
-				return err
-			}
-			ref, _, err := parseWorkloadRef(args, ns)
+			client, ref, _, err := k.target(args)
 			if err != nil {
 				return err
 			}
@@ -391,11 +390,7 @@ func (k *kubectlVerbs) withDiff(history *cobra.Command) {
 }
 
 func (k *kubectlVerbs) historyDiff(ctx context.Context, args []string) error {
-	client, ns, err := k.client()
-	if err != nil {
-		return err
-	}
-	ref, rest, err := parseWorkloadRef(args, ns)
+	client, ref, rest, err := k.target(args)
 	if err != nil {
 		return err
 	}
