@@ -212,13 +212,13 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 	switch {
 	case prog.Err != nil:
 		return true, prog.Err
-	case prog.Phase == rolloutview.Failed:
-		return true, fmt.Errorf("%s/%s failed: %s", prog.Kind, prog.Name, failure(s, prog))
 	case prog.Done:
 		if p.terminal {
 			fmt.Fprintln(p.out, prog.Message)
 		}
 		return true, nil
+	case prog.Phase == rolloutview.Failed:
+		return true, fmt.Errorf("%s/%s failed: %s", prog.Kind, prog.Name, failure(s, prog))
 	}
 	return false, nil
 }
@@ -315,7 +315,7 @@ new, available and unavailable pods, and the desired count.
 
 kroll's controllers record each rollout in the annotation kroll.dev/rollout-timeline
 of the workload, with the status write they make anyway: one sample per status change,
-at most 240 (thinned evenly), started again by each new revision. Workloads run by other
+started again by each new revision; at 240 samples every other one is dropped. Workloads run by other
 controllers have no record.`,
 		Example: `  kroll rollout timeline deployment/web -o web.svg
   kroll rollout timeline daemonset/agent -o agent.png`,

@@ -226,20 +226,23 @@ func (r workloadRef) watchSnapshots(ctx context.Context, client kubernetes.Inter
 		UpdateFunc: func(any, any) { notify(changed) },
 		DeleteFunc: func(any) { notify(changed) },
 	}
-	var self cache.SharedIndexInformer
+	// Only the informers made here are started: self, the holders of r's revisions
+	// (ReplicaSets or ControllerRevisions) and pods.
+	var self, holders cache.SharedIndexInformer
 	switch r.kind {
 	case kindDeployment:
-		self = byName.Apps().V1().Deployments().Informer()
-		bySelector.Apps().V1().ReplicaSets().Informer().AddEventHandler(poke)
+		self, holders = byName.Apps().V1().Deployments().Informer(), bySelector.Apps().V1().ReplicaSets().Informer()
 	case kindStatefulSet:
-		self = byName.Apps().V1().StatefulSets().Informer()
-		bySelector.Apps().V1().ControllerRevisions().Informer().AddEventHandler(poke)
+		self, holders = byName.Apps().V1().StatefulSets().Informer(), bySelector.Apps().V1().ControllerRevisions().Informer()
 	case kindDaemonSet:
-		self = byName.Apps().V1().DaemonSets().Informer()
-		bySelector.Apps().V1().ControllerRevisions().Informer().AddEventHandler(poke)
+		self, holders = byName.Apps().V1().DaemonSets().Informer(), bySelector.Apps().V1().ControllerRevisions().Informer()
 	}
-	self.AddEventHandler(poke)
-	bySelector.Core().V1().Pods().Informer().AddEventHandler(poke)
+	pods := bySelector.Core().V1().Pods().Informer()
+	for _, inf := range []cache.SharedIndexInformer{self, holders, pods} {
+		if _, err := inf.AddEventHandler(poke); err != nil {
+			return err
+		}
+	}
 	byName.Start(ctx.Done())
 	bySelector.Start(ctx.Done())
 	defer func() {
@@ -248,12 +251,19 @@ func (r workloadRef) watchSnapshots(ctx context.Context, client kubernetes.Inter
 		byName.Shutdown()
 		bySelector.Shutdown()
 	}()
-	for typ, synced := range byName.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return fmt.Errorf("watching %s: %v did not sync: %w", r, typ, ctx.Err())
+	// An informer that cannot list (RBAC) never syncs: wait at most a minute, then say so.
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	for _, f := range []informers.SharedInformerFactory{byName, bySelector} {
+		for typ, synced := range f.WaitForCacheSync(syncCtx.Done()) {
+			if !synced && ctx.Err() == nil {
+				return fmt.Errorf("watching %s: could not list %v within a minute; can this user list and watch them?", r, typ)
+			}
 		}
 	}
-	bySelector.WaitForCacheSync(ctx.Done())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 
 	for {
 		select {
@@ -266,13 +276,15 @@ func (r workloadRef) watchSnapshots(ctx context.Context, client kubernetes.Inter
 			return fmt.Errorf("%s was deleted", r)
 		}
 		var o owned
-		for _, x := range bySelector.Apps().V1().ReplicaSets().Informer().GetStore().List() {
-			o.replicaSets = append(o.replicaSets, x.(*appsv1.ReplicaSet))
+		for _, x := range holders.GetStore().List() {
+			switch h := x.(type) {
+			case *appsv1.ReplicaSet:
+				o.replicaSets = append(o.replicaSets, h)
+			case *appsv1.ControllerRevision:
+				o.revisions = append(o.revisions, h)
+			}
 		}
-		for _, x := range bySelector.Apps().V1().ControllerRevisions().Informer().GetStore().List() {
-			o.revisions = append(o.revisions, x.(*appsv1.ControllerRevision))
-		}
-		for _, x := range bySelector.Core().V1().Pods().Informer().GetStore().List() {
+		for _, x := range pods.GetStore().List() {
 			o.pods = append(o.pods, x.(*corev1.Pod))
 		}
 		stop, err := onChange(o.snapshotOf(items[0].(runtime.Object), time.Now()))

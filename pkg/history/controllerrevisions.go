@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // ControllerRevisionHashLabel is the label a StatefulSet's ControllerRevisions carry
@@ -75,19 +77,12 @@ func NewRevision(owner metav1.Object, gvk schema.GroupVersionKind, templateLabel
 		labels[k] = v
 	}
 	labels[hashLabel] = hash
-	var annotations map[string]string
-	if a := owner.GetAnnotations(); len(a) > 0 {
-		annotations = make(map[string]string, len(a))
-		for k, v := range a {
-			annotations[k] = v
-		}
-	}
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            RevisionName(owner.GetName(), hash),
 			Namespace:       owner.GetNamespace(),
 			Labels:          labels,
-			Annotations:     annotations,
+			Annotations:     RevisionAnnotations(owner.GetAnnotations()),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, gvk)},
 		},
 		Data:     runtime.RawExtension{Raw: data},
@@ -158,4 +153,23 @@ func StaleRevisions(revs []*appsv1.ControllerRevision, live map[string]bool, lim
 		return dead[:n]
 	}
 	return nil
+}
+
+// RevisionAnnotations are the owner's annotations a ControllerRevision keeps, as
+// upstream copies them, less the owner's rollout timeline: a record of the rollout, not
+// of the revision, and a few KiB each revision would keep.
+func RevisionAnnotations(owner map[string]string) map[string]string {
+	if len(owner) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(owner))
+	for k, v := range owner {
+		if k != timeline.Annotation {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

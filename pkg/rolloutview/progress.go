@@ -150,8 +150,12 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	p.InPlace = conditionReason(d.Status.Conditions, func(c appsv1.DeploymentCondition) (string, string) { return string(c.Type), c.Reason })
 	p.Message, p.Done, p.Err = kubectlStatus(d, "Deployment")
 	progressing := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
+	// Failed as kubectl fails: a deadline counts once the status describes the spec (a
+	// fixed template is not failed yet), and a blocked in-place change only while the
+	// rollout is not done (an undo leaves the condition standing).
 	switch {
-	case progressing != nil && progressing.Reason == rollout.ReasonProgressDeadlineExceeded, p.InPlace == inplace.ReasonBlocked:
+	case progressing != nil && progressing.Reason == rollout.ReasonProgressDeadlineExceeded && d.Status.ObservedGeneration >= d.Generation,
+		p.InPlace == inplace.ReasonBlocked && !p.Done:
 		p.Phase = Failed
 	case d.Spec.Paused:
 		p.Phase = Paused
@@ -178,7 +182,7 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 		p.onDelete = true
 		p.Done = p.Updated >= p.Desired && set.Status.CurrentRevision == set.Status.UpdateRevision
 	}
-	if p.InPlace == inplace.ReasonBlocked {
+	if p.InPlace == inplace.ReasonBlocked && !p.Done {
 		p.Phase = Failed
 	}
 	p.finish(latest, s)
@@ -212,7 +216,7 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 		p.onDelete = true
 		p.Done = p.Updated >= p.Desired
 	}
-	if p.InPlace == inplace.ReasonBlocked {
+	if p.InPlace == inplace.ReasonBlocked && !p.Done {
 		p.Phase = Failed
 	}
 	p.finish(latest, s)
@@ -272,7 +276,16 @@ func (p Progress) WithETA(obs []Observation) Progress {
 	if p.Phase != Progressing || len(obs) < 2 {
 		return p
 	}
-	first, last := obs[0], obs[len(obs)-1]
+	// The pace of the last paceWindow only: a record from an earlier stretch of the
+	// same revision (a scale a day later) says nothing about now.
+	last := obs[len(obs)-1]
+	first := obs[0]
+	for _, o := range obs {
+		if last.At.Sub(o.At) <= paceWindow {
+			first = o
+			break
+		}
+	}
 	elapsed := last.At.Sub(first.At).Seconds()
 	done := float64(last.Done - first.Done)
 	if elapsed <= 0 || done <= 0 {
@@ -287,6 +300,9 @@ func (p Progress) WithETA(obs []Observation) Progress {
 	p.ETASeconds = &eta
 	return p
 }
+
+// paceWindow is how far back an ETA's pace is measured.
+const paceWindow = 2 * time.Minute
 
 // Observation is how many pods were updated and available at At.
 type Observation struct {

@@ -157,6 +157,20 @@ func pastDeadline() Snapshot {
 	return s
 }
 
+func fixedAfterDeadline() Snapshot {
+	s := pastDeadline()
+	d := s.Object.(*appsv1.Deployment)
+	d.Generation = 3
+	return s
+}
+
+func blockedButDone() Snapshot {
+	s := complete()
+	d := s.Object.(*appsv1.Deployment)
+	d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{Type: inplace.ConditionType, Status: corev1.ConditionFalse, Reason: inplace.ReasonBlocked})
+	return s
+}
+
 func paused() Snapshot {
 	s := midRollout()
 	d := s.Object.(*appsv1.Deployment).DeepCopy()
@@ -270,6 +284,8 @@ func TestProgress(t *testing.T) {
 		{"complete: nothing blocks", complete(), Complete, "", true, ""},
 		{"past its deadline: failed, with kubectl's error", pastDeadline(), Failed, "web-6f9c7d-defgh: ImagePullBackOff", false, `deployment "web" exceeded its progress deadline`},
 		{"paused mid-rollout", paused(), Paused, "web-6f9c7d-defgh: ImagePullBackOff", false, ""},
+		{"past its deadline, but a fixed template not yet observed: not failed, as kubectl waits", fixedAfterDeadline(), Progressing, "web-6f9c7d-defgh: ImagePullBackOff", false, ""},
+		{"an InPlaceOnly block left standing by an undo does not fail a finished rollout", blockedButDone(), Complete, "", true, ""},
 		{"StatefulSet partition: web-3 cannot be scheduled", statefulSetPartition(), Progressing, "web-3: Unschedulable", false, ""},
 		{"DaemonSet in place: the pod out of service blocks", daemonSetInPlace(), Progressing, "agent-lllll: InPlaceUpdating", false, ""},
 	}
@@ -306,6 +322,7 @@ func TestETA(t *testing.T) {
 		{"one observation: no pace yet", []Observation{{now, 2}}, "<nil>"},
 		{"no progress between observations: no pace", []Observation{{now, 2}, {now.Add(time.Minute), 2}}, "<nil>"},
 		{"2 → 6 pods in 20 s: 4 left at 0.2/s is 20 s", []Observation{{now, 2}, {now.Add(20 * time.Second), 6}}, "20"},
+		{"a record from a day ago is left out of the pace", []Observation{{now.Add(-24 * time.Hour), 0}, {now, 2}, {now.Add(20 * time.Second), 6}}, "20"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,7 +6,8 @@
 // anyway (the status subresources of all three take annotations), so recording costs no
 // extra API request. Events were the other candidate; they are deduplicated, expire after
 // an hour, and say nothing about availability. A new rollout (a new revision) starts a
-// new record; a record holds at most MaxSamples, thinned evenly when full.
+// new record; a record holds at most MaxSamples: when full, every other sample is
+// dropped, so older stretches end up coarser than newer ones.
 package timeline
 
 import (

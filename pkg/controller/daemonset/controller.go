@@ -8,7 +8,6 @@ package daemonset
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -519,7 +518,7 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 		labels[RevisionLabel] = hash
 		rev := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-" + hash, Namespace: ds.Namespace, Labels: labels,
-				Annotations: maps.Clone(ds.Annotations), OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}},
+				Annotations: history.RevisionAnnotations(ds.Annotations), OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}},
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: maxOld + 1,
 		}
