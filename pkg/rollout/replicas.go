@@ -26,8 +26,8 @@ type Scale struct {
 	From, To int32
 }
 
-// replicas is spec.replicas, defaulting to 1 as the API server does.
-func replicas(p *int32) int32 {
+// Replicas is a spec.replicas, defaulting to 1 as the API server does.
+func Replicas(p *int32) int32 {
 	if p == nil {
 		return 1
 	}
@@ -35,14 +35,14 @@ func replicas(p *int32) int32 {
 }
 
 // DesiredReplicas is d.spec.replicas.
-func DesiredReplicas(d *appsv1.Deployment) int32 { return replicas(d.Spec.Replicas) }
+func DesiredReplicas(d *appsv1.Deployment) int32 { return Replicas(d.Spec.Replicas) }
 
 // SpecReplicas is Σ spec.replicas over rss (nil entries are skipped).
 func SpecReplicas(rss []*appsv1.ReplicaSet) int32 {
 	var n int32
 	for _, rs := range rss {
 		if rs != nil {
-			n += replicas(rs.Spec.Replicas)
+			n += Replicas(rs.Spec.Replicas)
 		}
 	}
 	return n
@@ -98,7 +98,7 @@ func NewReplicaSetReplicas(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		return desired
 	}
-	current := replicas(newRS.Spec.Replicas)
+	current := Replicas(newRS.Spec.Replicas)
 	var total int32
 	for _, rs := range all {
 		switch {
@@ -108,7 +108,7 @@ func NewReplicaSetReplicas(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS
 		case rs.Status.ObservedGeneration < rs.Generation:
 			return current
 		default:
-			n := max(replicas(rs.Spec.Replicas), rs.Status.Replicas)
+			n := max(Replicas(rs.Spec.Replicas), rs.Status.Replicas)
 			if seenPods != nil {
 				n = max(n, seenPods(rs))
 			}
@@ -142,7 +142,7 @@ func OldReplicaSetScaleDown(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, n
 	minAvailable := DesiredReplicas(d) - DeploymentFenceposts(d).MaxUnavailable
 	newUnavailable := int32(0)
 	if newRS != nil {
-		newUnavailable = replicas(newRS.Spec.Replicas) - newRS.Status.AvailableReplicas
+		newUnavailable = Replicas(newRS.Spec.Replicas) - newRS.Status.AvailableReplicas
 	}
 	maxScaleDown := SpecReplicas(all) - minAvailable - newUnavailable
 	if maxScaleDown <= 0 {
@@ -152,7 +152,7 @@ func OldReplicaSetScaleDown(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, n
 	sizes := map[string]int32{}
 	order := ByCreation(oldRSs)
 	for _, rs := range order {
-		sizes[rs.Name] = replicas(rs.Spec.Replicas)
+		sizes[rs.Name] = Replicas(rs.Spec.Replicas)
 	}
 	// 1. Unavailable old pods, oldest RS first.
 	var cleaned int32
@@ -172,7 +172,7 @@ func OldReplicaSetScaleDown(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, n
 	var availableNow int32
 	for _, rs := range all {
 		if rs != nil {
-			availableNow += min(rs.Status.AvailableReplicas, replicas(rs.Spec.Replicas))
+			availableNow += min(rs.Status.AvailableReplicas, Replicas(rs.Spec.Replicas))
 		}
 	}
 	excess := availableNow - minAvailable
@@ -190,7 +190,7 @@ func OldReplicaSetScaleDown(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, n
 	}
 	var plan []Scale
 	for _, rs := range order {
-		if from := replicas(rs.Spec.Replicas); sizes[rs.Name] != from {
+		if from := Replicas(rs.Spec.Replicas); sizes[rs.Name] != from {
 			plan = append(plan, Scale{ReplicaSet: rs.Name, From: from, To: sizes[rs.Name]})
 		}
 	}
@@ -217,14 +217,14 @@ func OldReplicaSetScaleDown(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, n
 func ProportionalScale(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) (plan []Scale, ok bool) {
 	desired := DesiredReplicas(d)
 	if target := activeOrLatest(newRS, oldRSs); target != nil {
-		if replicas(target.Spec.Replicas) == desired {
+		if Replicas(target.Spec.Replicas) == desired {
 			return nil, false
 		}
-		return []Scale{{ReplicaSet: target.Name, From: replicas(target.Spec.Replicas), To: desired}}, true
+		return []Scale{{ReplicaSet: target.Name, From: Replicas(target.Spec.Replicas), To: desired}}, true
 	}
 	if IsSaturated(d, newRS) {
 		for _, rs := range Active(oldRSs) {
-			plan = append(plan, Scale{ReplicaSet: rs.Name, From: replicas(rs.Spec.Replicas), To: 0})
+			plan = append(plan, Scale{ReplicaSet: rs.Name, From: Replicas(rs.Spec.Replicas), To: 0})
 		}
 		return plan, len(plan) > 0
 	}
@@ -245,7 +245,7 @@ func ProportionalScale(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []
 	sizes := make([]int32, len(active))
 	var added int32
 	for i, rs := range active {
-		sizes[i] = replicas(rs.Spec.Replicas)
+		sizes[i] = Replicas(rs.Spec.Replicas)
 		if toAdd != 0 {
 			p := proportion(rs, d, toAdd, added)
 			sizes[i] += p
@@ -256,7 +256,7 @@ func ProportionalScale(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []
 		sizes[0] = max(0, sizes[0]+toAdd-added)
 	}
 	for i, rs := range active {
-		plan = append(plan, Scale{ReplicaSet: rs.Name, From: replicas(rs.Spec.Replicas), To: sizes[i]})
+		plan = append(plan, Scale{ReplicaSet: rs.Name, From: Replicas(rs.Spec.Replicas), To: sizes[i]})
 	}
 	return plan, len(plan) > 0
 }
@@ -265,7 +265,7 @@ func ProportionalScale(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []
 // from the max-replicas it was sized for (the Deployment's status.replicas when
 // unannotated) to replicas+maxSurge, minus its size; never more than what is left.
 func proportion(rs *appsv1.ReplicaSet, d *appsv1.Deployment, toAdd, added int32) int32 {
-	size := replicas(rs.Spec.Replicas)
+	size := Replicas(rs.Spec.Replicas)
 	if size == 0 || toAdd == 0 || toAdd == added {
 		return 0
 	}
@@ -298,7 +298,7 @@ func IsSaturated(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
 	}
 	desired, ok := annotatedInt(rs, DesiredReplicasAnnotation)
 	want := DesiredReplicas(d)
-	return ok && desired == want && replicas(rs.Spec.Replicas) == want && rs.Status.AvailableReplicas == want
+	return ok && desired == want && Replicas(rs.Spec.Replicas) == want && rs.Status.AvailableReplicas == want
 }
 
 // activeOrLatest is the one ReplicaSet that should take all of a scale: the only one
@@ -329,7 +329,7 @@ func activeOrLatest(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) *apps
 func Active(rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	var out []*appsv1.ReplicaSet
 	for _, rs := range rss {
-		if rs != nil && replicas(rs.Spec.Replicas) > 0 {
+		if rs != nil && Replicas(rs.Spec.Replicas) > 0 {
 			out = append(out, rs)
 		}
 	}
@@ -351,14 +351,14 @@ func older(a, b *appsv1.ReplicaSet) bool {
 }
 
 func largerThenNewer(a, b *appsv1.ReplicaSet) bool {
-	if ra, rb := replicas(a.Spec.Replicas), replicas(b.Spec.Replicas); ra != rb {
+	if ra, rb := Replicas(a.Spec.Replicas), Replicas(b.Spec.Replicas); ra != rb {
 		return ra > rb
 	}
 	return older(b, a)
 }
 
 func largerThenOlder(a, b *appsv1.ReplicaSet) bool {
-	if ra, rb := replicas(a.Spec.Replicas), replicas(b.Spec.Replicas); ra != rb {
+	if ra, rb := Replicas(a.Spec.Replicas), Replicas(b.Spec.Replicas); ra != rb {
 		return ra > rb
 	}
 	return older(a, b)

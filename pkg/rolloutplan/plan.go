@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // Op is what a batch does to one pod.
@@ -216,18 +217,11 @@ func templateChanges(from, to *corev1.PodTemplateSpec) []string {
 
 // replicasChange is "replicas: 3 → 5", or nothing.
 func replicasChange(from, to *int32) []string {
-	a, b := replicasOf(from), replicasOf(to)
+	a, b := rollout.Replicas(from), rollout.Replicas(to)
 	if a == b {
 		return nil
 	}
 	return []string{fmt.Sprintf("replicas: %d → %d", a, b)}
-}
-
-func replicasOf(p *int32) int32 {
-	if p == nil {
-		return 1
-	}
-	return *p
 }
 
 // modeChange is the change of the in-place opt-in annotation, or nothing.

@@ -209,7 +209,7 @@ func (s *setSim) start() int {
 	return 0
 }
 
-func (s *setSim) replicas() int { return int(replicasOf(s.set.Spec.Replicas)) }
+func (s *setSim) replicas() int { return int(rollout.Replicas(s.set.Spec.Replicas)) }
 
 func (s *setSim) ordered() bool {
 	return s.set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement

@@ -167,7 +167,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 	p := Progress{
 		Kind: "statefulset", Namespace: set.Namespace, Name: set.Name, Revision: set.Status.UpdateRevision,
-		Desired: replicas(set.Spec.Replicas), Total: set.Status.Replicas, Updated: set.Status.UpdatedReplicas,
+		Desired: rollout.Replicas(set.Spec.Replicas), Total: set.Status.Replicas, Updated: set.Status.UpdatedReplicas,
 		Ready: set.Status.ReadyReplicas, Available: set.Status.AvailableReplicas,
 	}
 	p.Target = p.Desired
@@ -373,11 +373,4 @@ func conditionReason[C any](conds []C, typeReason func(C) (string, string)) stri
 		}
 	}
 	return ""
-}
-
-func replicas(r *int32) int32 {
-	if r == nil {
-		return 1
-	}
-	return *r
 }

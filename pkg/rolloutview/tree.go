@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // Tree is `kroll rollout watch`'s view: the workload, then each revision, newest first,
@@ -99,7 +100,7 @@ func groups(s Snapshot, p Progress) []group {
 			}
 			out = append(out, group{
 				revision: strconv.FormatInt(history.Revision(rs), 10), name: rs.Name, kind: "ReplicaSet",
-				ready: fmt.Sprintf("%d/%d", rs.Status.ReadyReplicas, replicas(rs.Spec.Replicas)), latest: latest[rs.Name],
+				ready: fmt.Sprintf("%d/%d", rs.Status.ReadyReplicas, rollout.Replicas(rs.Spec.Replicas)), latest: latest[rs.Name],
 				created: rs.CreationTimestamp.Time, pods: sortedPods(pods),
 			})
 		}
