@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
@@ -186,7 +187,7 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		// A new revision: the pace of the old one says nothing. A recorded timeline of
 		// this one gives a pace from the first snapshot.
 		p.revision, p.obs = prog.Revision, nil
-		if t, err := timeline.Parse(annotationsOf(s)[timeline.Annotation]); err == nil && t.Revision == recordedRevision(s, prog) {
+		if t, err := timeline.Parse(annotationsOf(s.Object)[timeline.Annotation]); err == nil && t.Revision == recordedRevision(prog) {
 			p.obs = rolloutview.ObservationsOf(t)
 		}
 	}
@@ -218,22 +219,18 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		}
 		return true, nil
 	case prog.Phase == rolloutview.Failed:
-		return true, fmt.Errorf("%s/%s failed: %s", prog.Kind, prog.Name, failure(s, prog))
+		return true, fmt.Errorf("%s/%s failed: %s", prog.Kind, prog.Name, inPlaceBlocked)
 	}
 	return false, nil
 }
 
-// failure is why a Failed rollout failed, from its condition.
-func failure(s rolloutview.Snapshot, p rolloutview.Progress) string {
-	if p.Message != "" && p.InPlace == "" {
-		return p.Message
-	}
-	return "the change cannot be made in place and the workload is InPlaceOnly (see its InPlaceUpdate condition)"
-}
+// inPlaceBlocked is why a rollout is Failed without kubectl's error: the one Failed
+// phase kubectl's viewer does not report (a missed deadline comes as Err).
+const inPlaceBlocked = "the change cannot be made in place and the workload is InPlaceOnly (see its InPlaceUpdate condition)"
 
 // recordedRevision is the revision a workload's timeline is recorded under: what the
 // controller passes (the revision number, update revision, or DaemonSet hash).
-func recordedRevision(s rolloutview.Snapshot, p rolloutview.Progress) string {
+func recordedRevision(p rolloutview.Progress) string {
 	if p.Kind == "daemonset" {
 		if i := strings.LastIndexByte(p.Revision, '-'); i >= 0 {
 			return p.Revision[i+1:]
@@ -242,8 +239,10 @@ func recordedRevision(s rolloutview.Snapshot, p rolloutview.Progress) string {
 	return p.Revision
 }
 
-func annotationsOf(s rolloutview.Snapshot) map[string]string {
-	if o, ok := s.Object.(interface{ GetAnnotations() map[string]string }); ok {
+// annotationsOf reads a workload's annotations (every kind the views take is a
+// metav1.Object).
+func annotationsOf(obj runtime.Object) map[string]string {
+	if o, ok := obj.(metav1.Object); ok {
 		return o.GetAnnotations()
 	}
 	return nil
@@ -280,10 +279,11 @@ rollout completes with --until-complete.`,
 			screen := redraw{w: k.streams.Out}
 			last := ""
 			err = ref.watchSnapshots(ctx, client, func(s rolloutview.Snapshot) (bool, error) {
-				tree, err := rolloutview.Tree(s)
+				p, err := rolloutview.ProgressOf(s)
 				if err != nil {
 					return true, err
 				}
+				tree := rolloutview.Tree(s, p)
 				switch {
 				case terminal:
 					screen.show(tree)
@@ -291,7 +291,6 @@ rollout completes with --until-complete.`,
 					fmt.Fprintln(k.streams.Out, tree)
 				}
 				last = tree
-				p, _ := rolloutview.ProgressOf(s)
 				return untilDone && p.Phase == rolloutview.Complete, nil
 			})
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -333,7 +332,7 @@ controllers have no record.`,
 			if err != nil {
 				return explainUnreachable(err, k.host())
 			}
-			raw := annotationsOf(rolloutview.Snapshot{Object: obj})[timeline.Annotation]
+			raw := annotationsOf(obj)[timeline.Annotation]
 			if raw == "" {
 				return fmt.Errorf("%s has no recorded timeline: kroll's controllers record one (annotation %s) at its next status change", ref, timeline.Annotation)
 			}

@@ -231,13 +231,8 @@ func (p *Progress) revisionsByHash(s Snapshot, latest string, minReadySeconds in
 	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision > revs[j].Revision })
 	var latestPods []*corev1.Pod
 	for _, r := range revs {
+		pods := podsOfRevision(s.Pods, r)
 		hash := r.Labels[appsv1.ControllerRevisionHashLabelKey]
-		var pods []*corev1.Pod
-		for _, pod := range s.Pods {
-			if h := pod.Labels[appsv1.ControllerRevisionHashLabelKey]; h == r.Name || (hash != "" && h == hash) {
-				pods = append(pods, pod)
-			}
-		}
 		isLatest := r.Name == latest || (hash != "" && hash == latest)
 		if isLatest {
 			latestPods = pods
@@ -247,6 +242,19 @@ func (p *Progress) revisionsByHash(s Snapshot, latest string, minReadySeconds in
 		}
 	}
 	return latestPods
+}
+
+// podsOfRevision are the pods of revision r: their controller-revision-hash label is
+// r's name (a StatefulSet's pods) or r's hash label (a DaemonSet's).
+func podsOfRevision(pods []*corev1.Pod, r *appsv1.ControllerRevision) []*corev1.Pod {
+	hash := r.Labels[appsv1.ControllerRevisionHashLabelKey]
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		if h := pod.Labels[appsv1.ControllerRevisionHashLabelKey]; h == r.Name || (hash != "" && h == hash) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }
 
 // finish sets what every kind computes alike: the phase unless already decided, and the

@@ -25,11 +25,9 @@ import (
 //	└─ web-6f9c7d              ReplicaSet  4/5
 //	   ├─ web-6f9c7d-abcde     Pod         1/1    Running           0         30s  nginx:1.26
 //	   └─ web-6f9c7d-fghij     Pod         0/1    ImagePullBackOff  0         10s  nginx:bad
-func Tree(s Snapshot) (string, error) {
-	p, err := ProgressOf(s)
-	if err != nil {
-		return "", err
-	}
+//
+// p is ProgressOf(s), which the caller has at hand.
+func Tree(s Snapshot, p Progress) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s  %s  revision %s  %d/%d updated  %d/%d available\n", p.Kind, p.Name, p.Phase, shortRevision(p.Revision), p.Updated, p.Target, p.Available, p.Desired)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -49,9 +47,7 @@ func Tree(s Snapshot) (string, error) {
 			fmt.Fprintf(w, "   %s %s\tPod\t%s\t%s\t%d\t%s\t%s\n", branch, pod.Name, containersReady(pod), PodStatus(pod), restarts(pod), age(s, pod.CreationTimestamp.Time), images(pod))
 		}
 	}
-	if err := w.Flush(); err != nil {
-		return "", err
-	}
+	w.Flush() // a strings.Builder does not fail
 	text := b.String()
 	b.Reset()
 	// tabwriter pads every cell, the empty last ones too.
@@ -64,7 +60,7 @@ func Tree(s Snapshot) (string, error) {
 	if p.Blocking != nil {
 		fmt.Fprintf(&b, "waiting on %s\n", p.Blocking)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // group is one revision's holder and pods.
@@ -116,16 +112,9 @@ func groups(s Snapshot, p Progress) []group {
 		if rev == nil {
 			continue
 		}
-		hash := rev.Labels[appsv1.ControllerRevisionHashLabelKey]
-		var pods []*corev1.Pod
-		for _, pod := range s.Pods {
-			if h := pod.Labels[appsv1.ControllerRevisionHashLabelKey]; h == rev.Name || (hash != "" && h == hash) {
-				pods = append(pods, pod)
-			}
-		}
 		out = append(out, group{
 			revision: r.Revision, name: r.Name, kind: "ControllerRevision", ready: fmt.Sprintf("%d/%d", r.Ready, r.Pods),
-			latest: r.Latest, created: rev.CreationTimestamp.Time, pods: sortedPods(pods),
+			latest: r.Latest, created: rev.CreationTimestamp.Time, pods: sortedPods(podsOfRevision(s.Pods, rev)),
 		})
 	}
 	return out

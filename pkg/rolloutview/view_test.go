@@ -259,10 +259,7 @@ func TestViewsGolden(t *testing.T) {
 			}
 			// A pace of 2 pods in 10 s, seen before the snapshot.
 			p = p.WithETA([]Observation{{At: now.Add(-10 * time.Second), Done: p.DoneCount() - 2}, {At: now, Done: p.DoneCount()}})
-			tree, err := Tree(tt.snap())
-			if err != nil {
-				t.Fatal(err)
-			}
+			tree := Tree(tt.snap(), p)
 			golden(t, tt.name+".bar.txt", Bar(p))
 			golden(t, tt.name+".line.txt", Line(p)+"\n")
 			golden(t, tt.name+".json", JSON(p)+"\n")
