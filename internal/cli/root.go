@@ -52,6 +52,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		return fmt.Errorf("%s: %w; see '%s --help'", cmd.CommandPath(), err, cmd.CommandPath())
 	})
 	root.AddCommand(newUpCommand(stdout, stderr))
+	root.AddCommand(newControllerManagerCommand(stderr))
 	root.AddCommand(newRollingUpdateCommand(os.Stdin, stdout))
 	root.AddCommand(newKubectlVerbs(os.Stdin, stdout, stderr).commands()...)
 	return root

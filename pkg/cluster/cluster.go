@@ -76,6 +76,8 @@ type Config struct {
 	LogFile string
 	// LogVerbosity is the klog -v level of the components.
 	LogVerbosity int
+	// APIServerArgs are extra kube-apiserver flags (e.g. admission plugins a test needs).
+	APIServerArgs []string
 	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
 	ReadyTimeout time.Duration
 }
@@ -185,7 +187,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.etcd = etcd
 
-	runAPIServer, err := apiServerRunner(c.ctx, listener, etcdURL, c.pki, nil)
+	runAPIServer, err := apiServerRunner(c.ctx, listener, etcdURL, c.pki, c.cfg.APIServerArgs)
 	if err != nil {
 		listener.Close()
 		return nil, err

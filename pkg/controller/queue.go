@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/metrics"
 )
 
 // Queue is a rate-limited queue of namespace/name keys.
@@ -71,13 +74,36 @@ func (q Queue) processNext(ctx context.Context, controller string, syncKey func(
 		return false
 	}
 	defer q.Done(key)
-	if err := syncKey(ctx, key); err != nil {
+	if err := syncRecovering(ctx, controller, key, syncKey); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed", "controller", controller, "key", key)
 		q.AddRateLimited(key)
 		return true
 	}
 	q.Forget(key)
 	return true
+}
+
+// syncRecovering calls syncKey for key and times it. A panic in it is the sync's error,
+// not the process's end: it is logged with the key and stack, counted in
+// kroll_sync_panics_total, and the key retried with back-off like any failed sync. One bad
+// object must not crash-loop the manager and with it every other rollout.
+func syncRecovering(ctx context.Context, controller, key string, syncKey func(context.Context, string) error) (err error) {
+	start := time.Now()
+	result := "success"
+	defer func() {
+		if r := recover(); r != nil {
+			result = "panic"
+			metrics.SyncPanics.WithLabelValues(controller).Inc()
+			klog.FromContext(ctx).Error(nil, "Sync panicked; retrying with back-off", "controller", controller, "key", key,
+				"panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("sync of %s panicked: %v", key, r)
+		}
+		metrics.ObserveSync(controller, result, time.Since(start))
+	}()
+	if err = syncKey(ctx, key); err != nil {
+		result = "error"
+	}
+	return err
 }
 
 // CheckAdoptable tells whether owner may adopt objects, given a fresh read of it from

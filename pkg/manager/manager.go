@@ -1,11 +1,14 @@
 // Package manager runs kroll's workload controllers together on one set of shared
-// informers: in-process under `kroll up`, and (later) as `kroll controller-manager`.
+// informers: in-process under `kroll up`, and as `kroll controller-manager` on any cluster,
+// where it adds leader election on a Lease and serves /healthz, /readyz and /metrics.
+// Both run Run: there is one code path.
 package manager
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -20,123 +24,161 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller/deployment"
 	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
 	"github.com/kroll-dev/kroll/pkg/controller/statefulset"
+	"github.com/kroll-dev/kroll/pkg/metrics"
 )
 
-// Options are the manager's settings; the zero value takes upstream's defaults.
-type Options struct {
-	// QPS and Burst are each controller's client-side API limits (kube-controller-manager:
-	// 20 and 30, per controller).
-	QPS   float32
-	Burst int
-	// DeploymentWorkers, ReplicaSetWorkers and ReplicationControllerWorkers are the
-	// concurrent syncs (upstream: 5 each).
-	DeploymentWorkers            int
-	ReplicaSetWorkers            int
-	ReplicationControllerWorkers int
-	StatefulSetWorkers           int
-	DaemonSetWorkers             int
-}
-
-func (o *Options) defaults() {
-	if o.QPS == 0 {
-		o.QPS = 20
-	}
-	if o.Burst == 0 {
-		o.Burst = 30
-	}
-	if o.DeploymentWorkers == 0 {
-		o.DeploymentWorkers = 5
-	}
-	if o.ReplicaSetWorkers == 0 {
-		o.ReplicaSetWorkers = 5
-	}
-	if o.ReplicationControllerWorkers == 0 {
-		o.ReplicationControllerWorkers = 5
-	}
-	if o.StatefulSetWorkers == 0 {
-		o.StatefulSetWorkers = 5
-	}
-	if o.DaemonSetWorkers == 0 {
-		o.DaemonSetWorkers = 2 // kube-controller-manager's --concurrent-daemonset-syncs
-	}
-}
-
-// Run runs the Deployment, ReplicaSet, ReplicationController, StatefulSet and DaemonSet
-// controllers against cfg until ctx ends.
+// Run runs the controllers opts selects against cfg until ctx ends, and returns nil then.
+// With leader election it runs them only while leading, and returns an error if it
+// stops leading for any other reason than ctx ending: a restart then competes again,
+// as kube-controller-manager does.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
 	opts.defaults()
+	enabled, _ := EnabledControllers(opts.Controllers)
+	m, err := newControllers(ctx, cfg, opts, enabled)
+	if err != nil {
+		return err
+	}
+	defer m.events.Shutdown()
+
+	h := &health{}
+	if opts.LeaderElection.Enabled {
+		// kube-controller-manager's tolerance: unhealthy 20s after a renewal was due.
+		h.lease, h.standby = leaderelection.NewLeaderHealthzAdaptor(20*time.Second), true
+	}
+	if opts.BindAddress != "" {
+		stop, err := serve(ctx, opts.BindAddress, h)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if !opts.LeaderElection.Enabled {
+		m.run(ctx, h)
+		return nil
+	}
+	return lead(ctx, cfg, opts.LeaderElection, h, func(ctx context.Context) { m.run(ctx, h) })
+}
+
+// controllers are the selected controllers over one informer factory.
+type controllers struct {
+	factory informers.SharedInformerFactory
+	events  record.EventBroadcaster
+	runs    []func(context.Context)
+	// rollouts reports rollouts in progress and failed from the factory's caches.
+	rollouts *rolloutCollector
+}
+
+// newControllers builds the controllers enabled names. Each gets its own client, so
+// each has its own QPS/Burst budget as in kube-controller-manager, and its own user
+// agent and request metrics.
+func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled []string) (*controllers, error) {
 	clientFor := func(name string) (kubernetes.Interface, error) {
 		c := rest.CopyConfig(cfg)
 		c.QPS, c.Burst = opts.QPS, opts.Burst
+		c.Wrap(metrics.InstrumentTransport(name))
 		return kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/"+name))
 	}
 	informerClient, err := clientFor("informers")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rsClient, err := clientFor(replicaset.ControllerName)
-	if err != nil {
-		return err
+	m := &controllers{
+		factory: informers.NewSharedInformerFactory(informerClient, 0),
+		events:  record.NewBroadcaster(record.WithContext(ctx)),
 	}
-	dClient, err := clientFor(deployment.ControllerName)
-	if err != nil {
-		return err
+	m.events.StartStructuredLogging(3)
+	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")})
+	recorder := func(component string) record.EventRecorder {
+		return m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 	}
-	rcClient, err := clientFor(replicaset.RCControllerName)
-	if err != nil {
-		return err
+	f := m.factory
+	for _, name := range enabled {
+		var run func(context.Context)
+		var err error
+		switch name {
+		case DaemonSet:
+			run, err = build(clientFor, daemonset.ControllerName, opts.DaemonSetWorkers, func(c kubernetes.Interface) (runner, error) {
+				return daemonset.New(c, f.Apps().V1().DaemonSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(),
+					f.Apps().V1().ControllerRevisions(), recorder(daemonset.ControllerName))
+			})
+		case StatefulSet:
+			run, err = build(clientFor, statefulset.ControllerName, opts.StatefulSetWorkers, func(c kubernetes.Interface) (runner, error) {
+				return statefulset.New(c, f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Apps().V1().ControllerRevisions(),
+					f.Core().V1().PersistentVolumeClaims(), recorder(statefulset.ControllerName))
+			})
+		case ReplicaSet:
+			run, err = build(clientFor, replicaset.ControllerName, opts.ReplicaSetWorkers, func(c kubernetes.Interface) (runner, error) {
+				return replicaset.New(c, f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), recorder(replicaset.ControllerName))
+			})
+		case ReplicationController:
+			run, err = build(clientFor, replicaset.RCControllerName, opts.ReplicationControllerWorkers, func(c kubernetes.Interface) (runner, error) {
+				return replicaset.NewForReplicationControllers(c, f.Core().V1().ReplicationControllers(), f.Core().V1().Pods(),
+					recorder(replicaset.RCControllerName))
+			})
+		case Deployment:
+			run, err = build(clientFor, deployment.ControllerName, opts.DeploymentWorkers, func(c kubernetes.Interface) (runner, error) {
+				return deployment.New(c, f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(),
+					recorder(deployment.ControllerName))
+			})
+		}
+		if err != nil {
+			m.events.Shutdown()
+			return nil, err
+		}
+		m.runs = append(m.runs, run)
 	}
-	stsClient, err := clientFor(statefulset.ControllerName)
-	if err != nil {
-		return err
-	}
-	dsClient, err := clientFor(daemonset.ControllerName)
-	if err != nil {
-		return err
-	}
-	factory := informers.NewSharedInformerFactory(informerClient, 0)
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
+	m.rollouts = newRolloutCollector(f, enabled)
+	return m, nil
+}
 
-	rsc, err := replicaset.New(rsClient, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
-		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: replicaset.ControllerName}))
+// runner is what every kroll controller is.
+type runner interface {
+	Run(ctx context.Context, workers int)
+}
+
+// build makes one controller on its own client and returns its Run with workers bound.
+func build[C runner](clientFor func(string) (kubernetes.Interface, error), name string, workers int,
+	newController func(kubernetes.Interface) (C, error)) (func(context.Context), error) {
+	client, err := clientFor(name)
 	if err != nil {
-		return fmt.Errorf("replicaset controller: %w", err)
+		return nil, err
 	}
-	dc, err := deployment.New(dClient, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
-		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deployment.ControllerName}))
+	c, err := newController(client)
 	if err != nil {
-		return fmt.Errorf("deployment controller: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	rcc, err := replicaset.NewForReplicationControllers(rcClient, factory.Core().V1().ReplicationControllers(), factory.Core().V1().Pods(),
-		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: replicaset.RCControllerName}))
-	if err != nil {
-		return fmt.Errorf("replicationcontroller controller: %w", err)
-	}
-	ssc, err := statefulset.New(stsClient, factory.Apps().V1().StatefulSets(), factory.Core().V1().Pods(),
-		factory.Apps().V1().ControllerRevisions(), factory.Core().V1().PersistentVolumeClaims(),
-		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: statefulset.ControllerName}))
-	if err != nil {
-		return fmt.Errorf("statefulset controller: %w", err)
-	}
-	dsc, err := daemonset.New(dsClient, factory.Apps().V1().DaemonSets(), factory.Core().V1().Pods(), factory.Core().V1().Nodes(),
-		factory.Apps().V1().ControllerRevisions(), broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: daemonset.ControllerName}))
-	if err != nil {
-		return fmt.Errorf("daemonset controller: %w", err)
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	return func(ctx context.Context) { c.Run(ctx, workers) }, nil
+}
+
+// run starts the informers and the controllers, marks h ready once the caches have
+// synced, and returns when ctx has ended and every controller has stopped.
+func (m *controllers) run(ctx context.Context, h *health) {
 	klog.FromContext(ctx).Info("Starting kroll workload controllers")
+	m.factory.Start(ctx.Done())
+	defer m.factory.Shutdown()
+	// Only one manager per process reports rollouts: the registry is the process's.
+	if err := metrics.Registry.Register(m.rollouts); err != nil {
+		klog.FromContext(ctx).V(2).Info("Not reporting rollouts in /metrics", "err", err)
+	} else {
+		defer metrics.Registry.Unregister(m.rollouts)
+	}
 
 	var wg sync.WaitGroup
-	wg.Add(5)
-	go func() { defer wg.Done(); dsc.Run(ctx, opts.DaemonSetWorkers) }()
-	go func() { defer wg.Done(); ssc.Run(ctx, opts.StatefulSetWorkers) }()
-	go func() { defer wg.Done(); rsc.Run(ctx, opts.ReplicaSetWorkers) }()
-	go func() { defer wg.Done(); rcc.Run(ctx, opts.ReplicationControllerWorkers) }()
-	go func() { defer wg.Done(); dc.Run(ctx, opts.DeploymentWorkers) }()
+	for _, run := range m.runs {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(ctx) }()
+	}
+	go func() {
+		for _, synced := range m.factory.WaitForCacheSync(ctx.Done()) {
+			if !synced {
+				return
+			}
+		}
+		h.setSynced(true)
+	}()
 	wg.Wait()
-	return nil
+	h.setSynced(false)
 }

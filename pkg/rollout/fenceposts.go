@@ -3,6 +3,7 @@ package rollout
 
 import (
 	"fmt"
+	"math"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -19,7 +20,7 @@ type Fenceposts struct {
 // ResolveFenceposts turns maxSurge and maxUnavailable (absolute or percent of desired)
 // into numbers: surge rounds up, unavailable rounds down, and when both come to 0,
 // unavailable becomes 1. With desired 10 and 25%/25%: surge 3 (2.5 up), unavailable 2 (2.5 down).
-// A nil value counts as 0.
+// A nil value counts as 0. Each is capped so that desired plus it fits an int32.
 func ResolveFenceposts(maxSurge, maxUnavailable *intstr.IntOrString, desired int32) (Fenceposts, error) {
 	surge, err := scaled(maxSurge, desired, true)
 	if err != nil {
@@ -46,5 +47,8 @@ func scaled(v *intstr.IntOrString, desired int32, roundUp bool) (int32, error) {
 	if n < 0 {
 		return 0, fmt.Errorf("must not be negative, got %s", v.String())
 	}
-	return int32(n), nil
+	// desired + bound must fit an int32: the callers add them. A bound that large allows
+	// every pod at once, and so does the cap; without it a 2147483647% surge of 2000
+	// wrapped around to -20 and the rollout never started.
+	return int32(min(int64(n), math.MaxInt32-int64(max(desired, 0)))), nil
 }

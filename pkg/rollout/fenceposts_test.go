@@ -26,6 +26,9 @@ func TestResolveFenceposts(t *testing.T) {
 		{"zero desired: percent surges are 0, so unavailable 1", pct("25%"), pct("25%"), 0, 0, 1},
 		{"nil counts as 0", nil, nil, 10, 0, 1},
 		{"spec example: 10 replicas, 3 surge / 30% unavailable", num(3), pct("30%"), 10, 3, 3},
+		{"a 2147483647% surge of 2000 is capped so that 2000 plus it fits an int32 (found by fuzzing: it wrapped to -20)",
+			pct("2147483647%"), num(0), 2000, 2147481647, 0},
+		{"an absolute surge of MaxInt32 is capped the same way", num(2147483647), num(0), 2000, 2147481647, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,6 +34,11 @@ func WithKubelet(edit func(*kubelet.Config)) Option {
 	return func(c *cluster.Config) { edit(&c.Kubelet) }
 }
 
+// WithAPIServerArgs adds kube-apiserver flags.
+func WithAPIServerArgs(args ...string) Option {
+	return func(c *cluster.Config) { c.APIServerArgs = append(c.APIServerArgs, args...) }
+}
+
 // WithDataDir runs on dir instead of a fresh temporary one (to test resuming a cluster).
 func WithDataDir(dir string) Option { return func(c *cluster.Config) { c.DataDir = dir } }
 

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/manager"
+)
+
+// controllerManagerOptions are the flags of `kroll controller-manager`; names and
+// defaults are kube-controller-manager's where it has the flag.
+type controllerManagerOptions struct {
+	kubeconfig string
+	manager    manager.Options
+	verbosity  int
+}
+
+func newControllerManagerCommand(stderr io.Writer) *cobra.Command {
+	o := &controllerManagerOptions{manager: manager.Options{
+		Controllers: []string{"*"}, QPS: 20, Burst: 30,
+		DeploymentWorkers: 5, ReplicaSetWorkers: 5, ReplicationControllerWorkers: 5, StatefulSetWorkers: 5, DaemonSetWorkers: 2,
+		LeaderElection: manager.LeaderElection{Enabled: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+			RetryPeriod: 2 * time.Second, Namespace: "kube-system", Name: "kroll-controller-manager"},
+		BindAddress: "0.0.0.0:10270",
+	}}
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run kroll's workload controllers against an existing cluster, in place of kube-controller-manager's",
+		Long: `Run kroll's Deployment, ReplicaSet, ReplicationController, StatefulSet and DaemonSet
+controllers against the cluster of --kubeconfig (or, in a pod, the cluster it runs in).
+kube-controller-manager must not run its own controllers for these kinds: start it with
+--controllers=*,-deployment-controller,-replicaset-controller,-replicationcontroller-controller,-statefulset-controller,-daemonset-controller
+(see deploy/README.md).
+
+Several replicas may run: one leads (a coordination.k8s.io Lease), the others stand by.
+/healthz, /readyz and Prometheus /metrics are served on --bind-address. SIGTERM stops
+the controllers, then hands the lease over.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// In the options 0 means "the default"; as a flag it is a mistake, as upstream says.
+			for _, name := range []string{"concurrent-deployment-syncs", "concurrent-replicaset-syncs", "concurrent-rc-syncs",
+				"concurrent-statefulset-syncs", "concurrent-daemonset-syncs"} {
+				if cmd.Flags().Lookup(name).Value.String() == "0" {
+					return fmt.Errorf("--%s must be greater than 0, got 0", name)
+				}
+			}
+			return runControllerManager(cmd.Context(), o, stderr)
+		},
+	}
+	f := cmd.Flags()
+	// kube-controller-manager spells one of these with underscores (--concurrent_rc_syncs).
+	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
+	m := &o.manager
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; default $KUBECONFIG, then the in-cluster configuration, then ~/.kube/config")
+	f.StringSliceVar(&m.Controllers, "controllers", m.Controllers,
+		"controllers to run: '*' is all, 'name' adds one, '-name' removes one; names: "+strings.Join(manager.ControllerNames, ", "))
+	f.IntVar(&m.DeploymentWorkers, "concurrent-deployment-syncs", m.DeploymentWorkers, "Deployments synced concurrently")
+	f.IntVar(&m.ReplicaSetWorkers, "concurrent-replicaset-syncs", m.ReplicaSetWorkers, "ReplicaSets synced concurrently")
+	f.IntVar(&m.ReplicationControllerWorkers, "concurrent-rc-syncs", m.ReplicationControllerWorkers, "ReplicationControllers synced concurrently")
+	f.IntVar(&m.StatefulSetWorkers, "concurrent-statefulset-syncs", m.StatefulSetWorkers, "StatefulSets synced concurrently")
+	f.IntVar(&m.DaemonSetWorkers, "concurrent-daemonset-syncs", m.DaemonSetWorkers, "DaemonSets synced concurrently")
+	f.Float32Var(&m.QPS, "kube-api-qps", m.QPS, "each controller's API requests per second")
+	f.IntVar(&m.Burst, "kube-api-burst", m.Burst, "each controller's API request burst")
+	le := &m.LeaderElection
+	f.BoolVar(&le.Enabled, "leader-elect", le.Enabled, "run the controllers only while holding the leader Lease, so that several replicas can run")
+	f.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, "how long standbys wait after the leader's last renewal before taking over")
+	f.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "how long the leader retries renewing before it stops leading")
+	f.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "wait between attempts to acquire or renew the lease")
+	f.StringVar(&le.Name, "leader-elect-resource-name", le.Name, "name of the Lease")
+	f.StringVar(&le.Namespace, "leader-elect-resource-namespace", le.Namespace, "namespace of the Lease")
+	f.StringVar(&m.BindAddress, "bind-address", m.BindAddress, "host:port serving /healthz, /readyz and /metrics over HTTP; empty to serve nothing")
+	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (klog -v); logs go to stderr")
+	return cmd
+}
+
+func runControllerManager(ctx context.Context, o *controllerManagerOptions, stderr io.Writer) error {
+	if err := o.manager.Validate(); err != nil {
+		return err
+	}
+	var klogFlags flag.FlagSet
+	klog.InitFlags(&klogFlags)
+	_ = klogFlags.Set("v", strconv.Itoa(o.verbosity))
+	klog.SetOutput(stderr)
+	klog.LogToStderr(true)
+
+	cfg, source, err := controllerManagerConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := checkReachable(cfg, source); err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return manager.Run(ctx, cfg, o.manager)
+}
+
+// controllerManagerConfig finds the cluster: --kubeconfig, $KUBECONFIG, the pod's
+// service account, ~/.kube/config, in that order. source names the one used, for errors.
+func controllerManagerConfig(kubeconfig string) (cfg *rest.Config, source string, err error) {
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	if kubeconfig == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, "the in-cluster configuration", nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	source = "~/.kube/config"
+	if kubeconfig != "" {
+		source = kubeconfig
+	}
+	cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("no cluster to manage: %s: %v; pass --kubeconfig or run in a pod", source, oneLine(err.Error()))
+	}
+	return cfg, source, nil
+}
+
+// checkReachable fails fast, in one line, when the API server does not answer: a
+// manager that starts against a wrong address would otherwise retry quietly forever.
+func checkReachable(cfg *rest.Config, source string) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 10 * time.Second
+	client, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		return fmt.Errorf("cannot reach the API server %s (from %s): %v", cfg.Host, source, oneLine(err.Error()))
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kroll-dev/kroll/pkg/metrics"
+)
+
+// lead runs work while this process holds the Lease le names, and returns when ctx ends
+// (nil) or when the lease is lost (an error).
+//
+// Handing over on shutdown is ordered: when ctx ends, work is stopped first and the
+// lease released after, so that the next leader cannot start while this one still
+// writes. (client-go's ReleaseOnCancel would release while work is still stopping.) A
+// released lease lets a standby take over within one retry period instead of waiting
+// out the lease duration.
+func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, work func(context.Context)) error {
+	c := rest.CopyConfig(cfg)
+	c.Wrap(metrics.InstrumentTransport("leader-election"))
+	client, err := kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/leader-election"))
+	if err != nil {
+		return err
+	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name, client.CoreV1(), client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{
+			Identity:      le.Identity,
+			EventRecorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kroll-controller-manager"}),
+		})
+	if err != nil {
+		return err
+	}
+	held := &heldLock{Interface: lock}
+	logger := klog.FromContext(ctx)
+	leaderMetric := metrics.Leader.WithLabelValues(le.Name)
+	leaderMetric.Set(0)
+	workDone := make(chan struct{})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          held,
+		LeaseDuration: le.LeaseDuration,
+		RenewDeadline: le.RenewDeadline,
+		RetryPeriod:   le.RetryPeriod,
+		WatchDog:      h.lease,
+		Name:          le.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				defer close(workDone)
+				logger.Info("Leading: starting the controllers", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
+				leaderMetric.Set(1)
+				h.setStandby(false)
+				work(ctx)
+			},
+			OnStoppedLeading: func() { leaderMetric.Set(0) },
+			OnNewLeader: func(identity string) {
+				if identity != le.Identity {
+					logger.Info("Another process leads", "lease", le.Namespace+"/"+le.Name, "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	if h.lease != nil {
+		h.lease.SetLeaderElection(elector)
+	}
+	elector.Run(ctx)
+	// Run starts OnStartedLeading on a goroutine and does not wait for it. Once the lease
+	// was ever written with this identity, that goroutine exists: wait for the work to stop.
+	led := held.held.Load()
+	if led {
+		<-workDone
+	}
+	if ctx.Err() == nil {
+		return fmt.Errorf("lost the leader lease %s/%s; exiting so that a restart competes for it again", le.Namespace, le.Name)
+	}
+	if led {
+		release(lock, le)
+	}
+	return nil
+}
+
+// release ends this process's hold on the lease after its work has stopped, the way
+// client-go releases: the holder emptied and a one-second duration, so a standby takes
+// the lease at its next retry.
+func release(lock resourcelock.Interface, le LeaderElection) {
+	ctx, cancel := context.WithTimeout(context.Background(), le.RenewDeadline)
+	defer cancel()
+	record, _, err := lock.Get(ctx)
+	if err != nil || record.HolderIdentity != le.Identity {
+		return
+	}
+	now := time.Now()
+	record.HolderIdentity = ""
+	record.LeaseDurationSeconds = 1
+	record.RenewTime.Time, record.AcquireTime.Time = now, now
+	if err := lock.Update(ctx, *record); err != nil {
+		klog.FromContext(ctx).Error(err, "Could not release the leader lease; the next leader waits for it to expire", "lease", le.Namespace+"/"+le.Name)
+	}
+}
+
+// heldLock notes whether a write of the lease under this identity ever succeeded: then
+// the elector has acquired it and started the work.
+type heldLock struct {
+	resourcelock.Interface
+	held atomic.Bool
+}
+
+func (l *heldLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, r)
+	if err == nil && r.HolderIdentity == l.Identity() {
+		l.held.Store(true)
+	}
+	return err
+}
+
+func (l *heldLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, r)
+	if err == nil && r.HolderIdentity == l.Identity() {
+		l.held.Store(true)
+	}
+	return err
+}

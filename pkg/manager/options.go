@@ -1,0 +1,166 @@
+package manager
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+// The controllers a manager can run, by the names --controllers takes.
+const (
+	Deployment            = "deployment"
+	ReplicaSet            = "replicaset"
+	ReplicationController = "replicationcontroller"
+	StatefulSet           = "statefulset"
+	DaemonSet             = "daemonset"
+)
+
+// ControllerNames lists every controller.
+var ControllerNames = []string{Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet}
+
+// Options are the manager's settings; the zero value takes upstream's defaults and runs
+// every controller without leader election or HTTP endpoints (what `kroll up` wants).
+type Options struct {
+	// Controllers selects controllers as kube-controller-manager's --controllers does:
+	// "*" is every controller, "name" adds one, "-name" removes one. Empty means "*".
+	Controllers []string
+	// QPS and Burst are each controller's client-side API limits (kube-controller-manager:
+	// 20 and 30, per controller). Negative QPS means no limit.
+	QPS   float32
+	Burst int
+	// DeploymentWorkers … DaemonSetWorkers are the concurrent syncs per controller
+	// (upstream: 5 each, 2 for DaemonSets).
+	DeploymentWorkers            int
+	ReplicaSetWorkers            int
+	ReplicationControllerWorkers int
+	StatefulSetWorkers           int
+	DaemonSetWorkers             int
+	// LeaderElection, when enabled, runs the controllers only while this process holds a
+	// coordination.k8s.io Lease, so that several replicas can run with one active.
+	LeaderElection LeaderElection
+	// BindAddress is where /healthz, /readyz and /metrics are served (plain HTTP), as
+	// host:port; port 0 picks a free one. Empty serves nothing.
+	BindAddress string
+}
+
+// LeaderElection configures the Lease lock; durations default to kube-controller-manager's.
+type LeaderElection struct {
+	Enabled bool
+	// LeaseDuration is how long a standby waits after the last renewal before taking the
+	// lease (15s); RenewDeadline how long the leader keeps retrying a renewal before it
+	// gives up leading (10s); RetryPeriod the wait between attempts (2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Namespace and Name locate the Lease (kube-system/kroll-controller-manager).
+	Namespace, Name string
+	// Identity is this process's holder identity; default "<hostname>_<uuid>" as upstream.
+	Identity string
+}
+
+func (o *Options) defaults() {
+	setDefault := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if o.QPS == 0 {
+		o.QPS = 20
+	}
+	setDefault(&o.Burst, 30)
+	setDefault(&o.DeploymentWorkers, 5)
+	setDefault(&o.ReplicaSetWorkers, 5)
+	setDefault(&o.ReplicationControllerWorkers, 5)
+	setDefault(&o.StatefulSetWorkers, 5)
+	setDefault(&o.DaemonSetWorkers, 2) // kube-controller-manager's --concurrent-daemonset-syncs
+	le := &o.LeaderElection
+	if le.LeaseDuration == 0 {
+		le.LeaseDuration = 15 * time.Second
+	}
+	if le.RenewDeadline == 0 {
+		le.RenewDeadline = 10 * time.Second
+	}
+	if le.RetryPeriod == 0 {
+		le.RetryPeriod = 2 * time.Second
+	}
+	if le.Namespace == "" {
+		le.Namespace = "kube-system"
+	}
+	if le.Name == "" {
+		le.Name = "kroll-controller-manager"
+	}
+	if le.Identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			host = "kroll"
+		}
+		le.Identity = host + "_" + string(uuid.NewUUID())
+	}
+}
+
+// Validate reports the first option a user must change.
+func (o Options) Validate() error {
+	if _, err := EnabledControllers(o.Controllers); err != nil {
+		return err
+	}
+	workers := []struct {
+		flag string
+		n    int
+	}{{"concurrent-deployment-syncs", o.DeploymentWorkers}, {"concurrent-replicaset-syncs", o.ReplicaSetWorkers},
+		{"concurrent-rc-syncs", o.ReplicationControllerWorkers}, {"concurrent-statefulset-syncs", o.StatefulSetWorkers},
+		{"concurrent-daemonset-syncs", o.DaemonSetWorkers}}
+	for _, w := range workers {
+		if w.n < 0 {
+			return fmt.Errorf("--%s must be greater than 0, got %d", w.flag, w.n)
+		}
+	}
+	if o.Burst < 0 {
+		return fmt.Errorf("--kube-api-burst must not be negative, got %d", o.Burst)
+	}
+	le := o.LeaderElection
+	if le.Enabled && le.LeaseDuration > 0 && le.RenewDeadline > 0 && le.RetryPeriod > 0 {
+		// client-go's own rules, said with the flags' names.
+		if le.LeaseDuration <= le.RenewDeadline {
+			return fmt.Errorf("--leader-elect-lease-duration (%v) must be longer than --leader-elect-renew-deadline (%v)", le.LeaseDuration, le.RenewDeadline)
+		}
+		if float64(le.RenewDeadline) <= 1.2*float64(le.RetryPeriod) {
+			return fmt.Errorf("--leader-elect-renew-deadline (%v) must be longer than 1.2 × --leader-elect-retry-period (%v)", le.RenewDeadline, le.RetryPeriod)
+		}
+	}
+	return nil
+}
+
+// EnabledControllers resolves a --controllers list to the controllers to run, in
+// ControllerNames order.
+func EnabledControllers(selection []string) ([]string, error) {
+	if len(selection) == 0 {
+		selection = []string{"*"}
+	}
+	on := map[string]bool{}
+	all := false
+	for _, s := range selection {
+		name, off := strings.CutPrefix(strings.TrimSpace(s), "-")
+		switch {
+		case name == "*" && !off:
+			all = true
+		case slices.Contains(ControllerNames, name):
+			if _, set := on[name]; !set || off { // "-name" wins over "name", as upstream
+				on[name] = !off
+			}
+		default:
+			return nil, fmt.Errorf("--controllers: unknown controller %q; known: *, %s (prefix - to disable)", s, strings.Join(ControllerNames, ", "))
+		}
+	}
+	var out []string
+	for _, name := range ControllerNames {
+		if enabled, set := on[name]; enabled || (!set && all) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--controllers %s enables no controller", strings.Join(selection, ","))
+	}
+	return out, nil
+}
