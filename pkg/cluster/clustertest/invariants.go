@@ -28,8 +28,14 @@ import (
 //
 // for Recreate, that pods of two templates never exist at once; and for both, that no
 // two ReplicaSets share a template. Start it once the Deployment is available: the
-// availability bounds do not hold while it first scales up.
+// availability bounds do not hold while it first scales up. For the same reason, after
+// a scale-up the availability floor stays at the replicas it last had all available
+// until the new pods are: "replicas" in the availability bounds is the smaller of
+// spec.replicas and that count.
 type DeploymentWatcher struct {
+	// floor is the replicas count the availability bounds use: spec.replicas when last
+	// seen complete, lowered at once by a scale-down; 0 before the first check.
+	floor       int32
 	name        string
 	deployments appslisters.DeploymentNamespaceLister
 	replicaSets appslisters.ReplicaSetNamespaceLister
@@ -119,13 +125,17 @@ func (w *DeploymentWatcher) check() {
 	if n := rollout.SpecReplicas(owned); n > desired+f.MaxSurge {
 		fail("ReplicaSets want %d pods, more than %d replicas + %d surge", n, desired, f.MaxSurge)
 	}
-	if n := rollout.AvailableReplicas(owned); n < desired-f.MaxUnavailable {
-		fail("ReplicaSets report %d available, fewer than %d replicas − %d unavailable", n, desired, f.MaxUnavailable)
+	if w.floor == 0 || d.Status.AvailableReplicas >= desired && d.Status.ObservedGeneration >= d.Generation {
+		w.floor = desired
+	}
+	w.floor = min(w.floor, desired)
+	if n := rollout.AvailableReplicas(owned); n < w.floor-f.MaxUnavailable {
+		fail("ReplicaSets report %d available, fewer than %d replicas − %d unavailable", n, w.floor, f.MaxUnavailable)
 	}
 	if running > desired+f.MaxSurge {
 		fail("%d pods running, more than %d replicas + %d surge", running, desired, f.MaxSurge)
 	}
-	if available < desired-f.MaxUnavailable {
-		fail("%d pods available, fewer than %d replicas − %d unavailable", available, desired, f.MaxUnavailable)
+	if available < w.floor-f.MaxUnavailable {
+		fail("%d pods available, fewer than %d replicas − %d unavailable", available, w.floor, f.MaxUnavailable)
 	}
 }
