@@ -123,26 +123,7 @@ func (m *managerProcess) address(t *testing.T) string {
 // slowPods is a Deployment manifest whose pods take startup to become ready, so that a
 // rollout lasts long enough to be interrupted.
 func slowPods(name string, replicas int, startup time.Duration) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-spec:
-  replicas: %[2]d
-  selector:
-    matchLabels:
-      app: %[1]s
-  template:
-    metadata:
-      labels:
-        app: %[1]s
-      annotations:
-        %[3]s: %[4]s
-    spec:
-      containers:
-      - name: app
-        image: nginx:1.14.2
-`, name, replicas, kubelet.AnnotationStartupDelay, startup)
+	return appManifest("Deployment", name, replicas, fmt.Sprintf("%s: %s", kubelet.AnnotationStartupDelay, startup))
 }
 
 // setImage changes namespace/name's container image.

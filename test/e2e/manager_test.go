@@ -275,8 +275,8 @@ func checkAdmissionOnly(t *testing.T, c *cluster.Cluster, role *rbacv1.ClusterRo
 			{"update", "apps", "daemonsets/finalizers"}:         `controllerrevisions.apps "logs-`,
 		}, func(t *testing.T, s *scene) {
 			s.apply(t, inPlaceDeployment("web", 1, inplace.IfPossible, "1", "0", ""))
-			s.apply(t, fmt.Sprintf(bareReplicaSet, "solo", 1))
-			s.apply(t, fmt.Sprintf(bareReplicationController, "rc", 1))
+			s.apply(t, appManifest("ReplicaSet", "solo", 1))
+			s.apply(t, appManifest("ReplicationController", "rc", 1))
 			s.apply(t, statefulSetManifest(1, ""))
 			s.apply(t, logDaemonSet)
 		}},
@@ -338,42 +338,36 @@ func checkAdmissionOnly(t *testing.T, c *cluster.Cluster, role *rbacv1.ClusterRo
 	}
 }
 
-const bareReplicaSet = `apiVersion: apps/v1
-kind: ReplicaSet
+// appManifest is a workload of kind (Deployment, ReplicaSet or ReplicationController)
+// named name with replicas pods labelled app=name running nginx:1.14.2; podAnnotations
+// go on its pod template.
+func appManifest(kind, name string, replicas int, podAnnotations ...string) string {
+	apiVersion, selector := "apps/v1", "    matchLabels:\n      app: "+name
+	if kind == "ReplicationController" {
+		apiVersion, selector = "v1", "    app: "+name
+	}
+	annotations := ""
+	if len(podAnnotations) > 0 {
+		annotations = "      annotations:\n        " + strings.Join(podAnnotations, "\n        ") + "\n"
+	}
+	return fmt.Sprintf(`apiVersion: %[1]s
+kind: %[2]s
 metadata:
-  name: %[1]s
+  name: %[3]s
 spec:
-  replicas: %[2]d
+  replicas: %[4]d
   selector:
-    matchLabels:
-      app: %[1]s
+%[5]s
   template:
     metadata:
       labels:
-        app: %[1]s
-    spec:
+        app: %[3]s
+%[6]s    spec:
       containers:
       - name: app
         image: nginx:1.14.2
-`
-
-const bareReplicationController = `apiVersion: v1
-kind: ReplicationController
-metadata:
-  name: %[1]s
-spec:
-  replicas: %[2]d
-  selector:
-    app: %[1]s
-  template:
-    metadata:
-      labels:
-        app: %[1]s
-    spec:
-      containers:
-      - name: app
-        image: nginx:1.14.2
-`
+`, apiVersion, kind, name, replicas, selector, annotations)
+}
 
 // orphanAndReadopt deletes kind/name leaving its children, waits until it is gone,
 // and creates it again from manifest: the controller must adopt the orphans back.
@@ -412,18 +406,18 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 
 	// A ReplicaSet and a ReplicationController adopt their orphaned pods back, then
 	// scale down (pod delete).
-	solo := fmt.Sprintf(bareReplicaSet, "solo", 2)
+	solo := appManifest("ReplicaSet", "solo", 2)
 	s.apply(t, solo)
 	eventually(t, time.Minute, "solo's 2 pods ready", func(context.Context) (bool, string) {
 		return len(s.pods(t, "app=solo")) == 2, fmt.Sprint(s.podNames(t, "app=solo"))
 	})
-	orphanAndReadopt(t, s, "replicaset", "solo", fmt.Sprintf(bareReplicaSet, "solo", 1))
-	rc := fmt.Sprintf(bareReplicationController, "rc", 2)
+	orphanAndReadopt(t, s, "replicaset", "solo", appManifest("ReplicaSet", "solo", 1))
+	rc := appManifest("ReplicationController", "rc", 2)
 	s.apply(t, rc)
 	eventually(t, time.Minute, "rc's 2 pods", func(context.Context) (bool, string) {
 		return len(s.pods(t, "app=rc")) == 2, fmt.Sprint(s.podNames(t, "app=rc"))
 	})
-	orphanAndReadopt(t, s, "replicationcontroller", "rc", fmt.Sprintf(bareReplicationController, "rc", 1))
+	orphanAndReadopt(t, s, "replicationcontroller", "rc", appManifest("ReplicationController", "rc", 1))
 	for _, app := range []string{"solo", "rc"} {
 		eventually(t, time.Minute, app+" scaled down to 1 adopted pod", func(context.Context) (bool, string) {
 			pods := s.pods(t, "app="+app)
