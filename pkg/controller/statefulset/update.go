@@ -243,7 +243,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 			if err := c.pods.delete(ctx, set, p); err != nil {
 				return status, err
 			}
-			status.CurrentReplicas--
+			deletedCurrent(p, revs, &status)
 			return status, nil
 		}
 		if isUnavailable(set, p, now) {
@@ -329,7 +329,7 @@ func (c *Controller) updateWithMaxUnavailable(ctx context.Context, set *appsv1.S
 			if err := c.pods.delete(ctx, set, p); err != nil {
 				return status, err
 			}
-			status.CurrentReplicas--
+			deletedCurrent(p, revs, &status)
 		}
 		if !wasOut {
 			unavailable++
@@ -477,4 +477,14 @@ func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet,
 // out of service for an in-place update (see inplace.TakenOut).
 func (c *Controller) outOfService(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
 	return c.takenOut.Out(p, now) || isUnavailable(set, p, now)
+}
+
+// deletedCurrent takes a pod just deleted off status.currentReplicas if it counted
+// there: at the current revision. A pod of neither revision (a set deleted with
+// --cascade=orphan and made again with another template adopts such pods) never
+// counted; taking it off anyway wrote currentReplicas -1, which the API refuses.
+func deletedCurrent(p *corev1.Pod, revs revisions, status *appsv1.StatefulSetStatus) {
+	if p.Labels[RevisionLabel] == revs.current.Name && status.CurrentReplicas > 0 {
+		status.CurrentReplicas--
+	}
 }

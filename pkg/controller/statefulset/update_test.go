@@ -127,3 +127,29 @@ func TestUpdate(t *testing.T) {
 		})
 	}
 }
+
+// A set deleted with --cascade=orphan and made again with another template adopts pods
+// of a revision it has never had: none counts as current, and replacing one must not
+// take currentReplicas below zero (the API refuses -1).
+func TestUpdateOfAdoptedPodsOfAnUnknownRevisionKeepsCurrentReplicasAtZero(t *testing.T) {
+	set := newSet(3, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+	set.Spec.VolumeClaimTemplates = nil
+	set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pods := &fakePods{}
+	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), now: time.Now, pods: pods,
+		claims: &claimKeeper{client: client, claims: factory.Core().V1().PersistentVolumeClaims().Lister(), recorder: record.NewFakeRecorder(10)}}
+	revs := revisions{current: rev("B"), update: rev("B"), currentSet: set, updateSet: set}
+	adopted := []*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}
+	status, err := c.update(context.Background(), set, adopted, revs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(pods.actions); got != "[delete web-2]" {
+		t.Errorf("actions %s, want [delete web-2]", got)
+	}
+	if status.CurrentReplicas != 0 {
+		t.Errorf("currentReplicas %d after replacing a pod of neither revision, want 0", status.CurrentReplicas)
+	}
+}
