@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,17 +90,14 @@ func (m *managerProcess) kill() {
 	<-m.done
 }
 
-// metric scrapes the process's /metrics and returns the sample named by series
-// (name{labels} exactly as exposed), or -1 when absent.
-func (m *managerProcess) metric(t *testing.T, addr, series string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
+// scrape reads /metrics at addr and returns the sample named by series (name{labels}
+// exactly as exposed), or -1 when absent or unreachable.
+func scrape(addr, series string) float64 {
+	code, body := httpGet("http://" + addr + "/metrics")
+	if code != http.StatusOK {
 		return -1
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return f
@@ -205,7 +203,7 @@ func TestControllerManagerFailover(t *testing.T) {
 
 	leaderOf := func() (leader, standby *managerProcess) {
 		for _, m := range []*managerProcess{a, b} {
-			if m.metric(t, m.address(t), `leader_election_master_status{name="kroll-controller-manager"}`) == 1 {
+			if scrape(m.address(t), `leader_election_master_status{name="kroll-controller-manager"}`) == 1 {
 				leader = m
 			} else {
 				standby = m
@@ -221,7 +219,7 @@ func TestControllerManagerFailover(t *testing.T) {
 	w := clustertest.WatchDeployment(t, c.Client, "default", "web")
 	setImage(t, c, "default", "web", "nginx:1.16.1")
 	eventually(t, 30*time.Second, "the leader's /metrics to show the rollout in progress", func(context.Context) (bool, string) {
-		v := leader.metric(t, leader.address(t), `kroll_rollouts_in_progress{kind="deployment"}`)
+		v := scrape(leader.address(t), `kroll_rollouts_in_progress{kind="deployment"}`)
 		return v == 1, fmt.Sprint(v)
 	})
 	time.Sleep(time.Second)
@@ -233,7 +231,7 @@ func TestControllerManagerFailover(t *testing.T) {
 	leader.kill()
 	t.Logf("leader (pid %d) killed mid-rollout", leader.cmd.Process.Pid)
 	eventually(t, 30*time.Second, "the standby to lead", func(context.Context) (bool, string) {
-		v := standby.metric(t, standby.address(t), `leader_election_master_status{name="kroll-controller-manager"}`)
+		v := scrape(standby.address(t), `leader_election_master_status{name="kroll-controller-manager"}`)
 		return v == 1, fmt.Sprint(v)
 	})
 	failover := time.Since(killed)
@@ -244,18 +242,18 @@ func TestControllerManagerFailover(t *testing.T) {
 		t.Errorf("lease after failover: holder %s (before %s), transitions %d (before %d)", *after.Spec.HolderIdentity,
 			*before.Spec.HolderIdentity, *after.Spec.LeaseTransitions, *before.Spec.LeaseTransitions)
 	}
-	// A standby times the lease from when it saw the last renewal, and looks every
-	// retry period (2s, jittered up to 2.4s): it takes over at most 15s + 2 × 2.4s after
-	// the last renewal, which came before the kill. A second on top for this test's
-	// polling.
-	if limit := 15*time.Second + 2*2400*time.Millisecond + time.Second; failover > limit {
+	// client-go's standby times the lease from when it saw the last renewal, and looks
+	// at it every retry period jittered by up to 1.2× (2s to 4.4s): it takes over at
+	// most 15s + 2 × 4.4s after the last renewal, which came before the kill. A second on
+	// top for this test's polling.
+	if limit := 15*time.Second + 2*4400*time.Millisecond + time.Second; failover > limit {
 		t.Errorf("failover took %v, want within the lease duration (15s) plus two jittered retry periods (%v with this test's polling)", failover, limit)
 	}
 	expectExactRollout(t, c, ledger, "default", "web", replicas, "nginx:1.16.1")
 	w.Verify(t, 50)
 	addr := standby.address(t)
 	eventually(t, 30*time.Second, "the new leader's /metrics to show no rollout in progress", func(context.Context) (bool, string) {
-		v := standby.metric(t, addr, `kroll_rollouts_in_progress{kind="deployment"}`)
+		v := scrape(addr, `kroll_rollouts_in_progress{kind="deployment"}`)
 		return v == 0, fmt.Sprint(v)
 	})
 	for _, series := range []string{
@@ -263,10 +261,45 @@ func TestControllerManagerFailover(t *testing.T) {
 		`kroll_sync_duration_seconds_count{controller="deployment-controller",result="success"}`,
 		`workqueue_adds_total{name="deployment"}`,
 	} {
-		if v := standby.metric(t, addr, series); v <= 0 {
+		if v := scrape(addr, series); v <= 0 {
 			t.Errorf("/metrics of the new leader: %s = %v, want > 0", series, v)
 		}
 	}
+
+	// A graceful stop hands over at once: a third manager stands by (ready, healthy);
+	// SIGTERM to the leader stops its controllers, releases the lease and exits 0, and
+	// the third leads within two retry periods, not a lease duration.
+	third := startManager(t, bin, c)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		eventually(t, 30*time.Second, "the standby's "+probe, func(context.Context) (bool, string) {
+			code, body := httpGet("http://" + third.address(t) + probe)
+			return code == http.StatusOK, fmt.Sprint(code, " ", body)
+		})
+	}
+	stopped := time.Now()
+	if err := standby.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the third manager to lead", func(context.Context) (bool, string) {
+		v := scrape(third.address(t), `leader_election_master_status{name="kroll-controller-manager"}`)
+		return v == 1, fmt.Sprint(v)
+	})
+	t.Logf("hand-over on SIGTERM: the third manager led %.1fs after the signal", time.Since(stopped).Seconds())
+	<-standby.done
+	if code := standby.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the manager stopped by SIGTERM exited %d, want 0", code)
+	}
+}
+
+// httpGet returns the status code and body of url (0 when it cannot be reached).
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(body))
 }
 
 // Given a 500-replica Deployment rolling out, when its only controller manager is
