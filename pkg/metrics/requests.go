@@ -30,8 +30,8 @@ func RequestOf(method string, u *url.URL) Request {
 		return Request{Verb: strings.ToLower(method), Resource: u.Path}
 	}
 	// namespaces/NS/RESOURCE... is a namespaced request; namespaces[/NAME[/SUB]] is one
-	// on namespaces themselves.
-	if len(parts) >= 3 && parts[0] == "namespaces" {
+	// on namespaces themselves, status and finalize being a namespace's subresources.
+	if len(parts) >= 3 && parts[0] == "namespaces" && parts[2] != "status" && parts[2] != "finalize" {
 		parts = parts[2:]
 	}
 	named := len(parts) >= 2

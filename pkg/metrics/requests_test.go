@@ -20,6 +20,7 @@ func TestRequestOf(t *testing.T) {
 		{"DELETE", "/api/v1/namespaces/ns/pods", Request{"deletecollection", "", "pods", ""}},
 		{"GET", "/api/v1/nodes", Request{"list", "", "nodes", ""}},
 		{"GET", "/api/v1/namespaces/kube-system", Request{"get", "", "namespaces", ""}},
+		{"PUT", "/api/v1/namespaces/old/finalize", Request{"update", "", "namespaces", "finalize"}},
 		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kroll-controller-manager", Request{"update", "coordination.k8s.io", "leases", ""}},
 		{"GET", "/version", Request{"get", "", "/version", ""}},
 	}
