@@ -59,6 +59,11 @@ the controllers, then hands the lease over.`,
 					return fmt.Errorf("--%s must be greater than 0, got 0", name)
 				}
 			}
+			for _, name := range []string{"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"} {
+				if cmd.Flags().Lookup(name).Value.String() == "0s" {
+					return fmt.Errorf("--%s must be positive, got 0s", name)
+				}
+			}
 			return runControllerManager(cmd.Context(), o, stderr)
 		},
 	}
@@ -118,19 +123,22 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stde
 // controllerManagerConfig finds the cluster: --kubeconfig, $KUBECONFIG, the pod's
 // service account, ~/.kube/config, in that order. source names the one used, for errors.
 func controllerManagerConfig(kubeconfig string) (cfg *rest.Config, source string, err error) {
-	if kubeconfig == "" {
-		kubeconfig = os.Getenv("KUBECONFIG")
-	}
-	if kubeconfig == "" {
+	if kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
 			return cfg, "the in-cluster configuration", nil
 		}
 	}
+	// Without --kubeconfig the default rules read $KUBECONFIG (a list of files, merged)
+	// or ~/.kube/config.
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
-	source = "~/.kube/config"
-	if kubeconfig != "" {
+	switch {
+	case kubeconfig != "":
 		source = kubeconfig
+	case os.Getenv("KUBECONFIG") != "":
+		source = "$KUBECONFIG (" + os.Getenv("KUBECONFIG") + ")"
+	default:
+		source = "~/.kube/config"
 	}
 	cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {

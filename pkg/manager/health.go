@@ -31,6 +31,16 @@ type health struct {
 
 func (h *health) setSynced(v bool) { h.mu.Lock(); h.synced = v; h.mu.Unlock() }
 
+// setSyncedWhile marks the caches synced unless ctx has ended: the controllers' stop
+// (which clears it after ctx ends) must not be undone by a late report.
+func (h *health) setSyncedWhile(ctx context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ctx.Err() == nil {
+		h.synced = true
+	}
+}
+
 func (h *health) setStandby(v bool) { h.mu.Lock(); h.standby = v; h.mu.Unlock() }
 
 func (h *health) ready() error {

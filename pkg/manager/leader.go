@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,14 +21,14 @@ import (
 )
 
 // lead runs work while this process holds the Lease le names, and returns when ctx ends
-// (nil) or when the lease is lost (an error).
+// (nil), when the lease is lost (an error) or when work fails (its error).
 //
-// Handing over on shutdown is ordered: when ctx ends, work is stopped first and the
-// lease released after, so that the next leader cannot start while this one still
-// writes. (client-go's ReleaseOnCancel would release while work is still stopping.) A
-// released lease lets a standby take over within one retry period instead of waiting
-// out the lease duration.
-func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, work func(context.Context)) error {
+// Handing over on shutdown is ordered: when ctx ends, work is stopped while the lease
+// is still renewed, and released after, so that the next leader cannot start while
+// this one still writes. (client-go's ReleaseOnCancel stops renewing at once and
+// releases while work is still stopping.) A released lease lets a standby take over
+// within a retry period or two instead of waiting out the lease duration.
+func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, work func(context.Context) error) error {
 	c := rest.CopyConfig(cfg)
 	c.Wrap(metrics.InstrumentTransport("leader-election"))
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/leader-election"))
@@ -49,7 +50,23 @@ func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, w
 	logger := klog.FromContext(ctx)
 	leaderMetric := metrics.Leader.WithLabelValues(le.Name)
 	leaderMetric.Set(0)
+
+	// The elector runs on a context of its own, so that it keeps renewing while work
+	// stops. It ends when work has stopped, or at once when ctx ends before work began.
+	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+	var mu sync.Mutex
+	working := false
+	stopOnCancel := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !working {
+			stopElector()
+		}
+	})
+	defer stopOnCancel()
 	workDone := make(chan struct{})
+	var workErr error
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          held,
 		LeaseDuration: le.LeaseDuration,
@@ -58,12 +75,28 @@ func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, w
 		WatchDog:      h.lease,
 		Name:          le.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(leading context.Context) {
 				defer close(workDone)
+				defer stopElector()
+				mu.Lock()
+				working = ctx.Err() == nil
+				mu.Unlock()
+				if !working {
+					return
+				}
+				// Work stops when the lease is lost or when ctx ends.
+				workCtx, stopWork := context.WithCancel(leading)
+				defer stopWork()
+				defer context.AfterFunc(ctx, stopWork)()
 				logger.Info("Leading: starting the controllers", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
 				leaderMetric.Set(1)
 				h.setStandby(false)
-				work(ctx)
+				if err := work(workCtx); err != nil {
+					logger.Error(err, "The controllers could not run")
+					mu.Lock()
+					workErr = err
+					mu.Unlock()
+				}
 			},
 			OnStoppedLeading: func() { leaderMetric.Set(0) },
 			OnNewLeader: func(identity string) {
@@ -79,18 +112,28 @@ func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, w
 	if h.lease != nil {
 		h.lease.SetLeaderElection(elector)
 	}
-	elector.Run(ctx)
+	elector.Run(electorCtx)
 	// Run starts OnStartedLeading on a goroutine and does not wait for it. Once the lease
-	// was ever written with this identity, that goroutine exists: wait for the work to stop.
-	led := held.held.Load()
-	if led {
-		<-workDone
+	// was ever written with this identity, that goroutine exists: wait for the work to
+	// stop — for a renew deadline at most when the lease was lost, as the process is
+	// about to exit and no longer has the right to write.
+	failed := func() error { mu.Lock(); defer mu.Unlock(); return workErr }
+	if held.held.Load() {
+		if ctx.Err() == nil && failed() == nil {
+			select {
+			case <-workDone:
+			case <-time.After(le.RenewDeadline):
+			}
+		} else {
+			<-workDone
+			release(lock, le)
+		}
 	}
-	if ctx.Err() == nil {
+	switch err := failed(); {
+	case err != nil:
+		return err
+	case ctx.Err() == nil:
 		return fmt.Errorf("lost the leader lease %s/%s; exiting so that a restart competes for it again", le.Namespace, le.Name)
-	}
-	if led {
-		release(lock, le)
 	}
 	return nil
 }

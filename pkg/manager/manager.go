@@ -37,11 +37,17 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	opts.defaults()
 	enabled, _ := EnabledControllers(opts.Controllers)
-	m, err := newControllers(ctx, cfg, opts, enabled)
-	if err != nil {
-		return err
+	// The controllers are built when they are to run, as kube-controller-manager's are:
+	// a standby holds no queues, informers or event broadcaster.
+	work := func(ctx context.Context, h *health) error {
+		m, err := newControllers(ctx, cfg, opts, enabled)
+		if err != nil {
+			return err
+		}
+		defer m.events.Shutdown()
+		m.run(ctx, h)
+		return nil
 	}
-	defer m.events.Shutdown()
 
 	h := &health{}
 	if opts.LeaderElection.Enabled {
@@ -56,10 +62,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		defer stop()
 	}
 	if !opts.LeaderElection.Enabled {
-		m.run(ctx, h)
-		return nil
+		return work(ctx, h)
 	}
-	return lead(ctx, cfg, opts.LeaderElection, h, func(ctx context.Context) { m.run(ctx, h) })
+	return lead(ctx, cfg, opts.LeaderElection, h, func(ctx context.Context) error { return work(ctx, h) })
 }
 
 // controllers are the selected controllers over one informer factory.
@@ -177,7 +182,7 @@ func (m *controllers) run(ctx context.Context, h *health) {
 				return
 			}
 		}
-		h.setSynced(true)
+		h.setSyncedWhile(ctx)
 	}()
 	wg.Wait()
 	h.setSynced(false)

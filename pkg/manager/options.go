@@ -2,12 +2,14 @@ package manager
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The controllers a manager can run, by the names --controllers takes.
@@ -119,8 +121,30 @@ func (o Options) Validate() error {
 	if o.Burst < 0 {
 		return fmt.Errorf("--kube-api-burst must not be negative, got %d", o.Burst)
 	}
+	if o.BindAddress != "" {
+		if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
+			return fmt.Errorf("--bind-address %q: want host:port, like 0.0.0.0:10270 or 127.0.0.1:0", o.BindAddress)
+		}
+	}
 	le := o.LeaderElection
-	if le.Enabled && le.LeaseDuration > 0 && le.RenewDeadline > 0 && le.RetryPeriod > 0 {
+	if !le.Enabled {
+		return nil
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"leader-elect-lease-duration", le.LeaseDuration}, {"leader-elect-renew-deadline", le.RenewDeadline}, {"leader-elect-retry-period", le.RetryPeriod}} {
+		if d.v < 0 {
+			return fmt.Errorf("--%s must be positive, got %v", d.flag, d.v)
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(le.Name); le.Name != "" && len(errs) > 0 {
+		return fmt.Errorf("--leader-elect-resource-name %q: %s", le.Name, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Label(le.Namespace); le.Namespace != "" && len(errs) > 0 {
+		return fmt.Errorf("--leader-elect-resource-namespace %q: %s", le.Namespace, strings.Join(errs, "; "))
+	}
+	if le.LeaseDuration > 0 && le.RenewDeadline > 0 && le.RetryPeriod > 0 {
 		// client-go's own rules, said with the flags' names.
 		if le.LeaseDuration <= le.RenewDeadline {
 			return fmt.Errorf("--leader-elect-lease-duration (%v) must be longer than --leader-elect-renew-deadline (%v)", le.LeaseDuration, le.RenewDeadline)

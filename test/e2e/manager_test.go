@@ -159,8 +159,10 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3),
 		clustertest.WithAPIServerArgs("--enable-admission-plugins=OwnerReferencesPermissionEnforcement"))
 	mustKubectl(t, c.KubeconfigPath, "apply", "-f", "../../deploy/namespace.yaml", "-f", "../../deploy/rbac.yaml")
-	if out := mustKubectl(t, c.KubeconfigPath, "apply", "--dry-run=server", "-f", "../../deploy/deployment.yaml"); !strings.Contains(out, "created (server dry run)") {
-		t.Fatalf("deploy/deployment.yaml does not validate: %s", out)
+	for _, manifest := range []string{"deployment.yaml", "pdb.yaml", "bootstrap-pod.yaml"} {
+		if out := mustKubectl(t, c.KubeconfigPath, "apply", "--dry-run=server", "-f", "../../deploy/"+manifest); !strings.Contains(out, "created (server dry run)") {
+			t.Fatalf("deploy/%s does not validate: %s", manifest, out)
+		}
 	}
 	role := must(c.Client.RbacV1().ClusterRoles().Get(context.Background(), "kroll-controller-manager", metav1.GetOptions{}))
 	leaseRole := must(c.Client.RbacV1().Roles("kroll-system").Get(context.Background(), "kroll-controller-manager-leader-election", metav1.GetOptions{}))
