@@ -182,10 +182,12 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "deleting", n)
 		errs := make([]error, len(victims))
 		var wg sync.WaitGroup
+		var panics controller.Panics
 		for i, p := range victims {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer panics.Catch()
 				if err := c.podControl.DeletePod(ctx, owner, p); err != nil {
 					c.expectations.DeletionObserved(key, keys[i]) // never going to be seen
 					if !apierrors.IsNotFound(err) {
@@ -195,6 +197,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 			}()
 		}
 		wg.Wait()
+		panics.Raise()
 		return utilerrors.NewAggregate(errs)
 	}
 	return nil

@@ -1,0 +1,37 @@
+package controller
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+)
+
+// A sync that fans out to goroutines (create batches, parallel deletes) must hand a
+// panic in one of them back to the sync's own goroutine: there the work queue recovers
+// it, counts it and retries the key; in the goroutine it would end the process.
+
+// Panic is a panic caught in a goroutine of a sync, with the stack where it happened.
+type Panic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *Panic) String() string { return fmt.Sprintf("%v\n%s", p.Value, p.Stack) }
+
+// Panics holds the first panic of a group of goroutines.
+type Panics struct{ first atomic.Pointer[Panic] }
+
+// Catch recovers a panic of the goroutine it is deferred in and keeps the first.
+func (ps *Panics) Catch() {
+	if r := recover(); r != nil {
+		ps.first.CompareAndSwap(nil, &Panic{Value: r, Stack: debug.Stack()})
+	}
+}
+
+// Raise panics, in the caller's goroutine, with the first panic caught, if any: call it
+// once the goroutines have returned.
+func (ps *Panics) Raise() {
+	if p := ps.first.Load(); p != nil {
+		panic(p)
+	}
+}
