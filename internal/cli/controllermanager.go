@@ -54,14 +54,10 @@ the controllers, then hands the lease over.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// In the options 0 means "the default"; as a flag it is a mistake, as upstream says.
 			for _, name := range []string{"concurrent-deployment-syncs", "concurrent-replicaset-syncs", "concurrent-rc-syncs",
-				"concurrent-statefulset-syncs", "concurrent-daemonset-syncs"} {
-				if cmd.Flags().Lookup(name).Value.String() == "0" {
-					return fmt.Errorf("--%s must be greater than 0, got 0", name)
-				}
-			}
-			for _, name := range []string{"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"} {
-				if cmd.Flags().Lookup(name).Value.String() == "0s" {
-					return fmt.Errorf("--%s must be positive, got 0s", name)
+				"concurrent-statefulset-syncs", "concurrent-daemonset-syncs",
+				"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"} {
+				if v := cmd.Flags().Lookup(name).Value.String(); v == "0" || v == "0s" {
+					return fmt.Errorf("--%s must be greater than 0, got %s", name, v)
 				}
 			}
 			return runControllerManager(cmd.Context(), o, stderr)

@@ -161,7 +161,7 @@ func TestUpstreamDeploymentRolloutAndResume(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithDataDir(dataDir), clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream))
 
 	mustKubectl(t, c.KubeconfigPath, "create", "deployment", "nginx", "--image=nginx:1.14.2", "--replicas=3")
-	waitDeploymentAvailable(t, c, "nginx", 3, "nginx:1.14.2")
+	waitDeploymentAvailable(t, c, "default", "nginx", 3, "nginx:1.14.2", 2*time.Minute)
 
 	watcher := clustertest.WatchDeployment(t, c.Client, "default", "nginx")
 	mustKubectl(t, c.KubeconfigPath, "set", "image", "deployment/nginx", "nginx=nginx:1.16.1")
@@ -169,7 +169,7 @@ func TestUpstreamDeploymentRolloutAndResume(t *testing.T) {
 	if !strings.Contains(out, `deployment "nginx" successfully rolled out`) {
 		t.Errorf("rollout status said %q", out)
 	}
-	waitDeploymentAvailable(t, c, "nginx", 3, "nginx:1.16.1")
+	waitDeploymentAvailable(t, c, "default", "nginx", 3, "nginx:1.16.1", 2*time.Minute)
 	// 3 replicas at 25%/25%: surge 1, unavailable 0. Upstream's controllers are held to
 	// the bounds only loosely: they count ReplicaSet sizes, not pods, so a pod the old
 	// ReplicaSet's controller has not yet deleted can briefly run beside a full new
@@ -183,20 +183,20 @@ func TestUpstreamDeploymentRolloutAndResume(t *testing.T) {
 		t.Fatalf("restart on %s: %v", dataDir, err)
 	}
 	t.Cleanup(c2.Stop)
-	waitDeploymentAvailable(t, c2, "nginx", 3, "nginx:1.16.1")
+	waitDeploymentAvailable(t, c2, "default", "nginx", 3, "nginx:1.16.1", 2*time.Minute)
 	out = mustKubectl(t, c2.KubeconfigPath, "get", "deployment", "nginx", "--no-headers")
 	if f := strings.Fields(out); len(f) < 2 || f[1] != "3/3" {
 		t.Errorf("after restart kubectl get deployment nginx: %q, want 3/3", out)
 	}
 }
 
-// waitDeploymentAvailable waits until the Deployment has replicas pods updated and
-// available, all of image.
-func waitDeploymentAvailable(t testing.TB, c *cluster.Cluster, name string, replicas int32, image string) *appsv1.Deployment {
+// waitDeploymentAvailable waits, up to timeout, until namespace/name has replicas pods
+// updated and available, all of image, and no others.
+func waitDeploymentAvailable(t testing.TB, c *cluster.Cluster, namespace, name string, replicas int32, image string, timeout time.Duration) *appsv1.Deployment {
 	t.Helper()
 	var d *appsv1.Deployment
-	eventually(t, 2*time.Minute, "deployment "+name+" to be available at "+image, func(ctx context.Context) (bool, string) {
-		got, err := c.Client.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+	eventually(t, timeout, "deployment "+name+" to be available at "+image, func(ctx context.Context) (bool, string) {
+		got, err := c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

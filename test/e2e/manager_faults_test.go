@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,14 +137,8 @@ func setImage(t *testing.T, c *cluster.Cluster, namespace, name, image string) {
 // none of them deleted as surplus, and that exactly replicas pods run.
 func expectExactRollout(t *testing.T, c *cluster.Cluster, ledger *podLedger, namespace, name string, replicas int32, image string) {
 	t.Helper()
-	d := waitDeploymentAvailableIn(t, c, namespace, name, replicas, image)
-	rss := must(c.Client.AppsV1().ReplicaSets(namespace).List(context.Background(), metav1.ListOptions{}))
-	newHash := ""
-	for _, rs := range rss.Items {
-		if rs.Spec.Template.Spec.Containers[0].Image == image && metav1.IsControlledBy(&rs, d) {
-			newHash = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-		}
-	}
+	d := waitDeploymentAvailable(t, c, namespace, name, replicas, image, 5*time.Minute)
+	newHash := newReplicaSetHash(t, c, d, image)
 	eventually(t, 2*time.Minute, fmt.Sprintf("exactly %d pods of %s, all on %s", replicas, name, image), func(ctx context.Context) (bool, string) {
 		pods := must(c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name}))
 		n, other := 0, 0
@@ -158,33 +151,7 @@ func expectExactRollout(t *testing.T, c *cluster.Cluster, ledger *podLedger, nam
 		}
 		return n == int(replicas) && other == 0, fmt.Sprintf("%d on %s, %d others", n, image, other)
 	})
-	ledger.mu.Lock()
-	defer ledger.mu.Unlock()
-	if n := len(ledger.created[newHash]); n != int(replicas) {
-		t.Errorf("the new ReplicaSet's pods were created %d times, want exactly %d", n, replicas)
-	}
-	if n := ledger.deleted[newHash]; n != 0 {
-		t.Errorf("%d pods of the new ReplicaSet were deleted: surplus from a double create", n)
-	}
-}
-
-// waitDeploymentAvailableIn waits until namespace/name has replicas updated, available
-// pods of image and nothing else.
-func waitDeploymentAvailableIn(t *testing.T, c *cluster.Cluster, namespace, name string, replicas int32, image string) *appsv1.Deployment {
-	t.Helper()
-	var d *appsv1.Deployment
-	eventually(t, 5*time.Minute, fmt.Sprintf("%s rolled out to %s", name, image), func(ctx context.Context) (bool, string) {
-		var err error
-		d, err = c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		s := d.Status
-		return d.Spec.Template.Spec.Containers[0].Image == image && s.ObservedGeneration >= d.Generation &&
-				s.UpdatedReplicas == replicas && s.Replicas == replicas && s.AvailableReplicas == replicas,
-			fmt.Sprintf("%+v", s)
-	})
-	return d
+	ledger.expectCreatedOnce(t, newHash, replicas)
 }
 
 // Given two `kroll controller-manager` processes with upstream's lease timings, when
@@ -199,7 +166,7 @@ func TestControllerManagerFailover(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(4))
 	a, b := startManager(t, bin, c), startManager(t, bin, c)
 	mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "d.yaml", slowPods("web", replicas, 2*time.Second)))
-	waitDeploymentAvailableIn(t, c, "default", "web", replicas, "nginx:1.14.2")
+	waitDeploymentAvailable(t, c, "default", "web", replicas, "nginx:1.14.2", 5*time.Minute)
 
 	leaderOf := func() (leader, standby *managerProcess) {
 		for _, m := range []*managerProcess{a, b} {
@@ -316,7 +283,7 @@ func TestControllerManagerChaos(t *testing.T) {
 	args := []string{"--leader-elect=false", "--kube-api-qps=100", "--kube-api-burst=200"}
 	m := startManager(t, bin, c, args...)
 	mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "d.yaml", slowPods("big", replicas, 2*time.Second)))
-	waitDeploymentAvailableIn(t, c, "default", "big", replicas, "nginx:1.14.2")
+	waitDeploymentAvailable(t, c, "default", "big", replicas, "nginx:1.14.2", 5*time.Minute)
 
 	t.Run("20 kills", func(t *testing.T) {
 		ledger := watchPods(t, c, "default")
@@ -411,7 +378,7 @@ func TestControllerManagerConcurrentEdits(t *testing.T) {
 	startManager(t, bin, c)
 	start := func(t *testing.T, s *scene) *clustertest.DeploymentWatcher {
 		s.apply(t, slowPods("web", 20, time.Second))
-		waitDeploymentAvailableIn(t, c, s.ns, "web", 20, "nginx:1.14.2")
+		waitDeploymentAvailable(t, c, s.ns, "web", 20, "nginx:1.14.2", 5*time.Minute)
 		w := clustertest.WatchDeployment(t, c.Client, s.ns, "web")
 		setImage(t, c, s.ns, "web", "nginx:1.16.1")
 		eventually(t, 30*time.Second, "the rollout under way", func(ctx context.Context) (bool, string) {
@@ -424,7 +391,7 @@ func TestControllerManagerConcurrentEdits(t *testing.T) {
 		s := newScene(t, c, "scale", cluster.WorkloadControllersKroll)
 		w := start(t, s)
 		s.kubectl(t, "scale", "deployment/web", "--replicas=30")
-		waitDeploymentAvailableIn(t, c, s.ns, "web", 30, "nginx:1.16.1")
+		waitDeploymentAvailable(t, c, s.ns, "web", 30, "nginx:1.16.1", 5*time.Minute)
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=30")
 		w.Verify(t, 20)
 	})
@@ -432,7 +399,7 @@ func TestControllerManagerConcurrentEdits(t *testing.T) {
 		s := newScene(t, c, "rollover", cluster.WorkloadControllersKroll)
 		w := start(t, s)
 		setImage(t, c, s.ns, "web", "nginx:1.17.0")
-		d := waitDeploymentAvailableIn(t, c, s.ns, "web", 20, "nginx:1.17.0")
+		d := waitDeploymentAvailable(t, c, s.ns, "web", 20, "nginx:1.17.0", 5*time.Minute)
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=0 nginx:1.17.0=20")
 		if rev := d.Annotations["deployment.kubernetes.io/revision"]; rev != "3" {
 			t.Errorf("revision %s after two template changes, want 3", rev)
@@ -455,7 +422,7 @@ func TestControllerManagerConcurrentEdits(t *testing.T) {
 			t.Errorf("conditions while paused: %v, want Progressing with reason DeploymentPaused", cond)
 		}
 		s.kubectl(t, "rollout", "resume", "deployment/web")
-		waitDeploymentAvailableIn(t, c, s.ns, "web", 20, "nginx:1.16.1")
+		waitDeploymentAvailable(t, c, s.ns, "web", 20, "nginx:1.16.1", 5*time.Minute)
 		w.Verify(t, 20)
 	})
 }

@@ -67,15 +67,7 @@ func watchPods(t *testing.T, c *cluster.Cluster, namespace string) *podLedger {
 // startKrollControllers runs kroll's controllers against c until the returned stop is
 // called (on a cluster started without workload controllers).
 func startKrollControllers(t *testing.T, c *cluster.Cluster) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := manager.Run(ctx, c.RESTConfig, manager.Options{}); err != nil {
-			t.Errorf("controllers: %v", err)
-		}
-	}()
-	return func() { cancel(); <-done }
+	return runManager(t, c.RESTConfig, manager.Options{})
 }
 
 // Given a 200-replica rollout in progress, when kroll's controllers are stopped and
@@ -105,25 +97,34 @@ func TestControllersRestartMidRollout(t *testing.T) {
 		stop = startKrollControllers(t, c)
 	}
 	mustKubectl(t, c.KubeconfigPath, "rollout", "status", "deployment/big", "--timeout=5m")
-	d := waitDeploymentAvailable(t, c, "big", replicas, "nginx:1.16.1")
+	d := waitDeploymentAvailable(t, c, "default", "big", replicas, "nginx:1.16.1", 2*time.Minute)
 	w.Verify(t, 100)
+	ledger.expectCreatedOnce(t, newReplicaSetHash(t, c, d, "nginx:1.16.1"), replicas)
+}
 
-	newHash := ""
-	rss, err := c.Client.AppsV1().ReplicaSets("default").List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+// newReplicaSetHash is the pod-template-hash of d's ReplicaSet running image.
+func newReplicaSetHash(t *testing.T, c *cluster.Cluster, d *appsv1.Deployment, image string) string {
+	t.Helper()
+	rss := must(c.Client.AppsV1().ReplicaSets(d.Namespace).List(context.Background(), metav1.ListOptions{}))
 	for _, rs := range rss.Items {
-		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1.16.1" && metav1.IsControlledBy(&rs, d) {
-			newHash = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		if rs.Spec.Template.Spec.Containers[0].Image == image && metav1.IsControlledBy(&rs, d) {
+			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 		}
 	}
-	ledger.mu.Lock()
-	defer ledger.mu.Unlock()
-	if n := len(ledger.created[newHash]); n != replicas {
+	t.Fatalf("no ReplicaSet of %s runs %s", d.Name, image)
+	return ""
+}
+
+// expectCreatedOnce checks that the pods of the ReplicaSet with hash were created
+// exactly replicas times and none deleted: a double create shows as surplus deleted.
+func (l *podLedger) expectCreatedOnce(t *testing.T, hash string, replicas int32) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.created[hash]); n != int(replicas) {
 		t.Errorf("the new ReplicaSet's pods were created %d times, want exactly %d", n, replicas)
 	}
-	if n := ledger.deleted[newHash]; n != 0 {
+	if n := l.deleted[hash]; n != 0 {
 		t.Errorf("%d pods of the new ReplicaSet were deleted: surplus from a double create", n)
 	}
 }
