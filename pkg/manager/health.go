@@ -29,11 +29,9 @@ type health struct {
 	lease *leaderelection.HealthzAdaptor
 }
 
-func (h *health) setSynced(v bool) { h.mu.Lock(); h.synced = v; h.mu.Unlock() }
-
-// setSyncedWhile marks the caches synced unless ctx has ended: the controllers' stop
-// (which clears it after ctx ends) must not be undone by a late report.
-func (h *health) setSyncedWhile(ctx context.Context) {
+// markSynced marks the caches synced unless ctx has ended: the controllers' stop
+// (markStopped, after ctx ends) must not be undone by a late report.
+func (h *health) markSynced(ctx context.Context) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ctx.Err() == nil {
@@ -41,7 +39,11 @@ func (h *health) setSyncedWhile(ctx context.Context) {
 	}
 }
 
-func (h *health) setStandby(v bool) { h.mu.Lock(); h.standby = v; h.mu.Unlock() }
+// markStopped: the controllers no longer run.
+func (h *health) markStopped() { h.mu.Lock(); h.synced = false; h.mu.Unlock() }
+
+// markLeading: this process leads; it is ready once its caches have synced.
+func (h *health) markLeading() { h.mu.Lock(); h.standby = false; h.mu.Unlock() }
 
 func (h *health) ready() error {
 	h.mu.Lock()

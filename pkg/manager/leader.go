@@ -90,7 +90,7 @@ func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, w
 				defer context.AfterFunc(ctx, stopWork)()
 				logger.Info("Leading: starting the controllers", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
 				leaderMetric.Set(1)
-				h.setStandby(false)
+				h.markLeading()
 				if err := work(workCtx); err != nil {
 					logger.Error(err, "The controllers could not run")
 					mu.Lock()

@@ -182,8 +182,8 @@ func (m *controllers) run(ctx context.Context, h *health) {
 				return
 			}
 		}
-		h.setSyncedWhile(ctx)
+		h.markSynced(ctx)
 	}()
 	wg.Wait()
-	h.setSynced(false)
+	h.markStopped()
 }
