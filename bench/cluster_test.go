@@ -1,6 +1,6 @@
-// Package bench measures the embedded cluster and, as they land, kroll's controllers
-// against upstream's. Run with: go test ./bench -run '^$' -bench . -benchtime 1x -timeout 60m
 package bench
+
+// The embedded cluster's own figures, as Go benchmarks: go test ./bench -run '^$' -bench . -benchtime 1x -timeout 60m
 
 import (
 	"context"

@@ -53,6 +53,8 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.AddCommand(newUpCommand(stdout, stderr))
 	root.AddCommand(newControllerManagerCommand(stderr))
+	root.AddCommand(newBenchCommand(stdout))
+	root.AddCommand(newUpstreamControllerManagerCommand())
 	root.AddCommand(newRollingUpdateCommand(os.Stdin, stdout))
 	root.AddCommand(newKubectlVerbs(os.Stdin, stdout, stderr).commands()...)
 	return root

@@ -150,6 +150,49 @@ func apiServerRunner(ctx context.Context, listener net.Listener, etcdURL string,
 // controllerManagerRunner builds kube-controller-manager; withWorkloads keeps its
 // workload controllers on (the upstream comparison mode).
 func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, withWorkloads bool, extraArgs []string) (func(context.Context) error, error) {
+	controllers := "*"
+	if !withWorkloads {
+		controllers += ",-" + strings.Join(workloadControllers, ",-")
+	}
+	return kcmRunner(ctx, append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=" + controllers,
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + p.saKey(),
+		"--root-ca-file=" + p.caCert(),
+		"--cluster-signing-cert-file=" + p.caCert(),
+		"--cluster-signing-key-file=" + p.caKey(),
+		"--allocate-node-cidrs=false",
+		"--configure-cloud-routes=false",
+	}, extraArgs...))
+}
+
+// RunUpstreamWorkloadControllers runs kube-controller-manager with only its workload
+// controllers (Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet)
+// against the cluster of kubeconfig until ctx ends, each controller's client limited to
+// qps and burst (a negative qps: no limit), its logs appended to logFile. It is the
+// counterpart of `kroll controller-manager --leader-elect=false`: the bench harness runs
+// each in a process of its own, so that the controllers' CPU and memory are measured
+// apart from the cluster's.
+func RunUpstreamWorkloadControllers(ctx context.Context, kubeconfig string, qps float32, burst int, logFile string) error {
+	if err := setupLogging(logFile, 0); err != nil {
+		return err
+	}
+	run, err := kcmRunner(ctx, []string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(workloadControllers, ","),
+		fmt.Sprintf("--kube-api-qps=%g", qps),
+		fmt.Sprintf("--kube-api-burst=%d", burst),
+	})
+	if err != nil {
+		return err
+	}
+	return run(ctx)
+}
+
+// kcmRunner builds kube-controller-manager from args, without leader election or a
+// serving port.
+func kcmRunner(ctx context.Context, args []string) (func(context.Context) error, error) {
 	registry, err := newComponentRegistry()
 	if err != nil {
 		return nil, err
@@ -159,25 +202,9 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 		return nil, err
 	}
 	s.ComponentGlobalsRegistry = registry
-	controllers := "*"
-	if !withWorkloads {
-		controllers += ",-" + strings.Join(workloadControllers, ",-")
-	}
 	all, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
 	flagSets := s.Flags(all, disabled, aliases)
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig,
-		"--controllers=" + controllers,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--use-service-account-credentials=false",
-		"--service-account-private-key-file=" + p.saKey(),
-		"--root-ca-file=" + p.caCert(),
-		"--cluster-signing-cert-file=" + p.caCert(),
-		"--cluster-signing-key-file=" + p.caKey(),
-		"--allocate-node-cidrs=false",
-		"--configure-cloud-routes=false",
-	}, extraArgs...)
+	args = append([]string{"--leader-elect=false", "--secure-port=0"}, args...)
 	if err := parseFlags("kube-controller-manager", flagSets.FlagSets, args); err != nil {
 		return nil, err
 	}

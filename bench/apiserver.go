@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// requestCounts are API requests served, by verb as the API server counts them
+// (apiserver_request_total: GET, LIST, WATCH, POST, PUT, PATCH, DELETE, ...).
+type requestCounts map[string]float64
+
+var (
+	verbLabel     = regexp.MustCompile(`verb="([A-Z]+)"`)
+	resourceLabel = regexp.MustCompile(`resource="([^"]*)"`)
+)
+
+// countRequests reads the API server's request counters. Node and leader-election
+// Leases are left out: they tick with time, not with work.
+func countRequests(ctx context.Context, client kubernetes.Interface) (requestCounts, error) {
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts := requestCounts{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		verb, resource := verbLabel.FindStringSubmatch(line), resourceLabel.FindStringSubmatch(line)
+		if verb == nil || (resource != nil && resource[1] == "leases") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			counts[verb[1]] += n
+		}
+	}
+	return counts, nil
+}
+
+// since is the requests served between before and c.
+func (c requestCounts) since(before requestCounts) requestCounts {
+	d := requestCounts{}
+	for verb, n := range c {
+		if n -= before[verb]; n > 0 {
+			d[verb] = n
+		}
+	}
+	return d
+}
+
+// writes sums the write verbs.
+func (c requestCounts) writes() float64 {
+	return c["POST"] + c["PUT"] + c["PATCH"] + c["DELETE"] + c["APPLY"]
+}

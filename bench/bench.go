@@ -1,0 +1,284 @@
+// Package bench is kroll's benchmark harness: each scenario runs on a fresh embedded
+// cluster with kroll's workload controllers and with upstream's, alternating, and the
+// results (medians and spreads, kroll / upstream ratios) are written as JSON, a
+// Markdown table and an SVG chart. `kroll bench` runs it; bench/README.md has the
+// figures.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/kubelet"
+)
+
+// Options configure one harness run.
+type Options struct {
+	// Binary is the kroll binary the controller processes are started from.
+	Binary string
+	// OutDir receives results.json, results.md and results.svg.
+	OutDir string
+	// Reps is how many times each scenario runs with each controller set (≥ 1).
+	Reps int
+	// Scale multiplies every scenario's size (1: 1,000 and 5,000 replicas; 0.05: 50
+	// and 250). Sizes are rounded and kept at least 1.
+	Scale float64
+	// Only, when not empty, names the scenarios to run (Scenario.Name).
+	Only []string
+	// Resume keeps the samples of an earlier run at the same scale in OutDir and runs
+	// only the missing ones, so an interrupted run can be finished.
+	Resume bool
+	// SteadyWindow is how long the steady-state scenario measures idle controllers.
+	SteadyWindow time.Duration
+	// Progress receives one line per run.
+	Progress io.Writer
+}
+
+// Run runs the scenarios and writes the results; it returns them too.
+func Run(ctx context.Context, o Options) (*Results, error) {
+	if o.Reps < 1 {
+		return nil, fmt.Errorf("--reps must be at least 1, got %d", o.Reps)
+	}
+	if o.Scale <= 0 {
+		return nil, fmt.Errorf("--scale must be positive, got %g", o.Scale)
+	}
+	if o.SteadyWindow <= 0 {
+		o.SteadyWindow = 30 * time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	scenarios, err := selectScenarios(Scenarios(o.Scale, o.SteadyWindow), o.Only)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	results := newResults(o.Scale)
+	if o.Resume {
+		earlier, err := ReadResults(filepath.Join(o.OutDir, resultsJSON))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return nil, err
+		case earlier.Scale != o.Scale:
+			return nil, fmt.Errorf("--resume: %s holds a run at scale %g, not %g", resultsJSON, earlier.Scale, o.Scale)
+		default:
+			results = earlier
+		}
+	}
+	results.Machine = describeMachine()
+	for _, s := range scenarios {
+		results.addScenario(s)
+		for rep := 1; rep <= o.Reps; rep++ {
+			for _, arm := range alternate(s.Arms, rep) {
+				if results.has(s.Name, arm.Name, rep) {
+					continue
+				}
+				fmt.Fprintf(o.Progress, "%s  %s, %s, run %d/%d: ", time.Now().Format("15:04:05"), s.Title, arm.Name, rep, o.Reps)
+				sample, err := runOnce(ctx, o, s, arm)
+				if err != nil {
+					fmt.Fprintln(o.Progress, "failed")
+					return results, fmt.Errorf("%s, %s, run %d: %w", s.Name, arm.Name, rep, err)
+				}
+				sample.Rep = rep
+				fmt.Fprintln(o.Progress, sample.summary())
+				results.Samples = append(results.Samples, sample)
+				if err := results.write(o.OutDir); err != nil {
+					return results, err
+				}
+			}
+		}
+	}
+	return results, results.write(o.OutDir)
+}
+
+// alternate orders the arms of repetition rep: as listed on odd ones, reversed on even
+// ones, so that neither controller set always runs first on a machine warming up.
+func alternate(arms []Arm, rep int) []Arm {
+	if rep%2 == 1 {
+		return arms
+	}
+	out := make([]Arm, 0, len(arms))
+	for i := len(arms) - 1; i >= 0; i-- {
+		out = append(out, arms[i])
+	}
+	return out
+}
+
+// run is one scenario run with one arm on its own fresh cluster.
+type run struct {
+	arm     Arm
+	cluster *cluster.Cluster
+	client  kubernetes.Interface
+	// informers are scoped to the bench namespace; a scenario starts the ones it needs.
+	informers informers.SharedInformerFactory
+	// controllers is the process running arm's controllers, nil for NoControllers.
+	controllers *controllerProcess
+}
+
+// namespace is where every scenario creates its objects.
+const namespace = "default"
+
+// runOnce starts a cluster, lets the scenario prepare its workload with the arm's
+// controllers unthrottled, restarts the controllers at the scenario's limits, and
+// measures the scenario's change.
+func runOnce(ctx context.Context, o Options, s Scenario, arm Arm) (Sample, error) {
+	dir, err := os.MkdirTemp("", "kroll-bench-")
+	if err != nil {
+		return Sample{}, err
+	}
+	defer os.RemoveAll(dir)
+	k := kubelet.DefaultConfig()
+	k.Nodes = s.Nodes
+	k.MaxGracePeriod = 0
+	c, err := cluster.Start(ctx, cluster.Config{
+		DataDir:             dir,
+		WorkloadControllers: cluster.WorkloadControllersNone,
+		Kubelet:             k,
+		EtcdUnsafeNoFsync:   true,
+		ReadyTimeout:        5 * time.Minute,
+	})
+	if err != nil {
+		return Sample{}, err
+	}
+	defer c.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	r := &run{arm: arm, cluster: c, client: c.Client,
+		informers: informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace(namespace))}
+	defer func() {
+		cancel()
+		r.informers.Shutdown()
+	}()
+	defer r.stopControllers()
+	logFile := filepath.Join(dir, "controllers.log")
+	sample := Sample{Scenario: s.Name, Arm: arm.Name, Started: time.Now().UTC().Truncate(time.Second)}
+	fail := func(err error) (Sample, error) {
+		if r.controllers != nil {
+			if gone, exitErr := r.controllers.exited(); gone {
+				err = fmt.Errorf("%w (the %s controllers exited: %v; %s)", err, arm.Controllers, exitErr, lastLines(logFile, 3))
+			}
+		}
+		if cerr := c.Err(); cerr != nil {
+			err = fmt.Errorf("%w (cluster: %v)", err, cerr)
+		}
+		return sample, err
+	}
+
+	if arm.Controllers != NoControllers {
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, Unthrottled, logFile); err != nil {
+			return fail(err)
+		}
+	}
+	if s.prepare != nil {
+		if err := s.prepare(ctx, r); err != nil {
+			return fail(fmt.Errorf("prepare: %w", err))
+		}
+	}
+	if arm.Controllers != NoControllers {
+		// The measured process starts fresh at the scenario's limits; its informers
+		// sync before the change is made.
+		r.stopControllers()
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, s.Limits, logFile); err != nil {
+			return fail(err)
+		}
+		if err := sleep(ctx, s.settle); err != nil {
+			return fail(err)
+		}
+	}
+	before, err := r.usage()
+	if err != nil {
+		return fail(err)
+	}
+	requestsBefore, err := countRequests(ctx, c.Client)
+	if err != nil {
+		return fail(err)
+	}
+	peak := r.watchPeakMemory()
+	m, err := s.measure(ctx, r)
+	peakMiB := peak()
+	if err != nil {
+		return fail(err)
+	}
+	after, err := r.usage()
+	if err != nil {
+		return fail(err)
+	}
+	requestsAfter, err := countRequests(ctx, c.Client)
+	if err != nil {
+		return fail(err)
+	}
+	sample.Seconds = m.seconds
+	sample.PodWritesPerSecond = m.podWritesPerSecond
+	sample.ControllerCores = m.cores
+	sample.Requests = requestsAfter.since(requestsBefore)
+	if r.controllers != nil {
+		sample.ControllerCPUSeconds = after.cpuSeconds - before.cpuSeconds
+		sample.ControllerPeakMiB = max(peakMiB, after.anonMiB)
+		sample.ControllerMiB = after.anonMiB
+	}
+	return sample, nil
+}
+
+// usage is the controller process's usage so far; zero without one.
+func (r *run) usage() (usage, error) {
+	if r.controllers == nil {
+		return usage{}, nil
+	}
+	if gone, err := r.controllers.exited(); gone {
+		return usage{}, fmt.Errorf("the %s controllers exited: %v", r.arm.Controllers, err)
+	}
+	return usageOf(r.controllers.cmd.Process.Pid)
+}
+
+// watchPeakMemory samples the controller process's memory every 250 ms until the
+// returned function is called, which returns the most seen.
+func (r *run) watchPeakMemory() func() float64 {
+	stop, done := make(chan struct{}), make(chan float64)
+	go func() {
+		peak := 0.0
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if u, err := r.usage(); err == nil {
+				peak = max(peak, u.anonMiB)
+			}
+			select {
+			case <-stop:
+				done <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() float64 {
+		close(stop)
+		return <-done
+	}
+}
+
+func (r *run) stopControllers() {
+	if r.controllers != nil {
+		r.controllers.stop()
+		r.controllers = nil
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// verbs are the API verbs of the requests table, in its column order.
+var verbs = []string{"POST", "PUT", "PATCH", "DELETE", "GET", "LIST", "WATCH"}
+
+// metric is one row of the comparison table.
+type metric struct {
+	name  string
+	value func(Sample) float64
+	// applies says whether the scenario reports it.
+	applies func(Scenario) bool
+}
+
+var (
+	always      = func(Scenario) bool { return true }
+	replacesPod = func(s Scenario) bool { return !strings.HasPrefix(s.Name, "steady-") }
+	steadyOnly  = func(s Scenario) bool { return strings.HasPrefix(s.Name, "steady-") }
+	metrics     = []metric{
+		{"time, s", func(s Sample) float64 { return s.Seconds }, replacesPod},
+		{"pod writes/s", func(s Sample) float64 { return s.PodWritesPerSecond }, replacesPod},
+		{"API writes", func(s Sample) float64 { return s.Requests.writes() }, always},
+		{"controller CPU, s", func(s Sample) float64 { return s.ControllerCPUSeconds }, replacesPod},
+		{"controller CPU at rest, cores", func(s Sample) float64 { return s.ControllerCores }, steadyOnly},
+		{"controller peak memory, MiB", func(s Sample) float64 { return s.ControllerPeakMiB }, always},
+		{"controller memory at the end, MiB", func(s Sample) float64 { return s.ControllerMiB }, steadyOnly},
+	}
+)
+
+// Markdown renders the results: the machine, the raw ceiling, kroll against upstream,
+// in place against rolling, the targets, and the requests by verb.
+func (r *Results) Markdown() string {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "Machine: %s, %d cores, %d GiB, Linux %s, %s. Scale %g.\n", m.CPU, m.Cores, m.MemoryGiB, m.Kernel, m.Go, r.Scale)
+	b.WriteString("Each cell: median (min–max) of the runs; the ratio is of the medians.\n\n")
+
+	b.WriteString("**Raw ceiling** (no controllers; a client with 32 workers creates the pods, waits until all are Ready, deletes them, waits until all are gone)\n\n")
+	b.WriteString("| Pods | runs | time, s | pod writes/s |\n|---|---|---|---|\n")
+	for _, s := range r.Scenarios {
+		if !strings.HasPrefix(s.Name, "ceiling-") {
+			continue
+		}
+		t := r.statOf(s.Name, apiArm.Name, func(x Sample) float64 { return x.Seconds })
+		w := r.statOf(s.Name, apiArm.Name, func(x Sample) float64 { return x.PodWritesPerSecond })
+		fmt.Fprintf(&b, "| %d | %d | %s | %s |\n", s.Size, t.n, t, w)
+	}
+
+	b.WriteString("\n**kroll against upstream's controllers**\n\n")
+	b.WriteString("| Scenario | Metric | kroll | upstream | kroll / upstream |\n|---|---|---|---|---|\n")
+	for _, s := range r.Scenarios {
+		if !hasArm(s, upstreamArm.Name) {
+			continue
+		}
+		k, u := r.statOf(s.Name, krollArm.Name, nothing), r.statOf(s.Name, upstreamArm.Name, nothing)
+		title := fmt.Sprintf("%s (runs: %d + %d)", s.Title, k.n, u.n)
+		for _, mt := range metrics {
+			if !mt.applies(s) {
+				continue
+			}
+			k, u := r.statOf(s.Name, krollArm.Name, mt.value), r.statOf(s.Name, upstreamArm.Name, mt.value)
+			if k.median == 0 && u.median == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", title, mt.name, k, u, ratio(k, u))
+			title = ""
+		}
+	}
+
+	for _, s := range r.Scenarios {
+		if !hasArm(s, inPlaceArm.Name) {
+			continue
+		}
+		fmt.Fprintf(&b, "\n**In place (InPlaceIfPossible) against RollingUpdate**, kroll's controllers: %s\n\n", s.Title)
+		b.WriteString("| Metric | in place | RollingUpdate | in place / rolling |\n|---|---|---|---|\n")
+		for _, mt := range metrics {
+			if !mt.applies(s) || mt.name == "pod writes/s" {
+				continue
+			}
+			i, k := r.statOf(s.Name, inPlaceArm.Name, mt.value), r.statOf(s.Name, krollArm.Name, mt.value)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mt.name, i, k, ratio(i, k))
+		}
+	}
+
+	if targets := r.Targets(); len(targets) > 0 {
+		b.WriteString("\n**Targets** (ratios of medians from this run)\n\n| Target | Measured | Met |\n|---|---|---|\n")
+		for _, t := range targets {
+			met := "yes"
+			if !t.Met {
+				met = "**no**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Name, t.Measured, met)
+		}
+	}
+
+	b.WriteString("\n**API requests by verb** (medians; every client, Leases left out)\n\n| Scenario | Arm |")
+	for _, v := range verbs {
+		fmt.Fprintf(&b, " %s |", v)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(verbs)) + "\n")
+	for _, s := range r.Scenarios {
+		for _, arm := range s.Arms {
+			if r.statOf(s.Name, arm.Name, nothing).n == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s |", s.Name, arm.Name)
+			for _, v := range verbs {
+				fmt.Fprintf(&b, " %s |", format(r.statOf(s.Name, arm.Name, func(x Sample) float64 { return x.Requests[v] }).median))
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func nothing(Sample) float64 { return 0 }
+
+func hasArm(s Scenario, name string) bool {
+	for _, a := range s.Arms {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func ratio(a, b stat) string {
+	if a.n == 0 || b.n == 0 || b.median == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", a.median/b.median)
+}
+
+// Target is one of the targets, as measured.
+type Target struct {
+	Name     string
+	Measured string
+	Met      bool
+}
+
+// Targets checks the measured medians against kroll's targets, where this run holds
+// the samples each needs.
+func (r *Results) Targets() []Target {
+	seconds := func(x Sample) float64 { return x.Seconds }
+	var out []Target
+	add := func(name string, a, b stat, limit float64, atMost bool, unit string) {
+		if a.n == 0 || b.n == 0 || b.median == 0 {
+			return
+		}
+		v := a.median / b.median
+		met := v <= limit
+		if !atMost {
+			met = v >= limit
+		}
+		out = append(out, Target{Name: name, Measured: fmt.Sprintf("%.2f%s", v, unit), Met: met})
+	}
+	ceiling := map[int]stat{}
+	for _, s := range r.Scenarios {
+		if strings.HasPrefix(s.Name, "ceiling-") {
+			ceiling[s.Size] = r.statOf(s.Name, apiArm.Name, func(x Sample) float64 { return x.PodWritesPerSecond })
+		}
+	}
+	for _, s := range r.Scenarios {
+		if !strings.HasPrefix(s.Name, "rolling-") {
+			continue
+		}
+		k, u := r.statOf(s.Name, krollArm.Name, seconds), r.statOf(s.Name, upstreamArm.Name, seconds)
+		if s.Limits == Unthrottled {
+			add(fmt.Sprintf("%d replicas, unthrottled: kroll time ≤ 0.7 × upstream's", s.Size), k, u, 0.7, true, "×")
+			kw := r.statOf(s.Name, krollArm.Name, func(x Sample) float64 { return x.PodWritesPerSecond })
+			add(fmt.Sprintf("%d replicas, unthrottled: kroll pod writes/s ≥ 0.8 × the raw ceiling's", s.Size), kw, ceiling[s.Size], 0.8, false, "×")
+			continue
+		}
+		// 2N writes (N creates, N deletes) at QPS per second.
+		limit := stat{median: float64(2*s.Size) / float64(s.Limits.QPS), n: 1}
+		add(fmt.Sprintf("%d replicas, %s: kroll time ≤ 1.02 × the write limit (2N ÷ QPS = %.0f s)", s.Size, s.Limits, limit.median), k, limit, 1.02, true, "×")
+		add(fmt.Sprintf("%d replicas, %s: kroll never slower than upstream", s.Size, s.Limits), k, u, 1, true, "×")
+		if hasArm(s, inPlaceArm.Name) {
+			add(fmt.Sprintf("%d replicas, %s: in place ≤ 0.5 × RollingUpdate's time", s.Size, s.Limits),
+				r.statOf(s.Name, inPlaceArm.Name, seconds), k, 0.5, true, "×")
+		}
+	}
+	for _, s := range r.Scenarios {
+		if strings.HasPrefix(s.Name, "steady-") {
+			rss := func(x Sample) float64 { return x.ControllerMiB }
+			add(fmt.Sprintf("%d pods at rest: kroll memory ≤ 0.7 × upstream's", s.Size),
+				r.statOf(s.Name, krollArm.Name, rss), r.statOf(s.Name, upstreamArm.Name, rss), 0.7, true, "×")
+		}
+	}
+	return out
+}

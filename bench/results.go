@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The files a run writes into its output directory.
+const (
+	resultsJSON     = "results.json"
+	resultsMarkdown = "results.md"
+	resultsSVG      = "results.svg"
+)
+
+// Results are a harness run: the scenarios, every sample, and the machine.
+type Results struct {
+	Scale     float64    `json:"scale"`
+	Machine   Machine    `json:"machine"`
+	Scenarios []Scenario `json:"scenarios"`
+	Samples   []Sample   `json:"samples"`
+}
+
+// Machine describes where the run ran.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	MemoryGiB int    `json:"memoryGiB"`
+	Kernel    string `json:"kernel"`
+	Go        string `json:"go"`
+}
+
+// Sample is one run of one scenario with one arm.
+type Sample struct {
+	Scenario string    `json:"scenario"`
+	Arm      string    `json:"arm"`
+	Rep      int       `json:"rep"`
+	Started  time.Time `json:"started"`
+	// Seconds is from the change until it was done (zero for steady state).
+	Seconds float64 `json:"seconds,omitempty"`
+	// PodWritesPerSecond is pod creates plus deletes per second, where pods were replaced.
+	PodWritesPerSecond float64 `json:"podWritesPerSecond,omitempty"`
+	// Requests are the API requests served meanwhile, by verb, Leases left out.
+	Requests requestCounts `json:"requests,omitempty"`
+	// ControllerCPUSeconds is the controller process's CPU (user + system) meanwhile.
+	ControllerCPUSeconds float64 `json:"controllerCPUSeconds,omitempty"`
+	// ControllerPeakMiB is the most memory the controller process held meanwhile, and
+	// ControllerMiB what it held at the end: resident anonymous memory (RssAnon, heap
+	// and stacks), sampled every 250 ms.
+	ControllerPeakMiB float64 `json:"controllerPeakMiB,omitempty"`
+	ControllerMiB     float64 `json:"controllerMiB,omitempty"`
+	// ControllerCores is the controllers' CPU use at rest (steady state).
+	ControllerCores float64 `json:"controllerCores,omitempty"`
+}
+
+func (s Sample) summary() string {
+	var parts []string
+	if s.Seconds > 0 {
+		parts = append(parts, fmt.Sprintf("%.1fs", s.Seconds))
+	}
+	if s.PodWritesPerSecond > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f pod writes/s", s.PodWritesPerSecond))
+	}
+	if s.ControllerCores > 0 {
+		parts = append(parts, fmt.Sprintf("%.3f cores", s.ControllerCores))
+	}
+	if s.ControllerMiB > 0 {
+		parts = append(parts, fmt.Sprintf("controllers %.1f CPU-s, %.0f MiB peak, %.0f MiB at the end", s.ControllerCPUSeconds, s.ControllerPeakMiB, s.ControllerMiB))
+	}
+	parts = append(parts, fmt.Sprintf("%.0f API writes", s.Requests.writes()))
+	return strings.Join(parts, ", ")
+}
+
+func newResults(scale float64) *Results { return &Results{Scale: scale} }
+
+// ReadResults reads a results.json.
+func ReadResults(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Results{}
+	if err := json.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+func (r *Results) addScenario(s Scenario) {
+	for i, known := range r.Scenarios {
+		if known.Name == s.Name {
+			r.Scenarios[i] = s
+			return
+		}
+	}
+	r.Scenarios = append(r.Scenarios, s)
+}
+
+func (r *Results) has(scenario, arm string, rep int) bool {
+	return slices.ContainsFunc(r.Samples, func(s Sample) bool { return s.Scenario == scenario && s.Arm == arm && s.Rep == rep })
+}
+
+// write saves results.json, results.md and results.svg into dir.
+func (r *Results) write(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, resultsJSON), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, resultsMarkdown), []byte(r.Markdown()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, resultsSVG), []byte(r.Chart()), 0o644)
+}
+
+// stat is the median and spread of one metric over the samples of one arm.
+type stat struct {
+	median, min, max float64
+	n                int
+}
+
+func (s stat) String() string {
+	if s.n == 0 {
+		return "—"
+	}
+	if s.n == 1 {
+		return format(s.median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", format(s.median), format(s.min), format(s.max))
+}
+
+// format prints a figure with 3 significant digits, without exponent.
+func format(x float64) string {
+	switch ax := max(x, -x); {
+	case ax >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case ax >= 10:
+		return fmt.Sprintf("%.1f", x)
+	case ax >= 1:
+		return fmt.Sprintf("%.2f", x)
+	default:
+		return fmt.Sprintf("%.3f", x)
+	}
+}
+
+// statOf summarises metric over the samples of scenario and arm.
+func (r *Results) statOf(scenario, arm string, metric func(Sample) float64) stat {
+	var xs []float64
+	for _, s := range r.Samples {
+		if s.Scenario == scenario && s.Arm == arm {
+			xs = append(xs, metric(s))
+		}
+	}
+	if len(xs) == 0 {
+		return stat{}
+	}
+	sort.Float64s(xs)
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return stat{median: m, min: xs[0], max: xs[len(xs)-1], n: len(xs)}
+}
+
+func (r *Results) scenario(name string) (Scenario, bool) {
+	for _, s := range r.Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+func describeMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kb); err == nil {
+			m.MemoryGiB = (kb + 1<<19) >> 20
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	return m
+}

@@ -1,0 +1,427 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Scenario is one measured change.
+type Scenario struct {
+	// Name is the scenario's key in results.json, e.g. "rolling-1000-qps20".
+	Name string `json:"name"`
+	// Title says what is measured, for tables and progress lines.
+	Title string `json:"title"`
+	// Size is the scenario's N: replicas, pods or nodes.
+	Size int `json:"size"`
+	// Nodes is how many simulated nodes the cluster has.
+	Nodes int `json:"nodes"`
+	// Arms are the controller sets compared, run alternately.
+	Arms []Arm `json:"arms"`
+	// Limits are the controllers' client limits while measured (preparing is unthrottled).
+	Limits Limits `json:"limits"`
+
+	// settle is how long the restarted controllers get to sync their caches.
+	settle time.Duration
+	// prepare creates the workload and waits until it is complete; nil: nothing.
+	prepare func(ctx context.Context, r *run) error
+	// measure makes the change and waits until it is done.
+	measure func(ctx context.Context, r *run) (measurement, error)
+}
+
+// Arm is one controller set of a scenario.
+type Arm struct {
+	// Name is "kroll", "upstream", "kroll-inplace" or "api".
+	Name        string      `json:"name"`
+	Controllers Controllers `json:"controllers"`
+	// InPlace opts the workload into kroll's in-place updates (InPlaceIfPossible).
+	InPlace bool `json:"inPlace,omitempty"`
+}
+
+var (
+	krollArm    = Arm{Name: "kroll", Controllers: Kroll}
+	upstreamArm = Arm{Name: "upstream", Controllers: Upstream}
+	inPlaceArm  = Arm{Name: "kroll-inplace", Controllers: Kroll, InPlace: true}
+	apiArm      = Arm{Name: "api", Controllers: NoControllers}
+)
+
+// measurement is what a scenario's measure reports.
+type measurement struct {
+	// seconds is from the change to done; zero where nothing changes (steady state).
+	seconds float64
+	// podWritesPerSecond is pod creates plus deletes per second, where the change
+	// replaces pods.
+	podWritesPerSecond float64
+	// cores is the controllers' CPU use at rest, where the scenario measures rest.
+	cores float64
+}
+
+// Scenarios are the harness's scenarios at scale (see Options.Scale).
+func Scenarios(scale float64, steadyWindow time.Duration) []Scenario {
+	n := func(x int) int { return max(1, int(math.Round(float64(x)*scale))) }
+	var all []Scenario
+	for _, size := range []int{n(1000), n(5000)} {
+		all = append(all, ceilingScenario(size))
+	}
+	for _, size := range []int{n(1000), n(5000)} {
+		for _, limits := range []Limits{DefaultLimits, Unthrottled} {
+			arms := []Arm{krollArm, upstreamArm}
+			if size == n(1000) && limits == DefaultLimits {
+				// In place is compared with the rolling update at equal limits, in the
+				// same run.
+				arms = append(arms, inPlaceArm)
+			}
+			all = append(all, rollingScenario(size, limits, arms))
+		}
+	}
+	all = append(all,
+		manyRolloutsScenario(n(200), 10),
+		statefulSetScenario(n(100)),
+		daemonSetScenario(n(100)),
+		steadyScenario(n(10000), steadyWindow))
+	return all
+}
+
+func selectScenarios(all []Scenario, only []string) ([]Scenario, error) {
+	if len(only) == 0 {
+		return all, nil
+	}
+	var names []string
+	for _, s := range all {
+		names = append(names, s.Name)
+	}
+	for _, name := range only {
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("--only: no scenario %q at this scale; there are %s", name, strings.Join(names, ", "))
+		}
+	}
+	// In the harness's order, whatever the order of only.
+	var out []Scenario
+	for _, s := range all {
+		if slices.Contains(only, s.Name) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// nodesFor gives room for pods pods plus a 25% surge at 100 pods a node (of 110), and
+// at least 20 nodes.
+func nodesFor(pods int) int { return max(20, (pods*125/100+99)/100) }
+
+// settleFor is how long a controller process restarted over pods pods waits before
+// the change: informers list them in well under that.
+func settleFor(pods int) time.Duration { return 2*time.Second + time.Duration(pods)*time.Millisecond }
+
+// ceilingScenario: a client with 32 workers creates size bare pods, waits until all
+// are Ready, deletes them all and waits until they are gone. No controllers run: this
+// is what the API server, etcd, the scheduler and the simulated kubelet sustain, the
+// limit the rollouts are measured against.
+func ceilingScenario(size int) Scenario {
+	s := Scenario{
+		Name:  fmt.Sprintf("ceiling-%d", size),
+		Title: fmt.Sprintf("Raw ceiling: %d pods created and deleted by a parallel client", size),
+		Size:  size, Nodes: nodesFor(size), Arms: []Arm{apiArm},
+	}
+	s.measure = func(ctx context.Context, r *run) (measurement, error) {
+		pods := r.informers.Core().V1().Pods()
+		if err := r.sync(ctx, pods.Informer()); err != nil {
+			return measurement{}, err
+		}
+		ready := func() int {
+			list, _ := pods.Lister().List(labels.Everything())
+			n := 0
+			for _, p := range list {
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+						n++
+					}
+				}
+			}
+			return n
+		}
+		count := func() int { list, _ := pods.Lister().List(labels.Everything()); return len(list) }
+		began := time.Now()
+		if err := inParallel(ctx, size, 32, func(ctx context.Context, i int) error {
+			_, err := r.client.CoreV1().Pods(namespace).Create(ctx, newPod(i), metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return measurement{}, fmt.Errorf("create pods: %w", err)
+		}
+		if err := until(ctx, pods.Informer(), 20*time.Minute, "pods Ready", func() bool { return ready() == size },
+			func() string { return fmt.Sprintf("%d of %d Ready", ready(), size) }); err != nil {
+			return measurement{}, err
+		}
+		if err := inParallel(ctx, size, 32, func(ctx context.Context, i int) error {
+			return r.client.CoreV1().Pods(namespace).Delete(ctx, newPod(i).Name, metav1.DeleteOptions{})
+		}); err != nil {
+			return measurement{}, fmt.Errorf("delete pods: %w", err)
+		}
+		if err := until(ctx, pods.Informer(), 20*time.Minute, "pods gone", func() bool { return count() == 0 },
+			func() string { return fmt.Sprintf("%d left", count()) }); err != nil {
+			return measurement{}, err
+		}
+		secs := time.Since(began).Seconds()
+		return measurement{seconds: secs, podWritesPerSecond: float64(2*size) / secs}, nil
+	}
+	return s
+}
+
+// rollingScenario: the image of one Deployment of size replicas (25%/25%) changes; timed
+// from the change until `kubectl rollout status` would return.
+func rollingScenario(size int, limits Limits, arms []Arm) Scenario {
+	key := "qps20"
+	if limits == Unthrottled {
+		key = "unthrottled"
+	}
+	s := Scenario{
+		Name:  fmt.Sprintf("rolling-%d-%s", size, key),
+		Title: fmt.Sprintf("RollingUpdate, 1 Deployment × %d, %s", size, limits),
+		Size:  size, Nodes: nodesFor(size), Arms: arms, Limits: limits, settle: settleFor(size),
+	}
+	s.prepare = func(ctx context.Context, r *run) error {
+		return r.createDeployments(ctx, []*appsv1.Deployment{newDeployment("bench", int32(size), r.arm.InPlace)})
+	}
+	s.measure = func(ctx context.Context, r *run) (measurement, error) {
+		secs, err := r.rollDeployments(ctx, []string{"bench"})
+		if err != nil {
+			return measurement{}, err
+		}
+		m := measurement{seconds: secs}
+		if !r.arm.InPlace {
+			m.podWritesPerSecond = float64(2*size) / secs
+		}
+		return m, nil
+	}
+	return s
+}
+
+// manyRolloutsScenario: count Deployments of replicas each change image at once.
+func manyRolloutsScenario(count, replicas int) Scenario {
+	s := Scenario{
+		Name:  fmt.Sprintf("many-%dx%d", count, replicas),
+		Title: fmt.Sprintf("Many small rollouts: %d Deployments × %d, at once, %s", count, replicas, Unthrottled),
+		Size:  count * replicas, Nodes: nodesFor(count * replicas), Arms: []Arm{krollArm, upstreamArm},
+		Limits: Unthrottled, settle: settleFor(count * replicas),
+	}
+	names := make([]string, count)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-%03d", i)
+	}
+	s.prepare = func(ctx context.Context, r *run) error {
+		ds := make([]*appsv1.Deployment, count)
+		for i, name := range names {
+			ds[i] = newDeployment(name, int32(replicas), false)
+		}
+		return r.createDeployments(ctx, ds)
+	}
+	s.measure = func(ctx context.Context, r *run) (measurement, error) {
+		secs, err := r.rollDeployments(ctx, names)
+		return measurement{seconds: secs, podWritesPerSecond: float64(2*count*replicas) / secs}, err
+	}
+	return s
+}
+
+// statefulSetScenario: the image of an OrderedReady StatefulSet of size replicas changes.
+func statefulSetScenario(size int) Scenario {
+	s := Scenario{
+		Name:  fmt.Sprintf("statefulset-%d", size),
+		Title: fmt.Sprintf("StatefulSet × %d, RollingUpdate, OrderedReady, %s", size, DefaultLimits),
+		Size:  size, Nodes: nodesFor(size), Arms: []Arm{krollArm, upstreamArm}, Limits: DefaultLimits, settle: settleFor(size),
+	}
+	sets := func(r *run) cache.SharedIndexInformer { return r.informers.Apps().V1().StatefulSets().Informer() }
+	done := func(r *run, image string) (func() bool, func() string) {
+		lister := r.informers.Apps().V1().StatefulSets().Lister().StatefulSets(namespace)
+		get := func() *appsv1.StatefulSet { st, _ := lister.Get("bench"); return st }
+		return func() bool { st := get(); return st != nil && statefulSetDone(st, image) },
+			func() string { return fmt.Sprintf("%+v", get().Status) }
+	}
+	s.prepare = func(ctx context.Context, r *run) error {
+		if err := r.sync(ctx, sets(r)); err != nil {
+			return err
+		}
+		if _, err := r.client.AppsV1().StatefulSets(namespace).Create(ctx, newStatefulSet("bench", int32(size)), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		ok, state := done(r, oldImage)
+		return until(ctx, sets(r), 30*time.Minute, "statefulset created", ok, state)
+	}
+	s.measure = func(ctx context.Context, r *run) (measurement, error) {
+		began := time.Now()
+		if _, err := r.client.AppsV1().StatefulSets(namespace).Patch(ctx, "bench", types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{}); err != nil {
+			return measurement{}, err
+		}
+		ok, state := done(r, newImage)
+		if err := until(ctx, sets(r), 30*time.Minute, "statefulset rolled", ok, state); err != nil {
+			return measurement{}, err
+		}
+		secs := time.Since(began).Seconds()
+		return measurement{seconds: secs, podWritesPerSecond: float64(2*size) / secs}, nil
+	}
+	return s
+}
+
+// daemonSetScenario: the image of a DaemonSet on nodes nodes changes (maxUnavailable 1).
+func daemonSetScenario(nodes int) Scenario {
+	s := Scenario{
+		Name:  fmt.Sprintf("daemonset-%d", nodes),
+		Title: fmt.Sprintf("DaemonSet over %d nodes, RollingUpdate (maxUnavailable 1), %s", nodes, DefaultLimits),
+		Size:  nodes, Nodes: nodes, Arms: []Arm{krollArm, upstreamArm}, Limits: DefaultLimits, settle: settleFor(nodes),
+	}
+	sets := func(r *run) cache.SharedIndexInformer { return r.informers.Apps().V1().DaemonSets().Informer() }
+	done := func(r *run, image string) (func() bool, func() string) {
+		lister := r.informers.Apps().V1().DaemonSets().Lister().DaemonSets(namespace)
+		get := func() *appsv1.DaemonSet { d, _ := lister.Get("bench"); return d }
+		return func() bool { d := get(); return d != nil && daemonSetDone(d, image, int32(nodes)) },
+			func() string { return fmt.Sprintf("%+v", get().Status) }
+	}
+	s.prepare = func(ctx context.Context, r *run) error {
+		if err := r.sync(ctx, sets(r)); err != nil {
+			return err
+		}
+		if _, err := r.client.AppsV1().DaemonSets(namespace).Create(ctx, newDaemonSet("bench"), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		ok, state := done(r, oldImage)
+		return until(ctx, sets(r), 30*time.Minute, "daemonset created", ok, state)
+	}
+	s.measure = func(ctx context.Context, r *run) (measurement, error) {
+		began := time.Now()
+		if _, err := r.client.AppsV1().DaemonSets(namespace).Patch(ctx, "bench", types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{}); err != nil {
+			return measurement{}, err
+		}
+		ok, state := done(r, newImage)
+		if err := until(ctx, sets(r), 30*time.Minute, "daemonset rolled", ok, state); err != nil {
+			return measurement{}, err
+		}
+		secs := time.Since(began).Seconds()
+		return measurement{seconds: secs, podWritesPerSecond: float64(2*nodes) / secs}, nil
+	}
+	return s
+}
+
+// steadyScenario: pods pods in 10 Deployments, nothing changing; the controllers' CPU
+// over window (after as long again to settle) and their memory.
+func steadyScenario(pods int, window time.Duration) Scenario {
+	const deployments = 10
+	s := Scenario{
+		Name:  fmt.Sprintf("steady-%d", pods),
+		Title: fmt.Sprintf("Steady state: %d pods in %d Deployments, idle controllers, %s", pods, deployments, DefaultLimits),
+		Size:  pods, Nodes: nodesFor(pods), Arms: []Arm{krollArm, upstreamArm}, Limits: DefaultLimits, settle: settleFor(pods),
+	}
+	s.prepare = func(ctx context.Context, r *run) error {
+		ds := make([]*appsv1.Deployment, deployments)
+		for i := range ds {
+			// The pods are spread as evenly as the count allows.
+			replicas := pods / deployments
+			if i < pods%deployments {
+				replicas++
+			}
+			ds[i] = newDeployment(fmt.Sprintf("bench-%02d", i), int32(replicas), false)
+		}
+		return r.createDeployments(ctx, ds)
+	}
+	s.measure = func(ctx context.Context, r *run) (measurement, error) {
+		if err := sleep(ctx, window); err != nil {
+			return measurement{}, err
+		}
+		before, err := r.usage()
+		if err != nil {
+			return measurement{}, err
+		}
+		if err := sleep(ctx, window); err != nil {
+			return measurement{}, err
+		}
+		after, err := r.usage()
+		if err != nil {
+			return measurement{}, err
+		}
+		return measurement{cores: (after.cpuSeconds - before.cpuSeconds) / window.Seconds()}, nil
+	}
+	return s
+}
+
+// sync starts inf (with the run's other informers) and waits for its cache.
+func (r *run) sync(ctx context.Context, inf cache.SharedIndexInformer) error {
+	r.informers.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// createDeployments creates ds and waits until every one is complete.
+func (r *run) createDeployments(ctx context.Context, ds []*appsv1.Deployment) error {
+	inf := r.informers.Apps().V1().Deployments().Informer()
+	if err := r.sync(ctx, inf); err != nil {
+		return err
+	}
+	if err := inParallel(ctx, len(ds), 16, func(ctx context.Context, i int) error {
+		_, err := r.client.AppsV1().Deployments(namespace).Create(ctx, ds[i], metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.Name
+	}
+	ok, state := r.deploymentsDone(names, oldImage)
+	return until(ctx, inf, 30*time.Minute, "deployments created", ok, state)
+}
+
+// rollDeployments changes the image of the named Deployments at once and returns the
+// seconds until every one is complete.
+func (r *run) rollDeployments(ctx context.Context, names []string) (float64, error) {
+	inf := r.informers.Apps().V1().Deployments().Informer()
+	if err := r.sync(ctx, inf); err != nil {
+		return 0, err
+	}
+	began := time.Now()
+	if err := inParallel(ctx, len(names), 16, func(ctx context.Context, i int) error {
+		_, err := r.client.AppsV1().Deployments(namespace).Patch(ctx, names[i], types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	ok, state := r.deploymentsDone(names, newImage)
+	if err := until(ctx, inf, 30*time.Minute, "deployments rolled", ok, state); err != nil {
+		return 0, err
+	}
+	return time.Since(began).Seconds(), nil
+}
+
+// deploymentsDone tells whether every named Deployment is complete at image, and
+// describes the first one that is not.
+func (r *run) deploymentsDone(names []string, image string) (func() bool, func() string) {
+	lister := r.informers.Apps().V1().Deployments().Lister().Deployments(namespace)
+	firstNotDone := func() (string, *appsv1.Deployment) {
+		for _, name := range names {
+			d, err := lister.Get(name)
+			if err != nil || !deploymentDone(d, image) {
+				return name, d
+			}
+		}
+		return "", nil
+	}
+	return func() bool { name, _ := firstNotDone(); return name == "" },
+		func() string {
+			name, d := firstNotDone()
+			if d == nil {
+				return name + " not seen"
+			}
+			s := d.Status
+			return fmt.Sprintf("%s: replicas=%d updated=%d available=%d observedGeneration=%d/%d",
+				name, s.Replicas, s.UpdatedReplicas, s.AvailableReplicas, s.ObservedGeneration, d.Generation)
+		}
+}
