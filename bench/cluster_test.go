@@ -155,15 +155,7 @@ func countReadyPods(b *testing.B, ctx context.Context, client kubernetes.Interfa
 	factory.WaitForCacheSync(ctx.Done())
 	return func() int {
 		pods, _ := lister.List(labels.Everything())
-		n := 0
-		for _, p := range pods {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					n++
-				}
-			}
-		}
-		return n
+		return readyPods(pods)
 	}
 }
 

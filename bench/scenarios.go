@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,18 +137,7 @@ func ceilingScenario(size int) Scenario {
 		if err := r.sync(ctx, pods.Informer()); err != nil {
 			return measurement{}, err
 		}
-		ready := func() int {
-			list, _ := pods.Lister().List(labels.Everything())
-			n := 0
-			for _, p := range list {
-				for _, c := range p.Status.Conditions {
-					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-						n++
-					}
-				}
-			}
-			return n
-		}
+		ready := func() int { list, _ := pods.Lister().List(labels.Everything()); return readyPods(list) }
 		count := func() int { list, _ := pods.Lister().List(labels.Everything()); return len(list) }
 		began := time.Now()
 		if err := inParallel(ctx, size, 32, func(ctx context.Context, i int) error {
@@ -239,35 +227,24 @@ func statefulSetScenario(size int) Scenario {
 		Title: fmt.Sprintf("StatefulSet × %d, RollingUpdate, OrderedReady, %s", size, DefaultLimits),
 		Size:  size, Nodes: nodesFor(size), Arms: []Arm{krollArm, upstreamArm}, Limits: DefaultLimits, settle: settleFor(size),
 	}
-	sets := func(r *run) cache.SharedIndexInformer { return r.informers.Apps().V1().StatefulSets().Informer() }
-	done := func(r *run, image string) (func() bool, func() string) {
-		lister := r.informers.Apps().V1().StatefulSets().Lister().StatefulSets(namespace)
-		get := func() *appsv1.StatefulSet { st, _ := lister.Get("bench"); return st }
-		return func() bool { st := get(); return st != nil && statefulSetDone(st, image) },
-			func() string { return fmt.Sprintf("%+v", get().Status) }
-	}
-	s.prepare = func(ctx context.Context, r *run) error {
-		if err := r.sync(ctx, sets(r)); err != nil {
+	s.prepare, s.measure = oneWorkload(size, workload{
+		informer: func(r *run) cache.SharedIndexInformer { return r.informers.Apps().V1().StatefulSets().Informer() },
+		create: func(ctx context.Context, r *run) error {
+			_, err := r.client.AppsV1().StatefulSets(namespace).Create(ctx, newStatefulSet("bench", int32(size)), metav1.CreateOptions{})
 			return err
-		}
-		if _, err := r.client.AppsV1().StatefulSets(namespace).Create(ctx, newStatefulSet("bench", int32(size)), metav1.CreateOptions{}); err != nil {
+		},
+		patch: func(ctx context.Context, r *run) error {
+			_, err := r.client.AppsV1().StatefulSets(namespace).Patch(ctx, "bench", types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{})
 			return err
-		}
-		ok, state := done(r, oldImage)
-		return until(ctx, sets(r), 30*time.Minute, "statefulset created", ok, state)
-	}
-	s.measure = func(ctx context.Context, r *run) (measurement, error) {
-		began := time.Now()
-		if _, err := r.client.AppsV1().StatefulSets(namespace).Patch(ctx, "bench", types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{}); err != nil {
-			return measurement{}, err
-		}
-		ok, state := done(r, newImage)
-		if err := until(ctx, sets(r), 30*time.Minute, "statefulset rolled", ok, state); err != nil {
-			return measurement{}, err
-		}
-		secs := time.Since(began).Seconds()
-		return measurement{seconds: secs, podWritesPerSecond: float64(2*size) / secs}, nil
-	}
+		},
+		done: func(r *run, image string) (bool, string) {
+			st, err := r.informers.Apps().V1().StatefulSets().Lister().StatefulSets(namespace).Get("bench")
+			if err != nil {
+				return false, err.Error()
+			}
+			return statefulSetDone(st, image), fmt.Sprintf("%+v", st.Status)
+		},
+	})
 	return s
 }
 
@@ -278,36 +255,66 @@ func daemonSetScenario(nodes int) Scenario {
 		Title: fmt.Sprintf("DaemonSet over %d nodes, RollingUpdate (maxUnavailable 1), %s", nodes, DefaultLimits),
 		Size:  nodes, Nodes: nodes, Arms: []Arm{krollArm, upstreamArm}, Limits: DefaultLimits, settle: settleFor(nodes),
 	}
-	sets := func(r *run) cache.SharedIndexInformer { return r.informers.Apps().V1().DaemonSets().Informer() }
-	done := func(r *run, image string) (func() bool, func() string) {
-		lister := r.informers.Apps().V1().DaemonSets().Lister().DaemonSets(namespace)
-		get := func() *appsv1.DaemonSet { d, _ := lister.Get("bench"); return d }
-		return func() bool { d := get(); return d != nil && daemonSetDone(d, image, int32(nodes)) },
-			func() string { return fmt.Sprintf("%+v", get().Status) }
+	s.prepare, s.measure = oneWorkload(nodes, workload{
+		informer: func(r *run) cache.SharedIndexInformer { return r.informers.Apps().V1().DaemonSets().Informer() },
+		create: func(ctx context.Context, r *run) error {
+			_, err := r.client.AppsV1().DaemonSets(namespace).Create(ctx, newDaemonSet("bench"), metav1.CreateOptions{})
+			return err
+		},
+		patch: func(ctx context.Context, r *run) error {
+			_, err := r.client.AppsV1().DaemonSets(namespace).Patch(ctx, "bench", types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{})
+			return err
+		},
+		done: func(r *run, image string) (bool, string) {
+			d, err := r.informers.Apps().V1().DaemonSets().Lister().DaemonSets(namespace).Get("bench")
+			if err != nil {
+				return false, err.Error()
+			}
+			return daemonSetDone(d, image, int32(nodes)), fmt.Sprintf("%+v", d.Status)
+		},
+	})
+	return s
+}
+
+// workload is one object named "bench" of a kind, as oneWorkload drives it.
+type workload struct {
+	informer func(r *run) cache.SharedIndexInformer
+	create   func(ctx context.Context, r *run) error
+	// patch changes the image to newImage.
+	patch func(ctx context.Context, r *run) error
+	// done tells whether the object is complete at image, and describes its status.
+	done func(r *run, image string) (bool, string)
+}
+
+// oneWorkload prepares by creating w and waiting until it is complete, and measures the
+// image change of its pods pods until it is complete again.
+func oneWorkload(pods int, w workload) (prepare func(context.Context, *run) error, measure func(context.Context, *run) (measurement, error)) {
+	wait := func(ctx context.Context, r *run, what, image string) error {
+		ok := func() bool { done, _ := w.done(r, image); return done }
+		state := func() string { _, s := w.done(r, image); return s }
+		return until(ctx, w.informer(r), 30*time.Minute, what, ok, state)
 	}
-	s.prepare = func(ctx context.Context, r *run) error {
-		if err := r.sync(ctx, sets(r)); err != nil {
+	prepare = func(ctx context.Context, r *run) error {
+		if err := r.sync(ctx, w.informer(r)); err != nil {
 			return err
 		}
-		if _, err := r.client.AppsV1().DaemonSets(namespace).Create(ctx, newDaemonSet("bench"), metav1.CreateOptions{}); err != nil {
+		if err := w.create(ctx, r); err != nil {
 			return err
 		}
-		ok, state := done(r, oldImage)
-		return until(ctx, sets(r), 30*time.Minute, "daemonset created", ok, state)
+		return wait(ctx, r, "created", oldImage)
 	}
-	s.measure = func(ctx context.Context, r *run) (measurement, error) {
+	measure = func(ctx context.Context, r *run) (measurement, error) {
 		began := time.Now()
-		if _, err := r.client.AppsV1().DaemonSets(namespace).Patch(ctx, "bench", types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{}); err != nil {
+		if err := w.patch(ctx, r); err != nil {
 			return measurement{}, err
 		}
-		ok, state := done(r, newImage)
-		if err := until(ctx, sets(r), 30*time.Minute, "daemonset rolled", ok, state); err != nil {
+		if err := wait(ctx, r, "rolled", newImage); err != nil {
 			return measurement{}, err
 		}
 		secs := time.Since(began).Seconds()
-		return measurement{seconds: secs, podWritesPerSecond: float64(2*nodes) / secs}, nil
+		return measurement{seconds: secs, podWritesPerSecond: float64(2*pods) / secs}, nil
 	}
-	return s
+	return prepare, measure
 }
 
 // steadyScenario: pods pods in 10 Deployments, nothing changing; the controllers' CPU

@@ -89,6 +89,19 @@ func newPod(i int) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Labels: t.Labels}, Spec: t.Spec}
 }
 
+// readyPods counts the pods whose Ready condition is True.
+func readyPods(pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // deploymentDone is `kubectl rollout status` for a Deployment at image: the latest
 // spec observed, every replica updated and available, no old one left.
 func deploymentDone(d *appsv1.Deployment, image string) bool {
