@@ -7,6 +7,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sync"
 	"time"
 
@@ -91,7 +92,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 		return nil, err
 	}
 	m := &controllers{
-		factory: informers.NewSharedInformerFactory(informerClient, 0),
+		factory: informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(dropManagedFields)),
 		events:  record.NewBroadcaster(record.WithContext(ctx)),
 	}
 	m.events.StartStructuredLogging(3)
@@ -186,4 +187,16 @@ func (m *controllers) run(ctx context.Context, h *health) {
 	}()
 	wg.Wait()
 	h.markStopped()
+}
+
+// dropManagedFields empties an object's managedFields before the informers cache it:
+// no controller reads them, and in a pod they are a large share of its size (they list
+// every field each writer set). kube-controller-manager's informers drop them too. An
+// update made from a cached copy sends no managedFields, which the API server reads as
+// "keep them as they are".
+func dropManagedFields(obj any) (any, error) {
+	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }
