@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"k8s.io/client-go/informers"
@@ -39,6 +40,9 @@ type Options struct {
 	Resume bool
 	// SteadyWindow is how long the steady-state scenario measures idle controllers.
 	SteadyWindow time.Duration
+	// ProfileDir, when set, receives a CPU profile of the harness's process (the
+	// cluster) over each measured change: <scenario>-<arm>-<rep>.pprof.
+	ProfileDir string
 	// Progress receives one line per run.
 	Progress io.Writer
 }
@@ -86,7 +90,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 					continue
 				}
 				fmt.Fprintf(o.Progress, "%s  %s, %s, run %d/%d: ", time.Now().Format("15:04:05"), s.Title, arm.Name, rep, o.Reps)
-				sample, err := runOnce(ctx, o, s, arm)
+				sample, err := runOnce(ctx, o, s, arm, rep)
 				if err != nil {
 					fmt.Fprintln(o.Progress, "failed")
 					return results, fmt.Errorf("%s, %s, run %d: %w", s.Name, arm.Name, rep, err)
@@ -133,7 +137,7 @@ const namespace = "default"
 // runOnce starts a cluster, lets the scenario prepare its workload with the arm's
 // controllers unthrottled, restarts the controllers at the scenario's limits, and
 // measures the scenario's change.
-func runOnce(ctx context.Context, o Options, s Scenario, arm Arm) (Sample, error) {
+func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Sample, error) {
 	dir, err := os.MkdirTemp("", "kroll-bench-")
 	if err != nil {
 		return Sample{}, err
@@ -204,9 +208,18 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm) (Sample, error
 	if err != nil {
 		return fail(err)
 	}
+	stopProfile, err := startProfile(o.ProfileDir, fmt.Sprintf("%s-%s-%d.pprof", s.Name, arm.Name, rep))
+	if err != nil {
+		return fail(err)
+	}
 	peak := r.watchPeakMemory()
+	clusterBefore := ownCPUSeconds()
 	m, err := s.measure(ctx, r)
+	sample.ClusterCPUSeconds = ownCPUSeconds() - clusterBefore
 	peakMiB := peak()
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -272,6 +285,29 @@ func (r *run) stopControllers() {
 		r.controllers.stop()
 		r.controllers = nil
 	}
+}
+
+// startProfile starts a CPU profile of this process into dir/name, when dir is set;
+// the returned function stops it.
+func startProfile(dir, name string) (stop func() error, err error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -171,18 +170,9 @@ func waitServiceAccount(b *testing.B, client kubernetes.Interface, ns string) {
 
 // cpuCores is the process's CPU use (user+system) over window, in cores.
 func cpuCores(window time.Duration) float64 {
-	before := cpuSeconds()
+	before := ownCPUSeconds()
 	time.Sleep(window)
-	return (cpuSeconds() - before) / window.Seconds()
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
+	return (ownCPUSeconds() - before) / window.Seconds()
 }
 
 // rssMiB reads a memory figure (VmRSS, VmHWM) of this process from /proc.

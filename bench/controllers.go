@@ -150,6 +150,15 @@ func usageOf(pid int) (usage, error) {
 	return u, nil
 }
 
+// ownCPUSeconds is this process's CPU time so far (user + system).
+func ownCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 // lastLines is the end of a log file, folded onto one line, for an error.
 func lastLines(path string, n int) string {
 	data, err := os.ReadFile(path)

@@ -25,6 +25,7 @@ var (
 		{"pod writes/s", func(s Sample) float64 { return s.PodWritesPerSecond }, replacesPod},
 		{"API writes", func(s Sample) float64 { return s.Requests.writes() }, always},
 		{"controller CPU, s", func(s Sample) float64 { return s.ControllerCPUSeconds }, replacesPod},
+		{"cluster CPU (API server, etcd, scheduler, kubelets), s", func(s Sample) float64 { return s.ClusterCPUSeconds }, replacesPod},
 		{"controller CPU at rest, cores", func(s Sample) float64 { return s.ControllerCores }, steadyOnly},
 		{"controller peak memory, MiB", func(s Sample) float64 { return s.ControllerPeakMiB }, always},
 		{"controller memory at the end, MiB", func(s Sample) float64 { return s.ControllerMiB }, steadyOnly},

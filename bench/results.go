@@ -55,6 +55,10 @@ type Sample struct {
 	// and stacks), sampled every 250 ms.
 	ControllerPeakMiB float64 `json:"controllerPeakMiB,omitempty"`
 	ControllerMiB     float64 `json:"controllerMiB,omitempty"`
+	// ClusterCPUSeconds is the CPU of the harness's own process meanwhile: the API
+	// server, etcd, the scheduler, the non-workload controllers and the simulated
+	// kubelet (the harness's own waiting is a small part of it).
+	ClusterCPUSeconds float64 `json:"clusterCPUSeconds,omitempty"`
 	// ControllerCores is the controllers' CPU use at rest (steady state).
 	ControllerCores float64 `json:"controllerCores,omitempty"`
 }
