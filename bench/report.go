@@ -41,14 +41,16 @@ func (r *Results) Markdown() string {
 	b.WriteString("Each cell: median (min–max) of the runs; the ratio is of the medians.\n\n")
 
 	b.WriteString("**Raw ceiling** (no controllers; a client with 32 workers creates the pods, waits until all are Ready, deletes them, waits until all are gone)\n\n")
-	b.WriteString("| Pods | runs | time, s | pod writes/s |\n|---|---|---|---|\n")
+	b.WriteString("| Pods | runs | time, s | pod writes/s | API writes | cluster CPU, s |\n|---|---|---|---|---|---|\n")
 	for _, s := range r.Scenarios {
 		if !strings.HasPrefix(s.Name, "ceiling-") {
 			continue
 		}
 		t := r.statOf(s.Name, apiArm.Name, func(x Sample) float64 { return x.Seconds })
 		w := r.statOf(s.Name, apiArm.Name, func(x Sample) float64 { return x.PodWritesPerSecond })
-		fmt.Fprintf(&b, "| %d | %d | %s | %s |\n", s.Size, t.n, t, w)
+		a := r.statOf(s.Name, apiArm.Name, func(x Sample) float64 { return x.Requests.writes() })
+		c := r.statOf(s.Name, apiArm.Name, func(x Sample) float64 { return x.ClusterCPUSeconds })
+		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s |\n", s.Size, t.n, t, w, a, c)
 	}
 
 	b.WriteString("\n**kroll against upstream's controllers**\n\n")
