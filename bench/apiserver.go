@@ -18,8 +18,9 @@ var (
 	resourceLabel = regexp.MustCompile(`resource="([^"]*)"`)
 )
 
-// countRequests reads the API server's request counters. Node and leader-election
-// Leases are left out: they tick with time, not with work.
+// countRequests reads the API server's request counters. The kubelets' node status
+// reports (a GET and a PUT per node every minute), node Leases and leader-election
+// Leases are left out: they tick with time, not with work, and no controller writes them.
 func countRequests(ctx context.Context, client kubernetes.Interface) (requestCounts, error) {
 	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -31,7 +32,7 @@ func countRequests(ctx context.Context, client kubernetes.Interface) (requestCou
 			continue
 		}
 		verb, resource := verbLabel.FindStringSubmatch(line), resourceLabel.FindStringSubmatch(line)
-		if verb == nil || (resource != nil && resource[1] == "leases") {
+		if verb == nil || (resource != nil && (resource[1] == "leases" || resource[1] == "nodes")) {
 			continue
 		}
 		fields := strings.Fields(line)

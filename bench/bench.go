@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -41,7 +42,8 @@ type Options struct {
 	// SteadyWindow is how long the steady-state scenario measures idle controllers.
 	SteadyWindow time.Duration
 	// ProfileDir, when set, receives a CPU profile of the harness's process (the
-	// cluster) over each measured change: <scenario>-<arm>-<rep>.pprof.
+	// cluster) over each measured change, <scenario>-<arm>-<rep>.pprof, and a heap
+	// profile of kroll's controllers at its end, <scenario>-<arm>-<rep>.heap.pprof.
 	ProfileDir string
 	// Progress receives one line per run.
 	Progress io.Writer
@@ -166,7 +168,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	}()
 	defer r.stopControllers()
 	logFile := filepath.Join(dir, "controllers.log")
-	sample := Sample{Scenario: s.Name, Arm: arm.Name, Started: time.Now().UTC().Truncate(time.Second)}
+	sample := Sample{Scenario: s.Name, Arm: arm.Name, Started: time.Now().UTC().Truncate(time.Second), Kroll: krollRevision()}
 	fail := func(err error) (Sample, error) {
 		if r.controllers != nil {
 			if gone, exitErr := r.controllers.exited(); gone {
@@ -179,8 +181,9 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 		return sample, err
 	}
 
+	profileAddr := "" // where the measured kroll process serves its profiles
 	if arm.Controllers != NoControllers {
-		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, Unthrottled, logFile); err != nil {
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, Unthrottled, logFile, ""); err != nil {
 			return fail(err)
 		}
 	}
@@ -193,7 +196,14 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 		// The measured process starts fresh at the scenario's limits; its informers
 		// sync before the change is made.
 		r.stopControllers()
-		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, s.Limits, logFile); err != nil {
+		if o.ProfileDir != "" && arm.Controllers == Kroll {
+			port, err := cluster.FreePort()
+			if err != nil {
+				return fail(err)
+			}
+			profileAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		}
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, s.Limits, logFile, profileAddr); err != nil {
 			return fail(err)
 		}
 		if err := sleep(ctx, s.settle); err != nil {
@@ -219,6 +229,9 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	peakMiB := peak()
 	if perr := stopProfile(); perr != nil && err == nil {
 		err = perr
+	}
+	if profileAddr != "" && err == nil {
+		err = fetchHeapProfile(ctx, profileAddr, filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%s-%d.heap.pprof", s.Name, arm.Name, rep)))
 	}
 	if err != nil {
 		return fail(err)
@@ -308,6 +321,33 @@ func startProfile(dir, name string) (stop func() error, err error) {
 		pprof.StopCPUProfile()
 		return f.Close()
 	}, nil
+}
+
+// fetchHeapProfile saves the heap profile served at addr (/debug/pprof/heap) to file.
+func fetchHeapProfile(ctx context.Context, addr, file string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

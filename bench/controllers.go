@@ -55,12 +55,16 @@ type controllerProcess struct {
 
 // startControllers starts who's controllers against kubeconfig with limits, logging to
 // logFile. Each kind's controller has its own client, as in kube-controller-manager.
-func startControllers(binary string, who Controllers, kubeconfig string, limits Limits, logFile string) (*controllerProcess, error) {
+// With profileAddr (host:port), kroll's serve their Go profiles there.
+func startControllers(binary string, who Controllers, kubeconfig string, limits Limits, logFile, profileAddr string) (*controllerProcess, error) {
 	qps, burst := strconv.FormatFloat(float64(limits.QPS), 'g', -1, 32), strconv.Itoa(limits.Burst)
 	var args []string
 	switch who {
 	case Kroll:
-		args = []string{"controller-manager", "--leader-elect=false", "--bind-address="}
+		args = []string{"controller-manager", "--leader-elect=false", "--bind-address=" + profileAddr}
+		if profileAddr != "" {
+			args = append(args, "--profiling")
+		}
 	case Upstream:
 		args = []string{"upstream-controller-manager", "--log-file=" + logFile + ".klog"}
 	default:

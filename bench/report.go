@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -32,12 +33,40 @@ var (
 	}
 )
 
+// krollRevisions are the revisions of kroll the samples ran, each with the scenarios
+// that ran it when there are several.
+func (r *Results) krollRevisions() []string {
+	var revs []string
+	scenarios := map[string][]string{}
+	for _, x := range r.Samples {
+		if x.Kroll == "" {
+			continue
+		}
+		if _, seen := scenarios[x.Kroll]; !seen {
+			revs = append(revs, x.Kroll)
+		}
+		if !slices.Contains(scenarios[x.Kroll], x.Scenario) {
+			scenarios[x.Kroll] = append(scenarios[x.Kroll], x.Scenario)
+		}
+	}
+	if len(revs) < 2 {
+		return revs
+	}
+	for i, rev := range revs {
+		revs[i] = fmt.Sprintf("%s (%s)", rev, strings.Join(scenarios[rev], ", "))
+	}
+	return revs
+}
+
 // Markdown renders the results: the machine, the raw ceiling, kroll against upstream,
 // in place against rolling, the targets, and the requests by verb.
 func (r *Results) Markdown() string {
 	var b strings.Builder
 	m := r.Machine
 	fmt.Fprintf(&b, "Machine: %s, %d cores, %d GiB, Linux %s, %s. Scale %g.\n", m.CPU, m.Cores, m.MemoryGiB, m.Kernel, m.Go, r.Scale)
+	if revs := r.krollRevisions(); len(revs) > 0 {
+		fmt.Fprintf(&b, "kroll at %s.\n", strings.Join(revs, ", "))
+	}
 	b.WriteString("Each cell: median (min–max) of the runs; the ratio is of the medians.\n\n")
 
 	b.WriteString("**Raw ceiling** (no controllers; a client with 32 workers creates the pods, waits until all are Ready, deletes them, waits until all are gone)\n\n")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -42,6 +43,9 @@ type Sample struct {
 	Arm      string    `json:"arm"`
 	Rep      int       `json:"rep"`
 	Started  time.Time `json:"started"`
+	// Kroll is the revision of kroll the run used (its commit, "+modified" when built
+	// from a changed tree; empty when the build did not record one).
+	Kroll string `json:"kroll,omitempty"`
 	// Seconds is from the change until it was done (zero for steady state).
 	Seconds float64 `json:"seconds,omitempty"`
 	// PodWritesPerSecond is pod creates plus deletes per second, where pods were replaced.
@@ -181,6 +185,29 @@ func (r *Results) scenario(name string) (Scenario, bool) {
 		}
 	}
 	return Scenario{}, false
+}
+
+// krollRevision is the commit this binary was built from, as the Go toolchain stamped it.
+func krollRevision() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value[:min(12, len(s.Value))]
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + modified
 }
 
 func describeMachine() Machine {

@@ -19,11 +19,11 @@ const etcdReadyTimeout = time.Minute
 // peer URL, so a resumed member is not bothered that its port moved. (Port 0 cannot be
 // passed through: etcd would advertise it, and its clients would dial it.)
 func startEtcd(ctx context.Context, dir, logFile string, unsafeNoFsync bool) (*embed.Etcd, string, error) {
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return nil, "", err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return nil, "", err
 	}
@@ -59,8 +59,8 @@ func startEtcd(ctx context.Context, dir, logFile string, unsafeNoFsync bool) (*e
 	return e, client.String(), nil
 }
 
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort() (int, error) {
+// FreePort asks the kernel for a free port on 127.0.0.1.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port on 127.0.0.1: %w", err)

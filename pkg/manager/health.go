@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -61,9 +62,10 @@ func (h *health) healthy(r *http.Request) error {
 	return nil
 }
 
-// serve serves /healthz, /readyz and /metrics on addr until the returned stop is called,
-// and logs the address it listens on (port 0 picks one).
-func serve(ctx context.Context, addr string, h *health) (stop func(), err error) {
+// serve serves /healthz, /readyz and /metrics (and, with profiling, /debug/pprof/) on
+// addr until the returned stop is called, and logs the address it listens on (port 0
+// picks one).
+func serve(ctx context.Context, addr string, h *health, profiling bool) (stop func(), err error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--bind-address %s: %w", addr, err)
@@ -83,6 +85,13 @@ func serve(ctx context.Context, addr string, h *health) (stop func(), err error)
 	mux.Handle("/healthz", check(h.healthy))
 	mux.Handle("/readyz", check(func(*http.Request) error { return h.ready() }))
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

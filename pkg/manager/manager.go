@@ -7,7 +7,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sync"
 	"time"
 
@@ -56,7 +55,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		h.lease, h.standby = leaderelection.NewLeaderHealthzAdaptor(20*time.Second), true
 	}
 	if opts.BindAddress != "" {
-		stop, err := serve(ctx, opts.BindAddress, h)
+		stop, err := serve(ctx, opts.BindAddress, h, opts.Profiling)
 		if err != nil {
 			return err
 		}
@@ -92,7 +91,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 		return nil, err
 	}
 	m := &controllers{
-		factory: informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(dropManagedFields)),
+		factory: informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(newSlimmer().slim)),
 		events:  record.NewBroadcaster(record.WithContext(ctx)),
 	}
 	m.events.StartStructuredLogging(3)
@@ -187,16 +186,4 @@ func (m *controllers) run(ctx context.Context, h *health) {
 	}()
 	wg.Wait()
 	h.markStopped()
-}
-
-// dropManagedFields empties an object's managedFields before the informers cache it:
-// no controller reads them, and in a pod they are a large share of its size (they list
-// every field each writer set). kube-controller-manager's informers drop them too. An
-// update made from a cached copy sends no managedFields, which the API server reads as
-// "keep them as they are".
-func dropManagedFields(obj any) (any, error) {
-	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
-		o.SetManagedFields(nil)
-	}
-	return obj, nil
 }

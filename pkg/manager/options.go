@@ -47,6 +47,9 @@ type Options struct {
 	// BindAddress is where /healthz, /readyz and /metrics are served (plain HTTP), as
 	// host:port; port 0 picks a free one. Empty serves nothing.
 	BindAddress string
+	// Profiling adds Go's profiles (/debug/pprof/) to what BindAddress serves, as
+	// kube-controller-manager's --profiling does.
+	Profiling bool
 }
 
 // LeaderElection configures the Lease lock; durations default to kube-controller-manager's.

@@ -1,12 +1,15 @@
 package statefulset
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 )
 
 // newSet is StatefulSet web with replicas, service nginx and a claim template www.
@@ -96,5 +99,35 @@ func TestWantedClaimOwners(t *testing.T) {
 				t.Errorf("after a conflict the claim keeps %s, want only its own controller", got)
 			}
 		})
+	}
+}
+
+// The identity fix writes back the pod as the API server has it, not the cached copy
+// (which the informers keep without most of the spec): the write keeps the rest.
+func TestIdentityFixUpdatesThePodAsStored(t *testing.T) {
+	set := newSet(1, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+	stored := newPod(set, set, "rev1", 0)
+	stored.UID = "u1"
+	delete(stored.Labels, PodNameLabel)
+	stored.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+	client := fake.NewClientset(stored)
+	w := &apiPods{client: client, recorder: record.NewFakeRecorder(10)}
+
+	cached := &corev1.Pod{ObjectMeta: *stored.ObjectMeta.DeepCopy()} // what the cache keeps
+	if err := w.update(context.Background(), set, cached, func(p *corev1.Pod) { setIdentity(set, p, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Pods(set.Namespace).Get(context.Background(), stored.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[PodNameLabel] != stored.Name || len(got.Spec.Tolerations) != 1 || len(got.Spec.Containers) == 0 {
+		t.Errorf("updated pod lost its spec or missed the fix: labels %v, spec %+v", got.Labels, got.Spec)
+	}
+
+	// A pod replaced since it was cached is not written.
+	cached.UID = "u0"
+	if err := w.update(context.Background(), set, cached, func(p *corev1.Pod) { p.Labels["x"] = "y" }); err == nil {
+		t.Error("a replaced pod was updated")
 	}
 }

@@ -284,13 +284,16 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		return true, nil
 	}
 	if !hasIdentity(set, p) || !hasStorage(set, p, ordinal) {
+		fix := func(pod *corev1.Pod) {
+			setIdentity(set, pod, ordinal)
+			setStorage(set, pod, ordinal)
+		}
 		fixed := p.DeepCopy()
-		setIdentity(set, fixed, ordinal)
-		setStorage(set, fixed, ordinal)
+		fix(fixed)
 		if err := c.claims.create(ctx, set, fixed, ordinal); err != nil {
 			return false, err
 		}
-		return false, c.pods.update(ctx, set, fixed)
+		return false, c.pods.update(ctx, set, p, fix)
 	}
 	return false, c.claims.fixRetention(ctx, set, p, false)
 }

@@ -23,7 +23,8 @@ func (f *fakePods) create(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Po
 	f.actions = append(f.actions, "create "+p.Name+"@"+p.Labels[RevisionLabel])
 	return nil
 }
-func (f *fakePods) update(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod) error {
+func (f *fakePods) update(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod, change func(*corev1.Pod)) error {
+	change(p.DeepCopy())
 	f.actions = append(f.actions, "update "+p.Name)
 	return nil
 }

@@ -19,7 +19,8 @@ import (
 // the set in upstream's words ("Create Pod web-0 in StatefulSet web successful").
 type podWriter interface {
 	create(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error
-	update(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error
+	// update applies change to pod as the API server has it and writes it back.
+	update(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, change func(*corev1.Pod)) error
 	delete(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error
 }
 
@@ -47,9 +48,22 @@ func (w *apiPods) create(ctx context.Context, set *appsv1.StatefulSet, pod *core
 	return err
 }
 
-func (w *apiPods) update(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
-	_, err := w.client.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
-	w.event(set, "Update", pod, err)
+// update reads pod from the API server rather than sending the cached copy back: the
+// informers cache pods without the fields no controller reads (see pkg/manager), and a
+// pod's spec is immutable but for a few fields, so the whole of it must go back as is.
+func (w *apiPods) update(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, change func(*corev1.Pod)) error {
+	live, err := w.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // gone: the next sync recreates it
+	case err != nil:
+		return err
+	case live.UID != pod.UID:
+		return fmt.Errorf("pod %s/%s was replaced (uid %s, cached %s); retrying", pod.Namespace, pod.Name, live.UID, pod.UID)
+	}
+	change(live)
+	_, err = w.client.CoreV1().Pods(pod.Namespace).Update(ctx, live, metav1.UpdateOptions{})
+	w.event(set, "Update", live, err)
 	return err
 }
 

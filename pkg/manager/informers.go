@@ -1,0 +1,177 @@
+package manager
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/inplace"
+)
+
+// slim is the informers' transform: what they cache is only what the controllers read.
+// Every object loses its managedFields (they list every field each writer set; no
+// controller reads them, and kube-controller-manager's informers drop them too). A pod
+// keeps only the fields below; at ten thousand pods the rest is most of the memory
+// the controllers hold. A controller that comes to read another field of a pod adds it
+// here, and one that writes a whole pod back reads it from the API server first (see
+// the StatefulSet controller's identity fix), never from the cache.
+func (s *slimmer) slim(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return s.slimPod(p), nil
+	}
+	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// slimPod is p with what the controllers read of a pod:
+//   - all of its metadata but managedFields (selectors match any label; owner
+//     references, deletion and creation times, the in-place state and deletion cost
+//     annotations);
+//   - of its spec, the node it is bound to, its node affinity (a DaemonSet's pod names
+//     its node there until bound), its readiness gates, the names and images of its
+//     containers and its claims' volumes (a StatefulSet pod's storage);
+//   - of its status, the phase, the Ready and in-place readiness conditions' type,
+//     status and transition time (Ready's is when availability counts from), and each
+//     container's name, image, image ID, readiness, running state and restart count.
+//
+// The labels, owner references and containers that pods have alike are shared.
+func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
+	out.ManagedFields = nil
+	s.mu.Lock()
+	out.Labels = s.labels.get(p.Labels, labelsKey, identity)
+	out.OwnerReferences = s.owners.get(p.OwnerReferences, ownersKey, identity)
+	out.Spec = corev1.PodSpec{
+		NodeName:       p.Spec.NodeName,
+		Affinity:       p.Spec.Affinity,
+		ReadinessGates: p.Spec.ReadinessGates,
+		InitContainers: s.containers.get(p.Spec.InitContainers, containersKey, namesAndImages),
+		Containers:     s.containers.get(p.Spec.Containers, containersKey, namesAndImages),
+	}
+	s.mu.Unlock()
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name,
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		}
+	}
+	out.Status = corev1.PodStatus{
+		Phase:                 p.Status.Phase,
+		InitContainerStatuses: containerStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:     containerStatuses(p.Status.ContainerStatuses),
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady || c.Type == inplace.ReadinessGate {
+			out.Status.Conditions = append(out.Status.Conditions,
+				corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		}
+	}
+	return out
+}
+
+// slimmer slims objects for one set of informers (see slim), and keeps the one copy
+// of what pods have alike: the pods of a Deployment share their labels, controller
+// reference and container list, which would otherwise be held once per pod. Cached
+// objects are read-only (the informers' contract: a controller changes a copy), so
+// pods may share them.
+type slimmer struct {
+	mu         sync.Mutex
+	labels     sharedValues[map[string]string]
+	owners     sharedValues[[]metav1.OwnerReference]
+	containers sharedValues[[]corev1.Container]
+}
+
+func newSlimmer() *slimmer { return &slimmer{} }
+
+// maxShared bounds each table; a full one is emptied, which only stops pods seen
+// before from sharing with those seen after.
+const maxShared = 4096
+
+// sharedValues maps a value's key to the one copy cached pods point to.
+type sharedValues[T any] map[string]T
+
+// get is the shared copy of v (made by cp on first sight). An empty v stays as it is.
+func (m *sharedValues[T]) get(v T, key func(T) string, cp func(T) T) T {
+	k := key(v)
+	if k == "" {
+		return cp(v)
+	}
+	if have, ok := (*m)[k]; ok {
+		return have
+	}
+	if *m == nil || len(*m) >= maxShared {
+		*m = sharedValues[T]{}
+	}
+	c := cp(v)
+	(*m)[k] = c
+	return c
+}
+
+func identity[T any](v T) T { return v }
+
+// The keys: every field of the value, each ended by a NUL (which no name holds).
+func labelsKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "\x00" + l[k] + "\x00")
+	}
+	return b.String()
+}
+
+func ownersKey(refs []metav1.OwnerReference) string {
+	var b strings.Builder
+	flag := func(v *bool) string {
+		if v == nil {
+			return "-"
+		}
+		return strconv.FormatBool(*v)
+	}
+	for _, r := range refs {
+		b.WriteString(r.APIVersion + "\x00" + r.Kind + "\x00" + r.Name + "\x00" + string(r.UID) + "\x00" +
+			flag(r.Controller) + "\x00" + flag(r.BlockOwnerDeletion) + "\x00")
+	}
+	return b.String()
+}
+
+func containersKey(cs []corev1.Container) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.Name + "\x00" + c.Image + "\x00")
+	}
+	return b.String()
+}
+
+func namesAndImages(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	return out
+}
+
+func containerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.ImageID, Ready: c.Ready,
+			RestartCount: c.RestartCount, State: corev1.ContainerState{Running: c.State.Running}}
+	}
+	return out
+}
