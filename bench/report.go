@@ -95,7 +95,7 @@ func (r *Results) Markdown() string {
 				continue
 			}
 			k, u := r.statOf(s.Name, krollArm.Name, mt.value), r.statOf(s.Name, upstreamArm.Name, mt.value)
-			if k.median == 0 && u.median == 0 {
+			if k.n == 0 && u.n == 0 {
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", title, mt.name, k, u, ratio(k, u))
