@@ -73,7 +73,7 @@ run keeps what it measured; --resume runs only what is missing.`,
 	f.StringSliceVar(&o.Only, "only", nil, "run only these scenarios (names as in results.json, e.g. rolling-1000-qps20)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the runs already in --out/results.json and run only the missing ones")
 	f.DurationVar(&o.SteadyWindow, "steady-window", o.SteadyWindow, "how long the steady-state scenario settles, then measures")
-	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of the cluster's process over each measured change into this directory")
+	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write into this directory a CPU profile of the cluster's process over each measured change and a heap profile of kroll's controllers at its end")
 	f.StringVar(&readme, "readme", "", "also write the tables into this README, between its result markers")
 	return cmd
 }

@@ -284,16 +284,13 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		return true, nil
 	}
 	if !hasIdentity(set, p) || !hasStorage(set, p, ordinal) {
-		fix := func(pod *corev1.Pod) {
-			setIdentity(set, pod, ordinal)
-			setStorage(set, pod, ordinal)
-		}
-		fixed := p.DeepCopy()
-		fix(fixed)
-		if err := c.claims.create(ctx, set, fixed, ordinal); err != nil {
+		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
 			return false, err
 		}
-		return false, c.pods.update(ctx, set, p, fix)
+		return false, c.pods.update(ctx, set, p, func(pod *corev1.Pod) {
+			setIdentity(set, pod, ordinal)
+			setStorage(set, pod, ordinal)
+		})
 	}
 	return false, c.claims.fixRetention(ctx, set, p, false)
 }
