@@ -3,7 +3,10 @@ package controller
 import (
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
 // A sync that fans out to goroutines (create batches, parallel deletes) must hand a
@@ -34,4 +37,23 @@ func (ps *Panics) Raise() {
 	if p := ps.first.Load(); p != nil {
 		panic(p)
 	}
+}
+
+// ForEach runs f(0) … f(n−1) in goroutines of their own, waits for all, raises the
+// first panic of any in the caller's goroutine, and returns their errors together.
+func ForEach(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	var panics Panics
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer panics.Catch()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	panics.Raise()
+	return utilerrors.NewAggregate(errs)
 }

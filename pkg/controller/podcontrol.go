@@ -21,7 +21,8 @@ type PodControl interface {
 	CreatePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) (*corev1.Pod, error)
 	// DeletePod deletes namespace/name (its UID as precondition).
 	DeletePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error
-	// PatchPod applies a strategic-merge patch to a pod's metadata (adoption, release).
+	// PatchPod applies a strategic-merge patch to a pod (adoption, release, an in-place
+	// hand-over).
 	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
 }
 

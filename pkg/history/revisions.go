@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
@@ -44,6 +45,10 @@ var notCopiedToReplicaSets = map[string]bool{
 	"deprecated.deployment.rollback.to":         true,
 	// The rollout's own record; copied, it would cost a ReplicaSet write per status change.
 	timeline.Annotation: true,
+	// An in-place hand-over's record belongs to one ReplicaSet; `rollout undo` copies
+	// it from that ReplicaSet to the Deployment, where it must stay inert.
+	inplace.LeavingAnnotation:  true,
+	inplace.ArrivingAnnotation: true,
 }
 
 // TemplateHash is the pod-template-hash of template (without that label) and the

@@ -99,7 +99,8 @@ func TestNextStep(t *testing.T) {
 		want  Step
 		wait  time.Duration
 	}{
-		{"serving old pod: take it out of service", pod("nginx:1", true, corev1.ConditionTrue, true), 0, TakeOut, 0},
+		{"serving old pod, grace period: take it out of service", pod("nginx:1", true, corev1.ConditionTrue, true), time.Second, TakeOut, 0},
+		{"serving old pod, no grace period: the patch is the one write", pod("nginx:1", true, corev1.ConditionTrue, true), 0, PatchImages, 0},
 		{"out of service, grace period running", withState(pod("nginx:1", true, corev1.ConditionFalse, false), now.Add(-2*time.Second)), 5 * time.Second, Wait, 3 * time.Second},
 		{"grace period over: patch", withState(pod("nginx:1", true, corev1.ConditionFalse, false), now.Add(-6*time.Second)), 5 * time.Second, PatchImages, 0},
 		{"patched, the kubelet still reports the old image", specPatched(withState(pod("nginx:1", true, corev1.ConditionFalse, false), now)), 0, Wait, 0},

@@ -82,10 +82,13 @@ func GateStatus(pod *corev1.Pod) corev1.ConditionStatus {
 // with the grace period between taking it out of service and changing it; for Wait,
 // how long at most (0: until the pod changes). The contract, in order:
 //
-//  1. While the spec lacks a target image: take the pod out of service (gate False,
-//     State recorded), wait out the grace period, patch the images.
+//  1. While the spec lacks a target image: with a grace period and the gate, take the
+//     pod out of service (gate False, State recorded) and wait it out; then patch the
+//     images. Without a grace period the patch is the only write: the kubelet takes
+//     the pod out of service as it restarts the containers.
 //  2. Once the spec has them: wait until every changed container reports running the
-//     new image and ready, then put the pod back (gate True, State removed).
+//     new image and ready, then put the pod back if it was taken out (gate True, State
+//     removed).
 //
 // Every step is decided from the pod alone, so a restarted controller resumes where
 // the last one stopped; a pod whose target went back to what it runs (an undo before
@@ -93,7 +96,7 @@ func GateStatus(pod *corev1.Pod) corev1.ConditionStatus {
 func NextStep(pod *corev1.Pod, images map[string]string, grace time.Duration, now time.Time) (Step, time.Duration) {
 	gated := HasGate(pod)
 	if !specHas(pod, images) {
-		if gated && GateStatus(pod) != corev1.ConditionFalse {
+		if gated && grace > 0 && GateStatus(pod) != corev1.ConditionFalse {
 			return TakeOut, 0
 		}
 		if s, ok := StateOf(pod); ok && gated {

@@ -25,10 +25,10 @@ func (t *TakenOut) Record(p *corev1.Pod, now time.Time) {
 }
 
 // Out tells whether p is out of service for an in-place update: mid-update by its
-// record or gate, or taken out by a write the cache does not show yet (for at most a
-// minute, should the write have been lost).
+// record or gate, patched and not yet restarted, or taken out by a write the cache
+// does not show yet (for at most a minute, should the write have been lost).
 func (t *TakenOut) Out(p *corev1.Pod, now time.Time) bool {
-	if _, mid := StateOf(p); mid || GateStatus(p) == corev1.ConditionFalse {
+	if _, mid := StateOf(p); mid || GateStatus(p) == corev1.ConditionFalse || Restarting(p) {
 		t.m.Delete(p.UID) // the cache shows the update: it speaks for itself
 		return true
 	}

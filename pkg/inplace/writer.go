@@ -46,7 +46,7 @@ func (w Writer) Step(ctx context.Context, p *corev1.Pod, t Target, grace time.Du
 		r.TookOut, r.After = true, grace
 		err = w.TakeOut(ctx, p, OutOfService(p, t.Revision, images, now))
 	case PatchImages:
-		r.TookOut = !HasGate(p) // without a gate, the patch is what takes it out
+		r.TookOut = true // unless it was out already, the patch is what takes it out
 		err = w.Patch(ctx, p, ImagesPatch(p, t))
 	case PutBack:
 		err = w.PutBack(ctx, p)

@@ -290,44 +290,55 @@ func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
 	w.Verify(t, 10)
 }
 
-// Given an in-place rollout of 30 pods with a grace period, when kroll's controllers
+// Given an in-place rollout of 30 pods, with a grace period (the pods go out of service
+// first) and without (the take-over is each pod's one write), when kroll's controllers
 // are stopped and started again at several points of it, then the rollout finishes in
 // place: every pod kept, none created or deleted, none left out of service.
 func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3))
-	stop := startKrollControllers(t, c)
-	defer func() { stop() }()
+	for _, grace := range []string{"1", "0"} {
+		t.Run("grace period "+grace+"s", func(t *testing.T) {
+			stop := startKrollControllers(t, c)
+			defer func() { stop() }()
+			s := newScene(t, c, "restarts-"+grace, cluster.WorkloadControllersNone)
+			ledger := watchPods(t, c, s.ns)
+			s.apply(t, strings.Replace(inPlaceDeployment("web", 30, inplace.IfPossible, "0", "3", ""),
+				"    kroll.dev/update-strategy: InPlaceIfPossible\n", "    kroll.dev/update-strategy: InPlaceIfPossible\n    kroll.dev/in-place-grace-period: \""+grace+"\"\n", 1))
+			s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=3m")
+			before := s.podRecords(t, "web")
+			w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "web")
+			ledger.mu.Lock()
+			created := 0
+			for _, names := range ledger.created {
+				created += len(names)
+			}
+			ledger.mu.Unlock()
 
-	s := newScene(t, c, "restarts", cluster.WorkloadControllersNone)
-	ledger := watchPods(t, c, s.ns)
-	s.apply(t, strings.Replace(inPlaceDeployment("web", 30, inplace.IfPossible, "0", "3", ""),
-		"    kroll.dev/update-strategy: InPlaceIfPossible\n", "    kroll.dev/update-strategy: InPlaceIfPossible\n    kroll.dev/in-place-grace-period: \"1\"\n", 1))
-	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=3m")
-	before := s.podRecords(t, "web")
-	w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "web")
-	ledger.mu.Lock()
-	created := 0
-	for _, names := range ledger.created {
-		created += len(names)
-	}
-	ledger.mu.Unlock()
-
-	s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
-	s.restartMidUpdate(t, &stop, []time.Duration{700 * time.Millisecond, 1300 * time.Millisecond, 400 * time.Millisecond, 2 * time.Second, 900 * time.Millisecond}, "app=web")
-	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=3m")
-	s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
-	w.Verify(t, 50)
-	ledger.mu.Lock()
-	defer ledger.mu.Unlock()
-	now, deleted := 0, 0
-	for _, names := range ledger.created {
-		now += len(names)
-	}
-	for _, n := range ledger.deleted {
-		deleted += n
-	}
-	if now != created || deleted != 0 {
-		t.Errorf("pods created during the update: %d, deleted: %d; want none", now-created, deleted)
+			s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
+			s.restartMidUpdate(t, &stop, []time.Duration{700 * time.Millisecond, 1300 * time.Millisecond, 400 * time.Millisecond, 2 * time.Second, 900 * time.Millisecond}, "app=web")
+			s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=3m")
+			s.expectUpdatedInPlace(t, "web", before, "nginx:1.16.1", 1)
+			w.Verify(t, 50)
+			for _, rs := range s.replicaSets(t) {
+				for _, key := range []string{inplace.LeavingAnnotation, inplace.ArrivingAnnotation} {
+					if v, ok := rs.Annotations[key]; ok {
+						t.Errorf("ReplicaSet %s still has %s=%q", rs.Name, key, v)
+					}
+				}
+			}
+			ledger.mu.Lock()
+			defer ledger.mu.Unlock()
+			now, deleted := 0, 0
+			for _, names := range ledger.created {
+				now += len(names)
+			}
+			for _, n := range ledger.deleted {
+				deleted += n
+			}
+			if now != created || deleted != 0 {
+				t.Errorf("pods created during the update: %d, deleted: %d; want none", now-created, deleted)
+			}
+		})
 	}
 }
 
@@ -340,10 +351,18 @@ func (s *scene) restartMidUpdate(t *testing.T, stop *func(), pauses []time.Durat
 	for i, pause := range pauses {
 		time.Sleep(pause)
 		(*stop)()
+		handedOver := map[string]bool{}
+		for _, rs := range s.replicaSets(t) {
+			for _, key := range []string{inplace.LeavingAnnotation, inplace.ArrivingAnnotation} {
+				for name := range inplace.Names(rs, key) {
+					handedOver[name] = true
+				}
+			}
+		}
 		mid := 0
 		for _, selector := range selectors {
 			for _, p := range s.pods(t, selector) {
-				if _, ok := inplace.StateOf(p); ok {
+				if _, ok := inplace.StateOf(p); ok || handedOver[p.Name] || inplace.Restarting(p) {
 					mid++
 				}
 			}

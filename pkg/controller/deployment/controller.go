@@ -12,42 +12,48 @@
 // A Deployment annotated kroll.dev/update-strategy (see pkg/inplace) whose change
 // allows it is rolled out without creating or deleting a pod: each pod moves from its
 // old ReplicaSet A to the new one B with its new images. Kubernetes cannot change a
-// pod's owner and two ReplicaSets' sizes in one transaction, so the hand-off relies on
-// one rule in kroll's ReplicaSet controller:
+// pod's owner and two ReplicaSets' sizes in one transaction, so the hand-over is
+// recorded on the two ReplicaSets (kroll.dev/in-place-leaving on A and
+// kroll.dev/in-place-arriving on B, pod names, written only by this controller), and
+// kroll's ReplicaSet controller keeps one rule:
 //
-//	A pod with an in-place State (the kroll.dev/in-place-update-state annotation)
-//	counts towards its ReplicaSet having enough pods, but never towards having too
-//	many: the ReplicaSet creates when all its pods are fewer than its replicas, and
-//	deletes only pods without a State, only when those alone are more.
+//	A pod its ReplicaSet names leaving, or one it names arriving, counts towards it
+//	having enough pods and never towards having too many; and it takes over an
+//	arriving pod, in one write, only while the pod's ReplicaSet names it leaving.
 //
-// Every state of the hand-off below is then stable for both ReplicaSets (A with N
+// Every state of the hand-over below is then stable for both ReplicaSets (A with N
 // pods, B with k; m of A's pods move):
 //
-//  1. Take out: the m pods get a State and the readiness gate False (Services stop
-//     routing to them). A: N pods ≥ N replicas, N−m without a State ≤ N.
-//  2. Shrink A to N−m (the pods that stay). Written only once the cache shows step 1;
-//     the Deployment and ReplicaSet controllers share their informers, so the
-//     ReplicaSet controller sees the States before it sees the new size.
-//  3. Move: once A's status shows it observed N−m (observedGeneration), and the grace
-//     period is over, each pod gets in one write B's controllerRef, B's
-//     pod-template-hash and labels, and B's images. The write carries the pod's
-//     resourceVersion, so it happens at most once. A: N−m pods; B: k+m pods, k
-//     without a State ≤ k replicas.
-//  4. Grow B to the pods it has (k+m), only from pods the cache shows in B: a moved pod
-//     not yet seen still shows as leaving A, so B never creates a pod for it.
-//  5. Put back: when the kubelet reports the new images running and ready, and B's
-//     status shows it observed k+m, the gate goes True and the State is removed.
+//  1. Give away: A names the m pods leaving and shrinks to N−m, in one write. A: N
+//     pods, N−m of them not leaving = N−m replicas. Pods go first that are unavailable,
+//     then available ones within maxUnavailable (at least 1); maxSurge does not apply.
+//  2. Take in: once A's status shows it observed that write (observedGeneration), B
+//     names the m pods arriving and grows to k+m, in one write. B: k pods + m arriving
+//     = k+m replicas, so it creates none.
+//  3. Take over: B's ReplicaSet controller writes each arriving pod once: B's
+//     controllerRef in place of A's, B's pod-template-hash and labels, B's images. The
+//     write carries the pod's resourceVersion, so it is made at most once. The kubelet
+//     restarts the containers on the new images; the pod counts as out of service from
+//     step 1 until they run and are ready.
+//  4. Tidy: the names of pods that have moved (or are gone) leave both records with
+//     the next write to each ReplicaSet. The Deployment and ReplicaSet controllers
+//     share their informers, so a ReplicaSet controller that sees a record without a
+//     name already sees the pod where it went.
 //
-// Every step is decided afresh from the cache (States, owners, sizes, observed
-// generations), never from memory, so a controller restarted anywhere resumes where
-// the last one stopped. maxUnavailable (at least 1: an in-place update takes a pod out
-// of service) bounds how many pods are out of service at once, unavailable ones first;
-// maxSurge does not apply. `kubectl rollout undo` is the same hand-off back to the
-// older ReplicaSet. A change that cannot be made in place falls back to the rolling
-// update (InPlaceIfPossible) or touches no pod (InPlaceOnly); the InPlaceUpdate
-// condition and an event name the fields. Pods of opted-in Deployments are created
-// with the readiness gate, which this controller sets True once their containers are
-// ready.
+// With a grace period (kroll.dev/in-place-grace-period) and the readiness gate, a pod
+// is first taken out of service (gate False, and a State recorded on it, which also
+// keeps its ReplicaSet from deleting it), handed over once the period is over, and put
+// back (gate True, State removed) once the kubelet reports the new images running and
+// ready: three writes. Without a grace period, the take-over is the pod's one write.
+//
+// Every step is decided afresh from the cache (records, States, owners, sizes,
+// observed generations), never from memory, so a controller restarted anywhere
+// resumes where the last one stopped. `kubectl rollout undo` is the same hand-over
+// back to the older ReplicaSet; pods already on their way finish moving first. A
+// change that cannot be made in place falls back to the rolling update
+// (InPlaceIfPossible) or touches no pod (InPlaceOnly); the InPlaceUpdate condition and
+// an event name the fields. Pods of opted-in Deployments are created with the
+// readiness gate, which this controller sets True once their containers are ready.
 package deployment
 
 import (

@@ -7,8 +7,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -88,10 +89,10 @@ type inPlacePass struct {
 	acted bool
 }
 
-// advanceInPlace moves in-place updates on (see the package doc for the hand-off).
+// advanceInPlace moves in-place updates on (see the package doc for the hand-over).
 // When d's change can be made in place it is the rollout step (handled; the caller
-// writes the status): pods leave old
-// ReplicaSets for the new one, and with start more are taken out of service. Otherwise
+// writes the status): pods are handed from old ReplicaSets to the new one, and with
+// start more are picked within maxUnavailable. Otherwise hand-overs under way finish,
 // pods mid-update are put back in service where they are, and fresh pods with the
 // readiness gate are put in service once their containers are ready.
 func (c *Controller) advanceInPlace(ctx context.Context, d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet, start bool) (inPlacePass, error) {
@@ -102,11 +103,15 @@ func (c *Controller) advanceInPlace(ctx context.Context, d *appsv1.Deployment, n
 	// Nothing left to judge (no old pods) still leaves arrived pods to put back.
 	inPlace := inPlaceMode(d) != inplace.Off && newRS != nil && (!judged || v.Proceeds())
 	if !inPlace {
-		acted, err := c.settleWhereTheyAre(ctx, newRS, oldRSs)
+		acted, err := c.finishHandOvers(ctx, d, append([]*appsv1.ReplicaSet{newRS}, oldRSs...))
+		if err != nil || acted {
+			return inPlacePass{acted: acted}, err
+		}
+		acted, err = c.settleWhereTheyAre(ctx, newRS, oldRSs)
 		blocked := judged && v.Reason == inplace.ReasonBlocked
 		return inPlacePass{handled: blocked, acted: acted}, err
 	}
-	w := inPlaceWork{c: c, d: d, newRS: newRS, now: c.now(), writer: inplace.Writer{Client: c.client}}
+	w := inPlaceWork{c: c, d: d, newRS: newRS, now: c.now(), grace: inplace.GracePeriod(d.Annotations), writer: inplace.Writer{Client: c.client}}
 	err := w.run(ctx, oldRSs, start)
 	return inPlacePass{handled: true, acted: w.acted}, err
 }
@@ -154,61 +159,174 @@ func needsSettling(p *corev1.Pod) bool {
 	return mid || (inplace.HasGate(p) && inplace.GateStatus(p) != corev1.ConditionTrue)
 }
 
+// handOvers is where the pods of a Deployment's ReplicaSets are, and what each
+// ReplicaSet's hand-over record says, as the cache shows them.
+type handOvers struct {
+	pods  map[types.UID][]*corev1.Pod
+	owner map[string]*appsv1.ReplicaSet // pod name → the ReplicaSet that controls it
+}
+
+func (c *Controller) handOvers(rsList []*appsv1.ReplicaSet) handOvers {
+	h := handOvers{pods: map[types.UID][]*corev1.Pod{}, owner: map[string]*appsv1.ReplicaSet{}}
+	for _, rs := range rsList {
+		if rs == nil {
+			continue
+		}
+		pods := controller.ActivePods(c.podIndexer, string(rs.UID))
+		h.pods[rs.UID] = pods
+		for _, p := range pods {
+			h.owner[p.Name] = rs
+		}
+	}
+	return h
+}
+
+// leaving is rs's LeavingAnnotation without the pods that have left it.
+func (h handOvers) leaving(rs *appsv1.ReplicaSet) sets.Set[string] {
+	out := sets.New[string]()
+	for name := range inplace.Names(rs, inplace.LeavingAnnotation) {
+		if h.owner[name] == rs {
+			out.Insert(name)
+		}
+	}
+	return out
+}
+
+// arriving is rs's ArrivingAnnotation without the pods that have arrived, or never
+// will: those still on their way are pods of another ReplicaSet that names them leaving.
+func (h handOvers) arriving(rs *appsv1.ReplicaSet) sets.Set[string] {
+	out := sets.New[string]()
+	for name := range inplace.Names(rs, inplace.ArrivingAnnotation) {
+		if from := h.owner[name]; from != nil && from != rs && h.leaving(from).Has(name) {
+			out.Insert(name)
+		}
+	}
+	return out
+}
+
+// record writes rs's size and hand-over record if either changed; acted reports a write.
+func (c *Controller) record(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, size int32, leaving, arriving sets.Set[string]) (*appsv1.ReplicaSet, bool, error) {
+	return c.resizeReplicaSet(ctx, d, rs, size, func(next *appsv1.ReplicaSet) bool {
+		a := inplace.SetNames(next, inplace.LeavingAnnotation, leaving)
+		b := inplace.SetNames(next, inplace.ArrivingAnnotation, arriving)
+		return a || b
+	})
+}
+
+// finishHandOvers, when d's rollout no longer moves pods in place, drops from its
+// ReplicaSets' hand-over records the pods that have left (or never will). Pods on
+// their way still arrive; once they have, their ReplicaSets size them as any other.
+func (c *Controller) finishHandOvers(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (bool, error) {
+	var h *handOvers
+	acted := false
+	for _, rs := range rsList {
+		if rs == nil || (rs.Annotations[inplace.LeavingAnnotation] == "" && rs.Annotations[inplace.ArrivingAnnotation] == "") {
+			continue
+		}
+		if h == nil {
+			all := c.handOvers(rsList)
+			h = &all
+		}
+		_, wrote, err := c.record(ctx, d, rs, *rs.Spec.Replicas, h.leaving(rs), h.arriving(rs))
+		if err != nil {
+			return acted, err
+		}
+		acted = acted || wrote
+	}
+	return acted, nil
+}
+
 // inPlaceWork is one in-place pass over a Deployment.
 type inPlaceWork struct {
 	c      *Controller
 	d      *appsv1.Deployment
 	newRS  *appsv1.ReplicaSet
 	now    time.Time
+	grace  time.Duration
 	writer inplace.Writer
 	acted  bool
 }
 
-// run makes one in-place pass: arrived pods are put back once ready (when the new
-// ReplicaSet's size counts them); the new ReplicaSet grows to count its pods; each old
-// ReplicaSet shrinks past its leaving pods and, once it has observed that, hands them
-// over; and, with start, more pods are taken out of service within maxUnavailable.
+// run makes one in-place pass (see the package doc): arrived pods are put back in
+// service once ready; pods taken out of service whose grace period is over, and, with
+// start, old pods picked within maxUnavailable, are named leaving on their
+// ReplicaSets, which shrink past them; and the new ReplicaSet is told to take over the
+// pods whose ReplicaSets have observed that, and grows to count them.
 func (w *inPlaceWork) run(ctx context.Context, oldRSs []*appsv1.ReplicaSet, start bool) error {
 	d, c := w.d, w.c
-	newPods := controller.ActivePods(c.podIndexer, string(w.newRS.UID))
 	if err := w.settleArrived(ctx); err != nil {
 		return err
 	}
-
-	var candidates []*corev1.Pod // old pods not yet leaving
-	oldReplicas, leavingAnywhere := int32(0), false
+	h := c.handOvers(append([]*appsv1.ReplicaSet{w.newRS}, oldRSs...))
+	newLeaving := h.leaving(w.newRS) // after an undo: pods still on their way out of it
+	busy := newLeaving.Len() > 0     // some pod is on its way, or out of service to be
+	// A ReplicaSet's pods count as serving up to the available replicas it reports: its
+	// controller reports a pod that has left, or one back in service, only when it next
+	// syncs, and maxUnavailable bounds both what the pods do and what is reported.
 	serving := 0
-	for _, p := range newPods {
-		if c.serving(d, p, w.now) {
-			serving++
-		}
-	}
-	grace := inplace.GracePeriod(d.Annotations)
-	for _, rs := range oldRSs {
-		oldReplicas += *rs.Spec.Replicas
-		pods := controller.ActivePods(c.podIndexer, string(rs.UID))
-		stay := inplace.Settled(pods)
-		for _, p := range stay {
-			if c.serving(d, p, w.now) {
-				serving++
+	tally := func(rs *appsv1.ReplicaSet, out sets.Set[string]) {
+		n := 0
+		for _, p := range h.pods[rs.UID] {
+			if _, mid := inplace.StateOf(p); !mid && !out.Has(p.Name) && c.serving(d, p, w.now) {
+				n++
 			}
 		}
-		candidates = append(candidates, stay...)
-		if len(stay) == len(pods) {
-			continue
-		}
-		leavingAnywhere = true
-		if err := w.handOver(ctx, rs, pods, len(stay), grace); err != nil {
-			return err
-		}
+		serving += min(n, int(rs.Status.AvailableReplicas))
 	}
-	if err := w.growNewReplicaSet(ctx, len(newPods), oldReplicas, leavingAnywhere); err != nil {
-		return err
+	tally(w.newRS, newLeaving)
+
+	var candidates []*corev1.Pod
+	handOff := map[types.UID][]*corev1.Pod{} // per old ReplicaSet: pods to name leaving now
+	arriving := sets.New[string]()
+	oldReplicas := int32(0)
+	for _, rs := range oldRSs {
+		oldReplicas += *rs.Spec.Replicas
+		leaving := h.leaving(rs)
+		tally(rs, leaving)
+		busy = busy || leaving.Len() > 0 || h.arriving(rs).Len() > 0
+		// The new ReplicaSet takes over the pods rs has observed leaving; while rs has
+		// not observed its latest record, only those it was told of before.
+		if observed(rs) {
+			arriving = arriving.Union(leaving)
+		} else {
+			arriving = arriving.Union(leaving.Intersection(inplace.Names(w.newRS, inplace.ArrivingAnnotation)))
+		}
+		for _, p := range h.pods[rs.UID] {
+			if leaving.Has(p.Name) {
+				continue
+			}
+			if state, mid := inplace.StateOf(p); mid { // out of service for its grace period
+				busy = true
+				ready, err := w.outLongEnough(ctx, p, state)
+				if err != nil {
+					return err
+				}
+				if ready {
+					handOff[rs.UID] = append(handOff[rs.UID], p)
+				}
+				continue
+			}
+			candidates = append(candidates, p)
+		}
 	}
 	if start {
-		if err := w.takeOut(ctx, candidates, serving, grace); err != nil {
+		picked, err := w.pick(ctx, candidates, serving)
+		if err != nil {
 			return err
 		}
+		for _, p := range picked {
+			ref := metav1.GetControllerOf(p)
+			handOff[ref.UID] = append(handOff[ref.UID], p)
+		}
+	}
+	for _, rs := range oldRSs {
+		if err := w.giveAway(ctx, rs, h, handOff[rs.UID]); err != nil {
+			return err
+		}
+		busy = busy || len(handOff[rs.UID]) > 0
+	}
+	if err := w.takeIn(ctx, h, newLeaving, arriving, oldReplicas, busy); err != nil {
+		return err
 	}
 	if rollout.Complete(d, &d.Status) && !w.acted {
 		return c.cleanupHistory(ctx, d, oldRSs)
@@ -218,104 +336,44 @@ func (w *inPlaceWork) run(ctx context.Context, oldRSs []*appsv1.ReplicaSet, star
 
 // settleArrived puts back in service the new ReplicaSet's pods whose containers run
 // the new images and are ready. A pod's State is removed only once the new
-// ReplicaSet's size, observed by the ReplicaSet controller, counts every pod it has:
-// a pod without a State would otherwise be surplus it may delete.
+// ReplicaSet's size, observed by the ReplicaSet controller, counts every pod it has.
 func (w *inPlaceWork) settleArrived(ctx context.Context) error {
 	acted, err := w.c.settleWhereTheyAre(ctx, w.newRS, nil)
 	w.acted = w.acted || acted
 	return err
 }
 
-// handOver moves the pods leaving rs (those with a State) to the new ReplicaSet:
-// rs first shrinks to the pods that stay, and once the ReplicaSet controller has
-// observed that size, each leaving pod whose grace period is over is handed over.
-func (w *inPlaceWork) handOver(ctx context.Context, rs *appsv1.ReplicaSet, pods []*corev1.Pod, stay int, grace time.Duration) error {
-	if *rs.Spec.Replicas > int32(stay) {
-		_, _, err := w.c.scaleReplicaSet(ctx, w.d, rs, int32(stay))
+// outLongEnough tells whether p, taken out of service (it has a State), may be handed
+// over: its grace period is over. A State written without the gate going False (by an
+// older kroll) is finished first.
+func (w *inPlaceWork) outLongEnough(ctx context.Context, p *corev1.Pod, state inplace.State) (bool, error) {
+	if !inplace.HasGate(p) {
+		return true, nil
+	}
+	if inplace.GateStatus(p) != corev1.ConditionFalse {
 		w.acted = true
-		return err // the hand-over waits for the ReplicaSet controller to observe the size
+		return false, w.writer.TakeOut(ctx, p, state)
 	}
-	ready := observed(rs)
-	for _, p := range pods {
-		state, leaving := inplace.StateOf(p)
-		if !leaving {
-			continue
-		}
-		gated := inplace.HasGate(p)
-		switch left := state.OutOfServiceSince.Add(grace).Sub(w.now); {
-		case gated && inplace.GateStatus(p) != corev1.ConditionFalse: // the State was written, the gate not: finish
-			if err := w.writer.TakeOut(ctx, p, state); err != nil {
-				return err
-			}
-			w.acted = true
-		case gated && left > 0:
-			w.c.queue.EnqueueAfter(w.d, left)
-		case ready:
-			if err := w.moveToNew(ctx, p, rs); err != nil {
-				return err
-			}
-			w.acted = true
-		}
+	if left := state.OutOfServiceSince.Add(w.grace).Sub(w.now); left > 0 {
+		w.c.queue.EnqueueAfter(w.d, left)
+		return false, nil
 	}
-	return nil
+	return true, nil
 }
 
-// moveToNew hands p from rs to the new ReplicaSet in one write, which also sets the
-// new images and labels: its controllerRef and pod-template-hash change together, so
-// no ReplicaSet ever selects a pod another controls. The write carries p's
-// resourceVersion: it fails, harmlessly, if p changed since it was read.
-func (w *inPlaceWork) moveToNew(ctx context.Context, p *corev1.Pod, rs *appsv1.ReplicaSet) error {
-	patch := inplace.ImagesPatch(p, inplace.Target{Template: &w.newRS.Spec.Template})
-	meta := patch["metadata"].(map[string]any)
-	meta["resourceVersion"] = p.ResourceVersion
-	meta["ownerReferences"] = []any{
-		map[string]any{"$patch": "delete", "uid": rs.UID},
-		*metav1.NewControllerRef(w.newRS, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")),
-	}
-	err := w.writer.Patch(ctx, p, patch)
-	if apierrors.IsConflict(err) {
-		w.c.queue.EnqueueAfter(w.d, time.Second) // read again once the cache has the newer pod
-		return nil
-	}
-	return err
-}
-
-// growNewReplicaSet sizes the new ReplicaSet for the pods it has, never so that it
-// creates one while old pods may still arrive: a pod handed over but not yet seen in
-// the cache still shows as leaving its old ReplicaSet. Once no pod is leaving, it
-// takes up whatever the old ReplicaSets no longer keep (a pod lost mid-rollout is
-// replaced by a new one).
-func (w *inPlaceWork) growNewReplicaSet(ctx context.Context, pods int, oldReplicas int32, leavingAnywhere bool) error {
-	desired := rollout.DesiredReplicas(w.d)
-	size := max(*w.newRS.Spec.Replicas, int32(pods))
-	if !leavingAnywhere {
-		size = max(size, desired-oldReplicas)
-	}
-	if size > desired {
-		size = max(desired, *w.newRS.Spec.Replicas)
-	}
-	if size == *w.newRS.Spec.Replicas {
-		return nil
-	}
-	_, updated, err := w.c.scaleReplicaSet(ctx, w.d, w.newRS, size)
-	if err == nil {
-		w.newRS = updated
-	}
-	w.acted = true
-	return err
-}
-
-// takeOut starts updating old pods: unavailable ones first (they cost nothing), then
+// pick chooses old pods to update: unavailable ones first (they cost nothing), then
 // available ones while fewer than maxUnavailable (at least 1) of d's replicas are
-// without a serving pod.
-func (w *inPlaceWork) takeOut(ctx context.Context, candidates []*corev1.Pod, serving int, grace time.Duration) error {
+// without a serving pod. A pod with the readiness gate, given a grace period, is taken
+// out of service first (handed over once that is over); the others are returned, to be
+// handed over at once: their one write is the take-over's.
+func (w *inPlaceWork) pick(ctx context.Context, candidates []*corev1.Pod, serving int) ([]*corev1.Pod, error) {
 	d, c := w.d, w.c
 	budget := int(max(1, rollout.DeploymentFenceposts(d).MaxUnavailable)) - (int(rollout.DesiredReplicas(d)) - serving)
 	var first, rest []*corev1.Pod
 	for _, p := range candidates {
 		switch {
 		case c.takenOut.Out(p, w.now):
-			// taken out by a write the cache does not show yet
+			// taken out (or picked) by a write the cache does not show yet
 		case c.serving(d, p, w.now):
 			rest = append(rest, p)
 		default:
@@ -324,24 +382,70 @@ func (w *inPlaceWork) takeOut(ctx context.Context, candidates []*corev1.Pod, ser
 	}
 	images := inplace.Images(&w.newRS.Spec.Template)
 	revision := w.newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	var handOff []*corev1.Pod
+	tookOut := false
 	for i, p := range append(first, rest...) {
 		costs := i >= len(first)
 		if costs && budget <= 0 {
 			break
 		}
-		if err := w.writer.TakeOut(ctx, p, inplace.OutOfService(p, revision, images, w.now)); err != nil {
-			return err
-		}
-		c.takenOut.Record(p, w.now)
-		w.acted = true
 		if costs {
 			budget--
 		}
+		if w.grace == 0 || !inplace.HasGate(p) {
+			handOff = append(handOff, p)
+			continue
+		}
+		if err := w.writer.TakeOut(ctx, p, inplace.OutOfService(p, revision, images, w.now)); err != nil {
+			return nil, err
+		}
+		c.takenOut.Record(p, w.now)
+		w.acted, tookOut = true, true
 	}
-	if w.acted && grace > 0 {
-		c.queue.EnqueueAfter(d, grace)
+	if tookOut {
+		c.queue.EnqueueAfter(d, w.grace)
+	}
+	return handOff, nil
+}
+
+// giveAway names rs's pods leaving (those still on their way, and handOff) and shrinks
+// rs to the pods that stay (and any still arriving, after an undo), in one write.
+func (w *inPlaceWork) giveAway(ctx context.Context, rs *appsv1.ReplicaSet, h handOvers, handOff []*corev1.Pod) error {
+	leaving, arriving := h.leaving(rs), h.arriving(rs)
+	for _, p := range handOff {
+		leaving.Insert(p.Name)
+	}
+	size := min(*rs.Spec.Replicas, int32(len(h.pods[rs.UID])-leaving.Len()+arriving.Len()))
+	_, wrote, err := w.c.record(ctx, w.d, rs, size, leaving, arriving)
+	if err != nil {
+		return err
+	}
+	w.acted = w.acted || wrote
+	for _, p := range handOff {
+		w.c.takenOut.Record(p, w.now) // a stale cache still shows p staying
 	}
 	return nil
+}
+
+// takeIn tells the new ReplicaSet which pods to take over (arriving) and sizes it for
+// the pods it has and those. It never grows so that it creates a pod while old pods
+// may still arrive (busy); once none may, it takes up whatever the old ReplicaSets no
+// longer keep (a pod lost mid-rollout is replaced by a new one).
+func (w *inPlaceWork) takeIn(ctx context.Context, h handOvers, leaving, arriving sets.Set[string], oldReplicas int32, busy bool) error {
+	desired := rollout.DesiredReplicas(w.d)
+	size := max(*w.newRS.Spec.Replicas, int32(len(h.pods[w.newRS.UID])-leaving.Len()+arriving.Len()))
+	if !busy {
+		size = max(size, desired-oldReplicas)
+	}
+	if size > desired {
+		size = max(desired, *w.newRS.Spec.Replicas)
+	}
+	updated, wrote, err := w.c.record(ctx, w.d, w.newRS, size, leaving, arriving)
+	if err == nil {
+		w.newRS = updated
+	}
+	w.acted = w.acted || wrote
+	return err
 }
 
 // serving tells whether p counts as available: available, and not out of service for

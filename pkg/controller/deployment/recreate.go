@@ -19,6 +19,11 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 		return err
 	}
 	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
+	// An in-place hand-over under way when d turned to Recreate finishes first, and
+	// its records go (else they would keep pods from being deleted).
+	if _, err := c.finishHandOvers(ctx, d, all); err != nil {
+		return err
+	}
 	if _, err := c.settleWhereTheyAre(ctx, newRS, oldRSs); err != nil { // pods with the in-place gate
 		return err
 	}

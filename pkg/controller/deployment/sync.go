@@ -222,19 +222,34 @@ func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rsList
 // annotations of d, when either differs; it records a ScalingReplicaSet event when the
 // size changed and reports whether it did.
 func (c *Controller) scaleReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, size int32) (bool, *appsv1.ReplicaSet, error) {
+	updated, wrote, err := c.resizeReplicaSet(ctx, d, rs, size, nil)
+	return wrote && *rs.Spec.Replicas != size, updated, err
+}
+
+// resizeReplicaSet is scaleReplicaSet with edit (an in-place hand-over's record, which
+// reports whether it changed the copy it is given) made in the same write; it reports
+// whether it wrote.
+func (c *Controller) resizeReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, size int32, edit func(*appsv1.ReplicaSet) bool) (*appsv1.ReplicaSet, bool, error) {
 	want := rollout.ReplicasAnnotations(d)
 	sizeChanged := *rs.Spec.Replicas != size
-	annotationsChanged := false
+	changed := sizeChanged
 	for k, v := range want {
 		if rs.Annotations[k] != v {
-			annotationsChanged = true
+			changed = true
 		}
 	}
-	if !sizeChanged && !annotationsChanged {
-		return false, rs, nil
+	var next *appsv1.ReplicaSet
+	if edit != nil {
+		next = rs.DeepCopy()
+		changed = edit(next) || changed
+	}
+	if !changed {
+		return rs, false, nil
 	}
 	from := *rs.Spec.Replicas
-	next := rs.DeepCopy()
+	if next == nil {
+		next = rs.DeepCopy()
+	}
 	*next.Spec.Replicas = size
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
@@ -244,7 +259,7 @@ func (c *Controller) scaleReplicaSet(ctx context.Context, d *appsv1.Deployment, 
 	}
 	updated, err := c.client.AppsV1().ReplicaSets(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
-		return false, rs, err
+		return rs, false, err
 	}
 	if sizeChanged {
 		direction := "up"
@@ -253,5 +268,5 @@ func (c *Controller) scaleReplicaSet(ctx context.Context, d *appsv1.Deployment, 
 		}
 		c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", direction, updated.Name, from, size)
 	}
-	return sizeChanged, updated, nil
+	return updated, true, nil
 }

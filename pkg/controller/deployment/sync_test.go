@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -312,5 +314,63 @@ func TestSync_completeRolloutTrimsHistory(t *testing.T) {
 	}
 	if strings.Join(deleted, ",") != r1.Name+","+r2.Name {
 		t.Errorf("deleted %v, want the two oldest revisions %s and %s", deleted, r1.Name, r2.Name)
+	}
+}
+
+// podOf is a Running, Ready pod of rs, running its image.
+func podOf(rs *appsv1.ReplicaSet, name string) *corev1.Pod {
+	image := rs.Spec.Template.Spec.Containers[0].Image
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, UID: types.UID(name), Labels: rs.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "web", Image: image}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Image: image, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+}
+
+// An in-place rollout without a grace period writes no pod itself: it names pods
+// leaving on the old ReplicaSet and shrinks it (within maxUnavailable), and only once
+// that is observed names them arriving on the new one and grows it; the new
+// ReplicaSet's controller makes each pod's one write.
+func TestSync_inPlaceHandOver(t *testing.T) {
+	d := newDeployment(4, "nginx:1.16.1", "0", "2")
+	d.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+	old := replicaSetOf(d, "nginx:1.14.2", 1, 4, 4, time.Hour)
+	cur := replicaSetOf(d, "nginx:1.16.1", 2, 0, 0, time.Minute)
+	for _, rs := range []*appsv1.ReplicaSet{old, cur} {
+		rs.Generation, rs.Status.ObservedGeneration = 1, 1
+		rs.Annotations[inplace.StrategyAnnotation] = string(inplace.IfPossible) // copied from d
+	}
+	pods := []runtime.Object{podOf(old, "a"), podOf(old, "b"), podOf(old, "c"), podOf(old, "d")}
+
+	f := newFixture(t, append([]runtime.Object{d, old, cur}, pods...)...)
+	f.sync()
+	writes := f.writes()
+	given := f.lastReplicaSetWrite()
+	leaving := inplace.Names(given, inplace.LeavingAnnotation)
+	if len(writes) == 0 || given.Name != old.Name || *given.Spec.Replicas != 2 || leaving.Len() != 2 {
+		t.Fatalf("first pass wrote %v; want the old ReplicaSet at 2 replicas with 2 pods leaving, got %s at %d leaving %v",
+			writes, given.Name, *given.Spec.Replicas, sets.List(leaving))
+	}
+	for _, w := range writes {
+		if strings.Contains(w, "pods") || strings.Contains(w, cur.Name) {
+			t.Errorf("first pass wrote %q (all: %v): the new ReplicaSet waits until the old one observed its pods leaving", w, writes)
+		}
+	}
+
+	given.Generation, given.Status.ObservedGeneration = 2, 2
+	f = newFixture(t, append([]runtime.Object{d, given, cur}, pods...)...)
+	f.sync()
+	taken := f.lastReplicaSetWrite()
+	if arriving := inplace.Names(taken, inplace.ArrivingAnnotation); taken.Name != cur.Name || *taken.Spec.Replicas != 2 || !arriving.Equal(leaving) {
+		t.Errorf("second pass wrote %s at %d arriving %v; want %s at 2 with %v arriving (writes %v)",
+			taken.Name, *taken.Spec.Replicas, sets.List(arriving), cur.Name, sets.List(leaving), f.writes())
+	}
+	for _, w := range f.writes() {
+		if strings.Contains(w, "pods") {
+			t.Errorf("second pass wrote %q: the take-over is the ReplicaSet controller's", w)
+		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -68,10 +68,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 
+	// Pods handed over to rs by an in-place update (see pkg/inplace): counted already,
+	// taken over below.
+	arrivals := c.arrivals(rs)
 	var resizeErr error
 	if needsResize {
-		resizeErr = c.resize(ctx, key, rs, active)
+		resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
 	}
+	takeOverErr := c.takeOver(ctx, rs, arrivals)
 	now := c.now()
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
 	if !c.kind.hasTerminatingReplicas {
@@ -94,7 +98,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			c.queue.EnqueueAfter(updated, at.Sub(now)+10*time.Millisecond)
 		}
 	}
-	return resizeErr
+	return utilerrors.NewAggregate([]error{resizeErr, takeOverErr})
 }
 
 // claimPods returns the active pods rs controls after adopting orphans its selector
@@ -140,9 +144,10 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 	return claimed, utilerrors.NewAggregate(errs)
 }
 
-// resize creates or deletes pods so rs has spec.replicas active pods.
-func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
-	diff := len(active) - int(replicasOf(rs))
+// resize creates or deletes pods so rs has spec.replicas active pods, counting the
+// arriving pods handed over to it (not yet its own).
+func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod, arriving int) error {
+	diff := len(active) + arriving - int(replicasOf(rs))
 	switch {
 	case diff < 0:
 		n := min(-diff, c.burst)
@@ -167,7 +172,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		// never towards having too many: the Deployment controller hands such a pod from
 		// one ReplicaSet to another and resizes both around it (see pkg/inplace and the
 		// Deployment package doc), and neither may replace or delete it meanwhile.
-		settled := inplace.Settled(active)
+		settled := removable(rs, active)
 		n := min(len(settled)-int(replicasOf(rs)), c.burst)
 		if n <= 0 {
 			return nil
@@ -180,27 +185,85 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		}
 		c.expectations.Expect(key, 0, keys)
 		klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "deleting", n)
-		errs := make([]error, len(victims))
-		var wg sync.WaitGroup
-		var panics controller.Panics
-		for i, p := range victims {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer panics.Catch()
-				if err := c.podControl.DeletePod(ctx, owner, p); err != nil {
-					c.expectations.DeletionObserved(key, keys[i]) // never going to be seen
-					if !apierrors.IsNotFound(err) {
-						errs[i] = err
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		panics.Raise()
-		return utilerrors.NewAggregate(errs)
+		return controller.ForEach(len(victims), func(i int) error {
+			err := c.podControl.DeletePod(ctx, owner, victims[i])
+			if err == nil {
+				return nil
+			}
+			c.expectations.DeletionObserved(key, keys[i]) // never going to be seen
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
 	}
 	return nil
+}
+
+// removable returns the pods of rs it may delete: none mid-way through an in-place
+// update (a State), none it hands over or takes over.
+func removable(rs *appsv1.ReplicaSet, pods []*corev1.Pod) []*corev1.Pod {
+	leaving, arriving := inplace.Names(rs, inplace.LeavingAnnotation), inplace.Names(rs, inplace.ArrivingAnnotation)
+	var out []*corev1.Pod
+	for _, p := range inplace.Settled(pods) {
+		if !leaving.Has(p.Name) && !arriving.Has(p.Name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// arrival is a pod handed over to a ReplicaSet, and the ReplicaSet it leaves.
+type arrival struct {
+	pod  *corev1.Pod
+	from *appsv1.ReplicaSet
+}
+
+// arrivals are the active pods rs's ArrivingAnnotation names that another ReplicaSet
+// of its Deployment still controls and names leaving.
+func (c *Controller) arrivals(rs *appsv1.ReplicaSet) []arrival {
+	if rs.DeletionTimestamp != nil || rs.Annotations[inplace.ArrivingAnnotation] == "" {
+		return nil
+	}
+	var out []arrival
+	for name := range inplace.Names(rs, inplace.ArrivingAnnotation) {
+		p, err := c.podLister.Pods(rs.Namespace).Get(name)
+		if err != nil || !rollout.IsPodActive(p) {
+			continue
+		}
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.UID == rs.UID {
+			continue
+		}
+		if from := c.ownerOf(p.Namespace, ref); from != nil && inplace.HandsOver(from, rs, name) {
+			out = append(out, arrival{pod: p, from: from})
+		}
+	}
+	return out
+}
+
+// takeOver makes each arrival rs's pod, with rs's images, in one write each (see
+// inplace.TakeOverPatch), at most BurstReplicas per sync. A pod that changed since the
+// cache showed it is tried again shortly.
+func (c *Controller) takeOver(ctx context.Context, rs *appsv1.ReplicaSet, arrivals []arrival) error {
+	arrivals = arrivals[:min(len(arrivals), c.burst)]
+	var again atomic.Bool
+	err := controller.ForEach(len(arrivals), func(i int) error {
+		a := arrivals[i]
+		switch err := c.podControl.PatchPod(ctx, a.pod.Namespace, a.pod.Name, inplace.TakeOverPatch(a.pod, a.from, rs)); {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err):
+			again.Store(true)
+			return nil
+		default:
+			return err
+		}
+	})
+	if again.Load() || len(arrivals) == c.burst {
+		c.queue.EnqueueAfter(rs, time.Second)
+	}
+	return err
 }
 
 // podFromTemplate is a new pod of rs: the template's labels, annotations, finalizers

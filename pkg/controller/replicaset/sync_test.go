@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -192,6 +193,61 @@ func TestSync_podsMidInPlaceUpdateAreNeitherReplacedNorSurplus(t *testing.T) {
 			for _, name := range f.pods.Deleted {
 				if strings.HasPrefix(name, "mid-") {
 					t.Errorf("deleted %s, a pod mid-update", name)
+				}
+			}
+		})
+	}
+}
+
+// The hand-over records of in-place updates (see the Deployment package doc): a pod
+// its ReplicaSet names leaving, or one another names arriving, counts towards enough
+// pods and never towards too many; the taking ReplicaSet takes over each arriving pod
+// whose ReplicaSet names it leaving, in one write, and counts only those.
+func TestSync_handOverRecords(t *testing.T) {
+	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
+	names := func(n ...string) sets.Set[string] { return sets.New(n...) }
+	tests := []struct {
+		name               string
+		giverReplicas      int32
+		giverPods          []string
+		leaving            sets.Set[string]
+		takerReplicas      int32
+		takerPods          []string
+		arriving           sets.Set[string]
+		sync               string
+		created, takenOver int
+		deleted            int
+	}{
+		{"giver shrunk past its leaving pods: keeps them", 2, []string{"a", "b", "c"}, names("c"), 0, nil, nil, "old", 0, 0, 0},
+		{"giver shrunk past more than its leaving pods: deletes only others", 1, []string{"a", "b", "c"}, names("c"), 0, nil, nil, "old", 0, 0, 1},
+		{"taker grown for arriving pods: takes them over, creates none", 3, []string{"a", "b", "c"}, names("b", "c"), 3, []string{"x"}, names("b", "c"), "new", 0, 2, 0},
+		{"arriving pod not named leaving by its ReplicaSet: created instead", 3, []string{"a", "b", "c"}, names("b"), 3, []string{"x"}, names("b", "c"), "new", 1, 1, 0},
+		{"arrived pods still named: never surplus", 2, []string{"a"}, nil, 1, []string{"x", "b", "c"}, names("b", "c"), "new", 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, taker := newReplicaSet("old", tt.giverReplicas), newReplicaSet("new", tt.takerReplicas)
+			old.OwnerReferences, taker.OwnerReferences = []metav1.OwnerReference{deployment}, []metav1.OwnerReference{deployment}
+			inplace.SetNames(old, inplace.LeavingAnnotation, tt.leaving)
+			inplace.SetNames(taker, inplace.ArrivingAnnotation, tt.arriving)
+			objects := []any{old, taker}
+			for _, n := range tt.giverPods {
+				objects = append(objects, ownedPod(old, n))
+			}
+			for _, n := range tt.takerPods {
+				objects = append(objects, ownedPod(taker, n))
+			}
+			f := newFixture(t, objects...)
+			if err := f.c.sync(context.Background(), "default/"+tt.sync); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.pods.Created) != tt.created || len(f.pods.Patched) != tt.takenOver || len(f.pods.Deleted) != tt.deleted {
+				t.Errorf("created %d, took over %v, deleted %v; want %d created, %d taken over, %d deleted",
+					len(f.pods.Created), f.pods.Patched, f.pods.Deleted, tt.created, tt.takenOver, tt.deleted)
+			}
+			for _, name := range f.pods.Deleted {
+				if tt.leaving.Has(name) || tt.arriving.Has(name) {
+					t.Errorf("deleted %s, a pod being handed over", name)
 				}
 			}
 		})
