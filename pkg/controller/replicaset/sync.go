@@ -50,20 +50,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	needsResize := c.expectations.Satisfied(key) && rs.DeletionTimestamp == nil
 
-	candidates, err := c.candidatePods(rs)
-	if err != nil {
-		return err
-	}
-	var active, terminating []*corev1.Pod
-	for _, p := range candidates {
-		if rollout.IsPodActive(p) {
-			active = append(active, p)
-		} else if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed &&
-			metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)) {
-			terminating = append(terminating, p)
-		}
-	}
-	active, err = c.claimPods(ctx, rs, selector, active)
+	active, terminating, err := c.podsOf(ctx, rs, selector)
 	if err != nil {
 		return err
 	}
@@ -76,6 +63,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
 	}
 	takeOverErr := c.takeOver(ctx, rs, arrivals)
+	if len(arrivals) > 0 && takeOverErr == nil {
+		// The take-overs took a while (they are paced by the client's rate limit): report
+		// the pods as they are now, those taken over early and ready again among them,
+		// rather than as they were when the sync began.
+		if active, terminating, err = c.podsOf(ctx, rs, selector); err != nil {
+			return err
+		}
+	}
 	now := c.now()
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
 	if !c.kind.hasTerminatingReplicas {
@@ -99,6 +94,25 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	return utilerrors.NewAggregate([]error{resizeErr, takeOverErr})
+}
+
+// podsOf returns rs's active pods, after adopting and releasing (see claimPods), and
+// its pods that are terminating.
+func (c *Controller) podsOf(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector) (active, terminating []*corev1.Pod, err error) {
+	candidates, err := c.candidatePods(rs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range candidates {
+		if rollout.IsPodActive(p) {
+			active = append(active, p)
+		} else if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed &&
+			metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)) {
+			terminating = append(terminating, p)
+		}
+	}
+	active, err = c.claimPods(ctx, rs, selector, active)
+	return active, terminating, err
 }
 
 // claimPods returns the active pods rs controls after adopting orphans its selector
