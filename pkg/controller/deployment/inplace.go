@@ -258,8 +258,13 @@ func (w *inPlaceWork) run(ctx context.Context, oldRSs []*appsv1.ReplicaSet, star
 		return err
 	}
 	h := c.handOvers(append([]*appsv1.ReplicaSet{w.newRS}, oldRSs...))
-	newLeaving := h.leaving(w.newRS) // after an undo: pods still on their way out of it
-	busy := newLeaving.Len() > 0     // some pod is on its way, or out of service to be
+	// After an undo: pods still on their way out of the new ReplicaSet, those an old one
+	// was told to take over (the others stay).
+	newLeaving := sets.New[string]()
+	for _, rs := range oldRSs {
+		newLeaving = newLeaving.Union(h.leaving(w.newRS).Intersection(h.arriving(rs)))
+	}
+	busy := newLeaving.Len() > 0 // some pod is on its way, or out of service to be
 	// A ReplicaSet's pods count as serving up to the available replicas it reports: its
 	// controller reports a pod that has left, or one back in service, only when it next
 	// syncs, and maxUnavailable bounds both what the pods do and what is reported.
