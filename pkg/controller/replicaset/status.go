@@ -7,12 +7,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"time"
 
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // CalculateStatus is rs's status for its active and terminating pods at now:
 // replicas (active pods), fullyLabeledReplicas (carrying every template label),
-// readyReplicas, availableReplicas (ready for more than minReadySeconds),
+// readyReplicas, availableReplicas (ready for more than minReadySeconds, and not
+// about to restart on images an in-place update just set: see inplace.Restarting),
 // terminatingReplicas, and a ReplicaFailure condition while resizeErr is set
 // (FailedCreate when pods were missing, FailedDelete when there were too many).
 // observedGeneration is left to the writer.
@@ -26,7 +28,7 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, r
 		}
 		if rollout.IsPodReady(p) {
 			ready++
-			if rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) {
+			if rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) && !inplace.Restarting(p) {
 				available++
 			}
 		}

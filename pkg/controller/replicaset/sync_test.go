@@ -326,10 +326,14 @@ func TestCalculateStatus(t *testing.T) {
 	unlabelled.Labels = map[string]string{"app": "web", "extra": "x"}
 	rs.Spec.Template.Labels = map[string]string{"app": "web", "tier": "front"}
 	terminating := ownedPod(rs, "d")
-	status := CalculateStatus(rs, []*corev1.Pod{ready, fresh, unlabelled}, []*corev1.Pod{terminating}, nil, time.Now())
-	if status.Replicas != 3 || status.ReadyReplicas != 3 || status.AvailableReplicas != 2 || status.FullyLabeledReplicas != 0 ||
+	// Taken over by an in-place update: still ready on the old image, about to restart.
+	restarting := ownedPod(rs, "e")
+	restarting.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:2"}}
+	restarting.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "docker.io/library/nginx:1", Ready: true}}
+	status := CalculateStatus(rs, []*corev1.Pod{ready, fresh, unlabelled, restarting}, []*corev1.Pod{terminating}, nil, time.Now())
+	if status.Replicas != 4 || status.ReadyReplicas != 4 || status.AvailableReplicas != 2 || status.FullyLabeledReplicas != 0 ||
 		status.TerminatingReplicas == nil || *status.TerminatingReplicas != 1 {
-		t.Errorf("status %+v: want 3 replicas, 3 ready, 2 available (minReadySeconds 30), 0 fully labelled, 1 terminating", status)
+		t.Errorf("status %+v: want 4 replicas, 4 ready, 2 available (minReadySeconds 30; one about to restart), 0 fully labelled, 1 terminating", status)
 	}
 }
 
