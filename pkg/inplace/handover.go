@@ -59,12 +59,12 @@ func SetNames(rs *appsv1.ReplicaSet, key string, names sets.Set[string]) bool {
 	return true
 }
 
-// HandsOver tells whether from consents to giving pod to to: both are ReplicaSets of
-// the same Deployment, and from names pod leaving.
-func HandsOver(from, to *appsv1.ReplicaSet, pod string) bool {
+// Siblings tells whether from and to are two ReplicaSets of the same Deployment: the
+// only ones between which a pod is handed over (and then only while from names it
+// leaving).
+func Siblings(from, to *appsv1.ReplicaSet) bool {
 	a, b := metav1.GetControllerOf(from), metav1.GetControllerOf(to)
-	return a != nil && b != nil && a.Kind == "Deployment" && a.UID == b.UID && from.UID != to.UID &&
-		Names(from, LeavingAnnotation).Has(pod)
+	return a != nil && b != nil && a.Kind == "Deployment" && a.UID == b.UID && from.UID != to.UID
 }
 
 // Restarting tells whether some container of pod is not yet running the image its spec
@@ -73,7 +73,7 @@ func HandsOver(from, to *appsv1.ReplicaSet, pod string) bool {
 func Restarting(pod *corev1.Pod) bool {
 	for _, cs := range pod.Status.ContainerStatuses {
 		for _, c := range pod.Spec.Containers {
-			if c.Name == cs.Name && cs.Image != c.Image && !sameImageName(cs.Image, c.Image) {
+			if c.Name == cs.Name && !reportsImage(cs, c.Image) {
 				return true
 			}
 		}

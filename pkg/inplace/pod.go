@@ -137,7 +137,7 @@ func runs(pod *corev1.Pod, images map[string]string) bool {
 			if !ok {
 				continue
 			}
-			if cs.Image != want && !sameImageName(cs.Image, want) {
+			if !reportsImage(cs, want) {
 				return false
 			}
 			if !init && (!cs.Ready || cs.State.Running == nil) {
@@ -147,6 +147,12 @@ func runs(pod *corev1.Pod, images map[string]string) bool {
 		return true
 	}
 	return check(pod.Status.InitContainerStatuses, true) && check(pod.Status.ContainerStatuses, false)
+}
+
+// reportsImage tells whether cs reports running image (as written, or with the
+// registry prefix a runtime adds).
+func reportsImage(cs corev1.ContainerStatus, image string) bool {
+	return cs.Image == image || sameImageName(cs.Image, image)
 }
 
 // sameImageName tells images that differ only by the registry prefix a runtime adds

@@ -164,10 +164,12 @@ func needsSettling(p *corev1.Pod) bool {
 type handOvers struct {
 	pods  map[types.UID][]*corev1.Pod
 	owner map[string]*appsv1.ReplicaSet // pod name → the ReplicaSet that controls it
+	// leavingOf: each ReplicaSet's LeavingAnnotation without the pods that have left it
+	leavingOf map[types.UID]sets.Set[string]
 }
 
 func (c *Controller) handOvers(rsList []*appsv1.ReplicaSet) handOvers {
-	h := handOvers{pods: map[types.UID][]*corev1.Pod{}, owner: map[string]*appsv1.ReplicaSet{}}
+	h := handOvers{pods: map[types.UID][]*corev1.Pod{}, owner: map[string]*appsv1.ReplicaSet{}, leavingOf: map[types.UID]sets.Set[string]{}}
 	for _, rs := range rsList {
 		if rs == nil {
 			continue
@@ -178,18 +180,25 @@ func (c *Controller) handOvers(rsList []*appsv1.ReplicaSet) handOvers {
 			h.owner[p.Name] = rs
 		}
 	}
+	for _, rs := range rsList {
+		if rs == nil {
+			continue
+		}
+		leaving := sets.New[string]()
+		for name := range inplace.Names(rs, inplace.LeavingAnnotation) {
+			if h.owner[name] == rs {
+				leaving.Insert(name)
+			}
+		}
+		h.leavingOf[rs.UID] = leaving
+	}
 	return h
 }
 
-// leaving is rs's LeavingAnnotation without the pods that have left it.
+// leaving is rs's LeavingAnnotation without the pods that have left it (shared: not to
+// be changed).
 func (h handOvers) leaving(rs *appsv1.ReplicaSet) sets.Set[string] {
-	out := sets.New[string]()
-	for name := range inplace.Names(rs, inplace.LeavingAnnotation) {
-		if h.owner[name] == rs {
-			out.Insert(name)
-		}
-	}
-	return out
+	return h.leavingOf[rs.UID]
 }
 
 // arriving is rs's ArrivingAnnotation without the pods that have arrived, or never
@@ -272,7 +281,7 @@ func (w *inPlaceWork) run(ctx context.Context, oldRSs []*appsv1.ReplicaSet, star
 	tally := func(rs *appsv1.ReplicaSet, out sets.Set[string]) {
 		n := 0
 		for _, p := range h.pods[rs.UID] {
-			if _, mid := inplace.StateOf(p); !mid && !out.Has(p.Name) && c.serving(d, p, w.now) {
+			if !out.Has(p.Name) && c.serving(d, p, w.now) { // a pod with a State is not serving
 				n++
 			}
 		}
@@ -416,7 +425,7 @@ func (w *inPlaceWork) pick(ctx context.Context, candidates []*corev1.Pod, servin
 // giveAway names rs's pods leaving (those still on their way, and handOff) and shrinks
 // rs to the pods that stay (and any still arriving, after an undo), in one write.
 func (w *inPlaceWork) giveAway(ctx context.Context, rs *appsv1.ReplicaSet, h handOvers, handOff []*corev1.Pod) error {
-	leaving, arriving := h.leaving(rs), h.arriving(rs)
+	leaving, arriving := h.leaving(rs).Clone(), h.arriving(rs)
 	for _, p := range handOff {
 		leaving.Insert(p.Name)
 	}

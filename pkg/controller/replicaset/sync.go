@@ -14,7 +14,9 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -240,6 +242,7 @@ func (c *Controller) arrivals(rs *appsv1.ReplicaSet) []arrival {
 		return nil
 	}
 	var out []arrival
+	leavingOf := map[types.UID]sets.Set[string]{} // each giving ReplicaSet's record, read once
 	for name := range inplace.Names(rs, inplace.ArrivingAnnotation) {
 		p, err := c.podLister.Pods(rs.Namespace).Get(name)
 		if err != nil || !rollout.IsPodActive(p) {
@@ -249,7 +252,16 @@ func (c *Controller) arrivals(rs *appsv1.ReplicaSet) []arrival {
 		if ref == nil || ref.UID == rs.UID {
 			continue
 		}
-		if from := c.ownerOf(p.Namespace, ref); from != nil && inplace.HandsOver(from, rs, name) {
+		from := c.ownerOf(p.Namespace, ref)
+		if from == nil || !inplace.Siblings(from, rs) {
+			continue
+		}
+		leaving, read := leavingOf[from.UID]
+		if !read {
+			leaving = inplace.Names(from, inplace.LeavingAnnotation)
+			leavingOf[from.UID] = leaving
+		}
+		if leaving.Has(name) {
 			out = append(out, arrival{pod: p, from: from})
 		}
 	}
