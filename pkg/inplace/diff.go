@@ -8,6 +8,7 @@ package inplace
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,10 +49,19 @@ func ModeOf(annotations map[string]string) (Mode, error) {
 	}
 }
 
+// RestartAnnotation is what `kubectl rollout restart` changes in a pod template. Only a
+// new pod restarts its containers: the API has no way to restart a running pod's
+// containers (an image change restarts one; a label or annotation changes nothing that
+// runs), so this change is never made in place.
+const RestartAnnotation = "kubectl.kubernetes.io/restartedAt"
+
+// restartField names RestartAnnotation as Diff reports it.
+const restartField = "metadata.annotations[" + RestartAnnotation + "]"
+
 // Diff compares two pod templates and returns the fields that differ and cannot change
 // in a running pod, as JSON paths ("spec.containers[app].env"); none means the change
 // can be made in place. Container and init-container images, and the template's labels
-// and annotations, can.
+// and annotations, can — but for RestartAnnotation, which asks for new containers.
 func Diff(from, to *corev1.PodTemplateSpec) []string {
 	var fields []string
 	fields = append(fields, diffContainers("spec.initContainers", from.Spec.InitContainers, to.Spec.InitContainers)...)
@@ -61,6 +71,9 @@ func Diff(from, to *corev1.PodTemplateSpec) []string {
 	fields = append(fields, diffStruct("spec", reflect.ValueOf(*a), reflect.ValueOf(*b))...)
 	if !equality.Semantic.DeepEqual(withoutLabelsAndAnnotations(from), withoutLabelsAndAnnotations(to)) {
 		fields = append(fields, "metadata")
+	}
+	if from.Annotations[RestartAnnotation] != to.Annotations[RestartAnnotation] {
+		fields = append(fields, restartField)
 	}
 	sort.Strings(fields)
 	return fields
@@ -127,8 +140,11 @@ func diffStruct(path string, a, b reflect.Value) []string {
 const (
 	// ConditionType says whether the workload's latest change is made in place.
 	ConditionType = "InPlaceUpdate"
-	// ReasonInPlace (True): the change is made in place.
+	// ReasonInPlace (True): the change is being made in place.
 	ReasonInPlace = "InPlaceUpdating"
+	// ReasonComplete (True): the latest change was made in place, and every pod that is
+	// to have it has it (Progressing's NewReplicaSetAvailable, for the in-place part).
+	ReasonComplete = "InPlaceUpdateComplete"
 	// ReasonFallback (False): the change cannot be made in place; the kind's usual
 	// update makes it instead.
 	ReasonFallback = "InPlaceUpdateFallback"
@@ -149,16 +165,36 @@ type Verdict struct {
 // Judge is the verdict on a change under mode, given the fields that forbid making it
 // in place (Diff). Off has no verdict.
 func Judge(mode Mode, fields []string) (Verdict, bool) {
+	why := ""
+	if slices.Contains(fields, restartField) {
+		why = " (a restart needs new containers, and only a new pod gets them)"
+	}
 	switch {
 	case mode == Off:
 		return Verdict{}, false
 	case len(fields) == 0:
-		return Verdict{corev1.ConditionTrue, ReasonInPlace, "images are updated in place; no pod is recreated", corev1.EventTypeNormal}, true
+		return Verdict{corev1.ConditionTrue, ReasonInPlace, "the pods are updated where they run; none is recreated", corev1.EventTypeNormal}, true
 	case mode == Only:
-		return Verdict{corev1.ConditionFalse, ReasonBlocked, fmt.Sprintf("the change to %s cannot be made in place; %s touches no pod", strings.Join(fields, ", "), Only), corev1.EventTypeWarning}, true
+		return Verdict{corev1.ConditionFalse, ReasonBlocked, fmt.Sprintf("the change to %s cannot be made in place%s; %s touches no pod", strings.Join(fields, ", "), why, Only), corev1.EventTypeWarning}, true
 	default:
-		return Verdict{corev1.ConditionFalse, ReasonFallback, fmt.Sprintf("the change to %s cannot be made in place; rolling update instead", strings.Join(fields, ", ")), corev1.EventTypeNormal}, true
+		return Verdict{corev1.ConditionFalse, ReasonFallback, fmt.Sprintf("the change to %s cannot be made in place%s; rolling update instead", strings.Join(fields, ", "), why), corev1.EventTypeNormal}, true
 	}
+}
+
+// Completed is the InPlaceUpdate condition once a change made in place has reached
+// every pod that is to have it. It is not announced: upstream announces no finished
+// rollout either. Only an in-place change completes so (Finish).
+var Completed = Verdict{Status: corev1.ConditionTrue, Reason: ReasonComplete, Message: "the pods were updated where they run; none was recreated"}
+
+// Finish is the InPlaceUpdate condition's news once a rollout is over: Completed after
+// an in-place change (cur says it is being made), nil (unchanged) otherwise — a
+// fallback or a block still describes the latest change.
+func Finish(cur *Condition) *Verdict {
+	if cur != nil && cur.Reason == ReasonInPlace {
+		v := Completed
+		return &v
+	}
+	return nil
 }
 
 // Proceeds tells whether pods are updated in place under the verdict.

@@ -82,13 +82,13 @@ func Restarting(pod *corev1.Pod) bool {
 }
 
 // TakeOverPatch is the one write that hands pod from one ReplicaSet to another: to's
-// images, labels (its pod-template-hash among them) and template annotations, and to's
-// controllerRef in place of from's. Owner and pod-template-hash change together, so no
+// images, labels (its pod-template-hash among them) and template annotations (those
+// only from's template has removed), and to's controllerRef in place of from's. Owner and pod-template-hash change together, so no
 // ReplicaSet ever selects a pod another controls. The patch carries pod's
 // resourceVersion: it fails if pod changed since it was read, so it is made at most
 // once.
 func TakeOverPatch(pod *corev1.Pod, from, to *appsv1.ReplicaSet) []byte {
-	patch := ImagesPatch(pod, Target{Template: &to.Spec.Template})
+	patch := UpdatePatch(pod, Target{Template: &to.Spec.Template, From: &from.Spec.Template})
 	meta := patch["metadata"].(map[string]any)
 	meta["resourceVersion"] = pod.ResourceVersion
 	meta["ownerReferences"] = []any{

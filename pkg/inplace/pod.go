@@ -43,14 +43,17 @@ func (s State) Encode() string {
 type Step string
 
 const (
-	// Done: the pod runs the target images and serves.
+	// Done: the pod runs the target images, has the target's labels and annotations,
+	// and serves.
 	Done Step = "Done"
 	// TakeOut: set the readiness gate False and record the State.
 	TakeOut Step = "TakeOut"
 	// Wait: the grace period, or the containers restarting on their new images.
 	Wait Step = "Wait"
-	// PatchImages: set the target images in the pod's spec.
-	PatchImages Step = "PatchImages"
+	// Patch: set the target images in the pod's spec and the target's labels and
+	// annotations on it (one write). Without an image to change it restarts nothing:
+	// the pod stays in service.
+	Patch Step = "Patch"
 	// PutBack: set the readiness gate True.
 	PutBack Step = "PutBack"
 )
@@ -78,24 +81,40 @@ func GateStatus(pod *corev1.Pod) corev1.ConditionStatus {
 	return ""
 }
 
-// NextStep is the next step of updating pod in place to images (by container name),
-// with the grace period between taking it out of service and changing it; for Wait,
-// how long at most (0: until the pod changes). The contract, in order:
+// Want is a pod as an in-place update to a Target leaves it.
+type Want struct {
+	// Images are the target images by container (and init container) name.
+	Images map[string]string
+	// Labels and Annotations are what the pod carries afterwards: the target template's,
+	// and (labels) the revision's.
+	Labels, Annotations map[string]string
+	// DropLabels and DropAnnotations are keys the template the pod was made from set and
+	// the target's does not: a pod made from the target would not have them. Empty when
+	// that template is not known.
+	DropLabels, DropAnnotations []string
+}
+
+// NextStep is the next step of updating pod in place to want, with the grace period
+// between taking it out of service and changing its images; for Wait, how long at most
+// (0: until the pod changes). The contract, in order:
 //
 //  1. While the spec lacks a target image: with a grace period and the gate, take the
 //     pod out of service (gate False, State recorded) and wait it out; then patch the
-//     images. Without a grace period the patch is the only write: the kubelet takes
-//     the pod out of service as it restarts the containers.
-//  2. Once the spec has them: wait until every changed container reports running the
-//     new image and ready, then put the pod back if it was taken out (gate True, State
-//     removed).
+//     images, labels and annotations. Without a grace period the patch is the only
+//     write: the kubelet takes the pod out of service as it restarts the containers.
+//  2. While only labels or annotations differ (a template change without an image, or
+//     the revision label): patch them. Nothing restarts, so the pod is not taken out of
+//     service for it.
+//  3. Once the pod has them all: wait until every changed container reports running
+//     the new image and ready, then put the pod back if it was taken out (gate True,
+//     State removed).
 //
 // Every step is decided from the pod alone, so a restarted controller resumes where
 // the last one stopped; a pod whose target went back to what it runs (an undo before
 // the patch) is simply put back.
-func NextStep(pod *corev1.Pod, images map[string]string, grace time.Duration, now time.Time) (Step, time.Duration) {
+func NextStep(pod *corev1.Pod, want Want, grace time.Duration, now time.Time) (Step, time.Duration) {
 	gated := HasGate(pod)
-	if !specHas(pod, images) {
+	if !specHas(pod, want.Images) {
 		if gated && grace > 0 && GateStatus(pod) != corev1.ConditionFalse {
 			return TakeOut, 0
 		}
@@ -104,15 +123,37 @@ func NextStep(pod *corev1.Pod, images map[string]string, grace time.Duration, no
 				return Wait, left
 			}
 		}
-		return PatchImages, 0
+		return Patch, 0
 	}
-	if !runs(pod, images) {
+	if !hasMetadata(pod, want) {
+		return Patch, 0
+	}
+	if !runs(pod, want.Images) {
 		return Wait, 0
 	}
 	if _, recorded := StateOf(pod); recorded || (gated && GateStatus(pod) != corev1.ConditionTrue) {
 		return PutBack, 0
 	}
 	return Done, 0
+}
+
+// hasMetadata tells whether pod carries want's labels and annotations, and none of
+// those it drops.
+func hasMetadata(pod *corev1.Pod, want Want) bool {
+	has := func(have, set map[string]string, drop []string) bool {
+		for k, v := range set {
+			if got, ok := have[k]; !ok || got != v {
+				return false
+			}
+		}
+		for _, k := range drop {
+			if _, ok := have[k]; ok {
+				return false
+			}
+		}
+		return true
+	}
+	return has(pod.Labels, want.Labels, want.DropLabels) && has(pod.Annotations, want.Annotations, want.DropAnnotations)
 }
 
 // specHas tells whether pod's spec has every image of images.

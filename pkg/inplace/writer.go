@@ -3,6 +3,7 @@ package inplace
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,35 @@ type Target struct {
 	Revision string
 	Template *corev1.PodTemplateSpec
 	Labels   map[string]string
+	// From is the template the pod was made from (or last updated to), when known: the
+	// labels and annotations it set that Template does not are removed from the pod.
+	From *corev1.PodTemplateSpec
+}
+
+// Want is the pod as the update to t leaves it.
+func (t Target) Want() Want {
+	w := Want{Images: Images(t.Template), Labels: map[string]string{}, Annotations: t.Template.Annotations}
+	for k, v := range t.Template.Labels {
+		w.Labels[k] = v
+	}
+	for k, v := range t.Labels {
+		w.Labels[k] = v
+	}
+	if t.From != nil {
+		for k := range t.From.Labels {
+			if _, kept := w.Labels[k]; !kept {
+				w.DropLabels = append(w.DropLabels, k)
+			}
+		}
+		for k := range t.From.Annotations {
+			if _, kept := w.Annotations[k]; !kept {
+				w.DropAnnotations = append(w.DropAnnotations, k)
+			}
+		}
+		sort.Strings(w.DropLabels)
+		sort.Strings(w.DropAnnotations)
+	}
+	return w
 }
 
 // Writer makes the writes of in-place updates.
@@ -37,17 +67,19 @@ type Result struct {
 
 // Step makes the next write of p's in-place update to t (see NextStep).
 func (w Writer) Step(ctx context.Context, p *corev1.Pod, t Target, grace time.Duration, now time.Time) (Result, error) {
-	images := Images(t.Template)
-	step, wait := NextStep(p, images, grace, now)
+	want := t.Want()
+	step, wait := NextStep(p, want, grace, now)
 	r := Result{Step: step, After: wait}
 	var err error
 	switch step {
 	case TakeOut:
 		r.TookOut, r.After = true, grace
-		err = w.TakeOut(ctx, p, OutOfService(p, t.Revision, images, now))
-	case PatchImages:
-		r.TookOut = true // unless it was out already, the patch is what takes it out
-		err = w.Patch(ctx, p, ImagesPatch(p, t))
+		err = w.TakeOut(ctx, p, OutOfService(p, t.Revision, want.Images, now))
+	case Patch:
+		// Unless it was out already, a patch of images is what takes the pod out (its
+		// containers restart); one of labels and annotations alone restarts nothing.
+		r.TookOut = !specHas(p, want.Images)
+		err = w.Patch(ctx, p, UpdatePatch(p, t))
 	case PutBack:
 		err = w.PutBack(ctx, p)
 	}
@@ -81,10 +113,11 @@ func (w Writer) PutBack(ctx context.Context, p *corev1.Pod) error {
 	return ignoreNotFound(w.patch(ctx, p, patch, "status"))
 }
 
-// ImagesPatch is the strategic merge patch that sets t's images in p's spec and t's
-// labels (the template's and the revision's) and annotations on p: after it, p counts
-// as a pod of t.Revision. It fails if p's UID changed.
-func ImagesPatch(p *corev1.Pod, t Target) map[string]any {
+// UpdatePatch is the strategic merge patch that sets t's images in p's spec and t's
+// labels (the template's and the revision's) and annotations on p, and removes those
+// only t.From set: after it, p counts as a pod of t.Revision. It fails if p's UID
+// changed.
+func UpdatePatch(p *corev1.Pod, t Target) map[string]any {
 	list := func(cs []corev1.Container) []map[string]any {
 		var out []map[string]any
 		for _, c := range cs {
@@ -92,20 +125,25 @@ func ImagesPatch(p *corev1.Pod, t Target) map[string]any {
 		}
 		return out
 	}
-	labels := map[string]any{}
-	for k, v := range t.Template.Labels {
-		labels[k] = v
-	}
-	for k, v := range t.Labels {
-		labels[k] = v
+	want := t.Want()
+	// A key mapped to nil is removed by a strategic merge patch.
+	merge := func(set map[string]string, drop []string) map[string]any {
+		out := map[string]any{}
+		for k, v := range set {
+			out[k] = v
+		}
+		for _, k := range drop {
+			out[k] = nil
+		}
+		return out
 	}
 	spec := map[string]any{"containers": list(t.Template.Spec.Containers)}
 	if len(t.Template.Spec.InitContainers) > 0 {
 		spec["initContainers"] = list(t.Template.Spec.InitContainers)
 	}
-	meta := map[string]any{"labels": labels, "uid": p.UID}
-	if len(t.Template.Annotations) > 0 {
-		meta["annotations"] = t.Template.Annotations
+	meta := map[string]any{"labels": merge(want.Labels, want.DropLabels), "uid": p.UID}
+	if annotations := merge(want.Annotations, want.DropAnnotations); len(annotations) > 0 {
+		meta["annotations"] = annotations
 	}
 	return map[string]any{"metadata": meta, "spec": spec}
 }

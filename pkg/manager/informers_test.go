@@ -109,10 +109,10 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 		"node":       func(p *corev1.Pod) any { return daemonset.TargetNode(p) },
 		"gate":       func(p *corev1.Pod) any { return inplace.GateStatus(p) },
 		"state":      func(p *corev1.Pod) any { s, ok := inplace.StateOf(p); return [2]any{s.Revision, ok} },
-		"next step":  func(p *corev1.Pod) any { s, _ := inplace.NextStep(p, target, 0, now); return s },
+		"next step":  func(p *corev1.Pod) any { s, _ := inplace.NextStep(p, inplace.Want{Images: target}, 0, now); return s },
 		"out of svc": func(p *corev1.Pod) any { return inplace.OutOfService(p, "r", target, now).PreviousImageIDs["app"] },
 		"put back": func(p *corev1.Pod) any {
-			s, _ := inplace.NextStep(p, map[string]string{"app": "nginx:1.16"}, 0, now)
+			s, _ := inplace.NextStep(p, inplace.Want{Images: map[string]string{"app": "nginx:1.16"}}, 0, now)
 			return s
 		},
 		"delete rank": func(p *corev1.Pod) any { return rollout.PodsToDelete([]*corev1.Pod{p, cheaper}, nil, 1, now)[0].UID },

@@ -230,9 +230,7 @@ var daemonSetScenarios = []scenario{
 			}
 		}
 		w.Verify(t, 10)
-		if got := s.inPlaceCondition(t, "daemonset/logs"); !strings.HasPrefix(got, "True/"+inplace.ReasonInPlace) {
-			t.Errorf("InPlaceUpdate condition %q", got)
-		}
+		s.waitInPlaceCondition(t, "daemonset/logs", "True/"+inplace.ReasonComplete) // the rollout is over
 
 		// env cannot change in place: the usual rolling update, with an event naming it.
 		s.kubectl(t, "set", "env", "daemonset/logs", "LEVEL=debug")

@@ -2,6 +2,8 @@ package daemonset
 
 import (
 	"context"
+	"errors"
+	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,9 +51,14 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 		return false, &inplace.Verdict{}, nil
 	}
 	if len(old) == 0 {
-		return true, nil, nil
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && !c.serving(ds, p, now) {
+				return true, nil, nil
+			}
+		}
+		return true, inplace.Finish(conditions.Current(ds.Status.Conditions)), nil
 	}
-	v, _ := inplace.Judge(mode, c.ineligible(ds, old[0]))
+	v, _ := inplace.Judge(mode, c.ineligible(ds, old))
 	if inplace.IsNews(v, conditions.Current(ds.Status.Conditions)) {
 		c.recorder.Eventf(ds, v.EventType, v.Reason, "%s", v.Message)
 	}
@@ -91,8 +98,37 @@ func (c *Controller) serving(ds *appsv1.DaemonSet, p *corev1.Pod, now time.Time)
 	return !c.takenOut.Out(p, now) && rollout.IsPodAvailable(p, ds.Spec.MinReadySeconds, now)
 }
 
-// ineligible names the fields that keep pod's template from becoming ds's in place.
-func (c *Controller) ineligible(ds *appsv1.DaemonSet, pod *corev1.Pod) []string {
+// ineligible names the fields that keep the templates of the old pods from becoming
+// ds's in place (each revision among them judged once).
+func (c *Controller) ineligible(ds *appsv1.DaemonSet, old []*corev1.Pod) []string {
+	judged, seen := map[string]bool{}, map[string]bool{}
+	var fields []string
+	for _, p := range old {
+		hash := p.Labels[RevisionLabel]
+		if judged[hash] {
+			continue
+		}
+		judged[hash] = true
+		var diff []string
+		if from, err := c.podTemplate(ds, p); err != nil {
+			diff = []string{"spec.template (" + err.Error() + ")"}
+		} else {
+			diff = inplace.Diff(from, &ds.Spec.Template)
+		}
+		for _, f := range diff {
+			if !seen[f] {
+				seen[f] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	sort.Strings(fields)
+	return fields
+}
+
+// podTemplate is the template pod was made from (or last updated to): that of the
+// ControllerRevision its revision label names.
+func (c *Controller) podTemplate(ds *appsv1.DaemonSet, pod *corev1.Pod) (*corev1.PodTemplateSpec, error) {
 	revs, err := c.revisions.ControllerRevisions(ds.Namespace).List(labels.SelectorFromSet(labels.Set{RevisionLabel: pod.Labels[RevisionLabel]}))
 	var rev *appsv1.ControllerRevision
 	for _, r := range revs {
@@ -101,13 +137,13 @@ func (c *Controller) ineligible(ds *appsv1.DaemonSet, pod *corev1.Pod) []string 
 		}
 	}
 	if err != nil || rev == nil {
-		return []string{"spec.template (the pod's revision is gone)"}
+		return nil, errors.New("the pod's revision is gone")
 	}
 	from, err := history.ApplyRevision(ds, rev)
 	if err != nil {
-		return []string{"spec.template"}
+		return nil, err
 	}
-	return inplace.Diff(&from.Spec.Template, &ds.Spec.Template)
+	return &from.Spec.Template, nil
 }
 
 // stepPod makes the next write of p's in-place update, or requeues ds for when there
@@ -117,7 +153,11 @@ func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev
 	if gen, ok := ds.Annotations[TemplateGenerationAnnotation]; ok {
 		labels[TemplateGenerationLabel] = gen
 	}
-	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, inplace.Target{Revision: hash, Template: &ds.Spec.Template, Labels: labels}, grace, now)
+	target := inplace.Target{Revision: hash, Template: &ds.Spec.Template, Labels: labels}
+	if from, err := c.podTemplate(ds, p); err == nil {
+		target.From = from
+	}
+	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, grace, now)
 	if r.TookOut {
 		c.takenOut.Record(p, now)
 	}

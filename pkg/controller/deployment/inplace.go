@@ -52,20 +52,30 @@ func inPlaceVerdict(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (v inplac
 }
 
 // setInPlaceCondition brings the InPlaceUpdate condition of status up to date: gone
-// when d is not opted in, the verdict on the change while old pods remain, and left as
-// it is once the rollout is over.
+// when d is not opted in, the verdict on the change while old pods remain, complete
+// once a change made in place has reached every pod (status is the rollout's new
+// status), and otherwise left as it is.
 func setInPlaceCondition(status *appsv1.DeploymentStatus, d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, now time.Time) {
 	if inPlaceMode(d) == inplace.Off {
 		removeCondition(status, inplace.ConditionType)
 		return
 	}
-	if v, ok := inPlaceVerdict(d, oldRSs); ok {
-		cur := rollout.Condition(status, inplace.ConditionType)
-		if cur != nil && cur.Status == v.Status && cur.Reason == v.Reason && cur.Message != v.Message {
-			removeCondition(status, inplace.ConditionType) // same reason, other fields: say so
+	cur := rollout.Condition(status, inplace.ConditionType)
+	v, ok := inPlaceVerdict(d, oldRSs)
+	if !ok {
+		if cur == nil || !rollout.Complete(d, status) {
+			return
 		}
-		setCondition(status, newCondition(inplace.ConditionType, v.Status, v.Reason, v.Message, now))
+		done := inplace.Finish(&inplace.Condition{Reason: cur.Reason})
+		if done == nil {
+			return
+		}
+		v = *done
 	}
+	if cur != nil && cur.Status == v.Status && cur.Reason == v.Reason && cur.Message != v.Message {
+		removeCondition(status, inplace.ConditionType) // same reason, other fields: say so
+	}
+	setCondition(status, newCondition(inplace.ConditionType, v.Status, v.Reason, v.Message, now))
 }
 
 // announceVerdict records the verdict on d's change as an event, once: when it is not
@@ -128,7 +138,7 @@ func (c *Controller) settleWhereTheyAre(ctx context.Context, newRS *appsv1.Repli
 		if rs == nil {
 			continue
 		}
-		images := inplace.Images(&rs.Spec.Template)
+		want := inplace.Target{Template: &rs.Spec.Template}.Want()
 		pods := controller.ActivePods(c.podIndexer, string(rs.UID))
 		counted := rs != newRS || counts(rs, len(pods))
 		for _, p := range pods {
@@ -136,7 +146,7 @@ func (c *Controller) settleWhereTheyAre(ctx context.Context, newRS *appsv1.Repli
 				continue
 			}
 			_, mid := inplace.StateOf(p)
-			if step, _ := inplace.NextStep(p, images, 0, c.now()); step != inplace.PutBack || (mid && !counted) {
+			if step, _ := inplace.NextStep(p, want, 0, c.now()); step != inplace.PutBack || (mid && !counted) {
 				continue
 			}
 			if err := writer.PutBack(ctx, p); err != nil {

@@ -175,7 +175,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	mode, _ := inplace.ModeOf(set.Annotations)
-	status.Conditions = conditions.With(set.Status.Conditions, c.inPlaceVerdict(set, s, revs, mode), now)
+	status.Conditions = conditions.With(set.Status.Conditions, c.inPlaceVerdict(set, s, revs, mode, now), now)
 	// Pods mid-way through an in-place update (or new, waiting to be put in service)
 	// move on first: OrderedReady waits for them. This holds after an opt-out too, so
 	// that no pod is left out of service.
@@ -397,18 +397,29 @@ func (c *Controller) inPlaceTarget(set *appsv1.StatefulSet, p *corev1.Pod, revs 
 	if st, mid := inplace.StateOf(p); mid && st.Revision == revs.update.Name {
 		name = revs.update.Name
 	}
-	template, ok := revs.template(set, name)
+	return revs.target(set, p, name)
+}
+
+// target is the in-place update of p to revision name, from the revision p is
+// labelled with (whose labels and annotations p loses where name's template has none).
+func (r revisions) target(set *appsv1.StatefulSet, p *corev1.Pod, name string) (inplace.Target, bool) {
+	template, ok := r.template(set, name)
 	if !ok {
 		return inplace.Target{}, false
 	}
-	return inplace.Target{Revision: name, Template: template, Labels: map[string]string{RevisionLabel: name}}, true
+	t := inplace.Target{Revision: name, Template: template, Labels: map[string]string{RevisionLabel: name}}
+	if from, ok := r.template(set, p.Labels[RevisionLabel]); ok {
+		t.From = from
+	}
+	return t, true
 }
 
 // inPlaceVerdict judges, for an opted-in RollingUpdate set, the change from the
 // revisions of its stale pods at or above the partition to the update revision,
 // announcing news as an event; the InPlaceUpdate condition becomes it (nil:
-// unchanged, no reason: removed).
-func (c *Controller) inPlaceVerdict(set *appsv1.StatefulSet, s slots, revs revisions, mode inplace.Mode) *inplace.Verdict {
+// unchanged, no reason: removed). With no stale pod left, a change made in place is
+// complete once every pod at or above the partition is healthy and back in service.
+func (c *Controller) inPlaceVerdict(set *appsv1.StatefulSet, s slots, revs revisions, mode inplace.Mode, now time.Time) *inplace.Verdict {
 	if mode == inplace.Off {
 		return &inplace.Verdict{}
 	}
@@ -432,7 +443,12 @@ func (c *Controller) inPlaceVerdict(set *appsv1.StatefulSet, s slots, revs revis
 		}
 	}
 	if !judged {
-		return nil
+		for i := int(partitionOf(set)); i < len(s.replicas); i++ {
+			if p := s.replicas[i]; !isHealthy(set, p, now) || c.takenOut.Out(p, now) {
+				return nil
+			}
+		}
+		return inplace.Finish(conditions.Current(set.Status.Conditions))
 	}
 	sort.Strings(fields)
 	v, _ := inplace.Judge(mode, fields)
@@ -462,7 +478,7 @@ func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet,
 	if fields := revs.inPlaceFields(set, p); len(fields) > 0 {
 		return mode == inplace.Only, nil // announced by inPlaceVerdict
 	}
-	target := inplace.Target{Revision: revs.update.Name, Template: &revs.updateSet.Spec.Template, Labels: map[string]string{RevisionLabel: revs.update.Name}}
+	target, _ := revs.target(set, p, revs.update.Name) // the update revision is always known
 	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
 	if r.TookOut {
 		c.takenOut.Record(p, now)
