@@ -171,3 +171,80 @@ func CopyDeploymentAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool
 	}
 	return changed
 }
+
+// settingPrefix marks kroll's own annotations. Those a Deployment is given by its user
+// (kroll.dev/update-strategy, kroll.dev/in-place-grace-period, …) are workload
+// settings; the records kroll keeps (notCopiedToReplicaSets) are not.
+const settingPrefix = "kroll.dev/"
+
+// IsSetting tells a kroll.dev/ workload setting among annotation keys.
+func IsSetting(key string) bool {
+	return strings.HasPrefix(key, settingPrefix) && !notCopiedToReplicaSets[key]
+}
+
+// KeepSettings makes rs carry exactly d's kroll.dev/ workload settings, removing those
+// d no longer has, and reports whether rs changed. A setting is a property of the
+// workload, not of one revision: `kubectl rollout undo` replaces a Deployment's
+// annotations with those of the ReplicaSet it goes back to, so every ReplicaSet of the
+// Deployment, old ones included, must hold the settings in force for an undo to keep
+// them.
+func KeepSettings(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
+	changed := false
+	for k := range rs.Annotations {
+		if _, kept := d.Annotations[k]; IsSetting(k) && !kept {
+			delete(rs.Annotations, k)
+			changed = true
+		}
+	}
+	for k, v := range d.Annotations {
+		if !IsSetting(k) {
+			continue
+		}
+		if cur, ok := rs.Annotations[k]; !ok || cur != v {
+			if rs.Annotations == nil {
+				rs.Annotations = map[string]string{}
+			}
+			rs.Annotations[k] = v
+			changed = true
+		}
+	}
+	return changed
+}
+
+// SetAnnotationsFrom gives d, rolled back to rs, rs's annotations as upstream's
+// rollback does (the change-cause among them; so that the Deployment's annotations,
+// copied to rs afterwards, do not overwrite the revision's), keeping d's own: those
+// never copied to ReplicaSets, and every kroll.dev/ annotation (settings belong to the
+// workload; records to the Deployment, or to the ReplicaSet that holds them).
+func SetAnnotationsFrom(d *appsv1.Deployment, rs *appsv1.ReplicaSet) {
+	next := map[string]string{}
+	for k, v := range d.Annotations {
+		if notCopiedToReplicaSets[k] || strings.HasPrefix(k, settingPrefix) {
+			next[k] = v
+		}
+	}
+	for k, v := range rs.Annotations {
+		if !notCopiedToReplicaSets[k] && !strings.HasPrefix(k, settingPrefix) {
+			next[k] = v
+		}
+	}
+	d.Annotations = next
+}
+
+// LastRevision is the revision before the newest among rss: the one a rollback "to
+// revision 0" goes back to; 0 when there is none.
+func LastRevision(rss []*appsv1.ReplicaSet) int64 {
+	var newest, last int64
+	for _, rs := range rss {
+		if rs == nil {
+			continue
+		}
+		switch v := Revision(rs); {
+		case v >= newest:
+			newest, last = v, newest
+		case v > last:
+			last = v
+		}
+	}
+	return last
+}

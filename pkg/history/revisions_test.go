@@ -75,3 +75,56 @@ func TestTemplateHash(t *testing.T) {
 		t.Error("EqualIgnoringHash is wrong")
 	}
 }
+
+func TestSettings(t *testing.T) {
+	for key, want := range map[string]bool{
+		"kroll.dev/update-strategy":       true,
+		"kroll.dev/in-place-grace-period": true,
+		"kroll.dev/rollout-timeline":      false, // a record
+		"kroll.dev/in-place-leaving":      false, // a ReplicaSet's record
+		"kubernetes.io/change-cause":      false,
+	} {
+		if got := IsSetting(key); got != want {
+			t.Errorf("IsSetting(%s) = %v, want %v", key, got, want)
+		}
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		"kroll.dev/update-strategy": "InPlaceOnly", "kroll.dev/rollout-timeline": "{}", RevisionAnnotation: "4", ChangeCauseAnnotation: "v4",
+	}}}
+	rs := rsWith(map[string]string{"kroll.dev/update-strategy": "InPlaceIfPossible", "kroll.dev/in-place-grace-period": "3",
+		"kroll.dev/in-place-leaving": "p1", RevisionAnnotation: "1", ChangeCauseAnnotation: "v1"})
+	if !KeepSettings(d, rs) || rs.Annotations["kroll.dev/update-strategy"] != "InPlaceOnly" || len(rs.Annotations) != 4 ||
+		rs.Annotations["kroll.dev/in-place-leaving"] != "p1" || rs.Annotations[ChangeCauseAnnotation] != "v1" {
+		t.Errorf("KeepSettings left %v; want the Deployment's settings, the grace period gone, the rest as it was", rs.Annotations)
+	}
+	if KeepSettings(d, rs) {
+		t.Error("KeepSettings changed a ReplicaSet that already holds the settings")
+	}
+
+	SetAnnotationsFrom(d, rs)
+	want := "kroll.dev/rollout-timeline={} kroll.dev/update-strategy=InPlaceOnly deployment.kubernetes.io/revision=4 kubernetes.io/change-cause=v1"
+	var got []string
+	for _, k := range []string{"kroll.dev/rollout-timeline", "kroll.dev/update-strategy", RevisionAnnotation, ChangeCauseAnnotation} {
+		got = append(got, k+"="+d.Annotations[k])
+	}
+	if strings.Join(got, " ") != want || len(d.Annotations) != 4 {
+		t.Errorf("after SetAnnotationsFrom: %v, want %s and nothing else (no hand-over record)", d.Annotations, want)
+	}
+}
+
+func TestLastRevision(t *testing.T) {
+	rev := func(v string) *appsv1.ReplicaSet { return rsWith(map[string]string{RevisionAnnotation: v}) }
+	for _, tt := range []struct {
+		name string
+		rss  []*appsv1.ReplicaSet
+		want int64
+	}{
+		{"one revision: none before it", []*appsv1.ReplicaSet{rev("1")}, 0},
+		{"the second newest", []*appsv1.ReplicaSet{rev("3"), rev("5"), rev("1"), nil}, 3},
+		{"unreadable revisions count as 0", []*appsv1.ReplicaSet{rev("x"), rev("2")}, 0},
+	} {
+		if got := LastRevision(tt.rss); got != tt.want {
+			t.Errorf("%s: LastRevision = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

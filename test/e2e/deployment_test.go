@@ -314,6 +314,37 @@ var deploymentScenarios = []scenario{
 		return rsName.ReplaceAllString(s.summary(t, "nginx-deployment"), "rs ")
 	}},
 
+	{name: "the deprecated rollbackTo annotation rolls back, or says why not", run: func(t *testing.T, s *scene) string {
+		const name = "nginx-deployment"
+		s.apply(t, nginxDeployment)
+		s.kubectl(t, "rollout", "status", "deployment/"+name, "--timeout=60s")
+		s.kubectl(t, "set", "image", "deployment/"+name, "nginx=nginx:1.16.1")
+		s.kubectl(t, "rollout", "status", "deployment/"+name, "--timeout=60s")
+		var out []string
+		// 1: back to revision 1; 0: the revision before the newest (2); 9: none such;
+		// 4: the current template.
+		for _, to := range []string{"1", "0", "9", "4"} {
+			s.kubectl(t, "annotate", "--overwrite", "deployment/"+name, "deprecated.deployment.rollback.to="+to)
+			eventually(t, time.Minute, "the rollback to "+to+" to be taken", func(context.Context) (bool, string) {
+				d := s.deployment(t, name)
+				_, left := d.Annotations["deprecated.deployment.rollback.to"]
+				return !left, fmt.Sprint(d.Annotations)
+			})
+			s.kubectl(t, "rollout", "status", "deployment/"+name, "--timeout=60s")
+			d := s.deployment(t, name)
+			out = append(out, fmt.Sprintf("rollback.to=%s: image %s, revision %s", to, d.Spec.Template.Spec.Containers[0].Image, d.Annotations[history.RevisionAnnotation]))
+		}
+		events := s.kubectl(t, "get", "events", "--field-selector", "involvedObject.name="+name, "-o", "custom-columns=T:.type,R:.reason,M:.message", "--no-headers")
+		var rollbacks []string
+		for _, line := range strings.Split(events, "\n") {
+			if strings.Contains(line, "Rollback") {
+				rollbacks = append(rollbacks, strings.Join(strings.Fields(line), " "))
+			}
+		}
+		sort.Strings(rollbacks)
+		return strings.Join(out, "\n") + "\n" + strings.Join(rollbacks, "\n") + "\n" + s.summary(t, name)
+	}},
+
 	{name: "a quota that allows 2 pods makes a 3-replica Deployment report ReplicaFailure", run: func(t *testing.T, s *scene) string {
 		s.kubectl(t, "create", "quota", "two-pods", "--hard=pods=2")
 		eventually(t, time.Minute, "the quota controller to count usage", func(ctx context.Context) (bool, string) {

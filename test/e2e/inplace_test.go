@@ -172,6 +172,36 @@ var inPlaceDeploymentScenarios = []scenario{
 		w.Verify(t, 10)
 		return ""
 	}},
+	{name: "an undo to a revision from before the opt-in keeps the opt-in", run: func(t *testing.T, s *scene) string {
+		s.kubectl(t, "create", "deployment", "early", "--image=nginx:1.14.2", "--replicas=4")
+		s.kubectl(t, "rollout", "status", "deployment/early", "--timeout=2m")
+		s.kubectl(t, "set", "image", "deployment/early", "nginx=nginx:1.16.1")
+		s.kubectl(t, "rollout", "status", "deployment/early", "--timeout=2m")
+		s.kubectl(t, "annotate", "deployment/early", inplace.StrategyAnnotation+"="+string(inplace.IfPossible))
+		before := s.podRecords(t, "early")
+		w := clustertest.WatchDeployment(t, s.c.Client, s.ns, "early")
+		// Revision 1's ReplicaSet was last the new one before the opt-in, so the
+		// Deployment controller never copied the opt-in to it as to a new ReplicaSet;
+		// the undo copies that ReplicaSet's annotations onto the Deployment.
+		eventually(t, time.Minute, "the opt-in on every ReplicaSet", func(context.Context) (bool, string) {
+			var have []string
+			for _, rs := range s.replicaSets(t) {
+				have = append(have, rs.Name+"="+rs.Annotations[inplace.StrategyAnnotation])
+				if rs.Annotations[inplace.StrategyAnnotation] != string(inplace.IfPossible) {
+					return false, strings.Join(have, " ")
+				}
+			}
+			return true, ""
+		})
+		s.kubectl(t, "rollout", "undo", "deployment/early", "--to-revision=1")
+		s.kubectl(t, "rollout", "status", "deployment/early", "--timeout=2m")
+		if got := s.deployment(t, "early").Annotations[inplace.StrategyAnnotation]; got != string(inplace.IfPossible) {
+			t.Errorf("after the undo %s=%q, want %s", inplace.StrategyAnnotation, got, inplace.IfPossible)
+		}
+		s.expectUpdatedInPlace(t, "early", before, "nginx:1.14.2", 1)
+		w.Verify(t, 4)
+		return ""
+	}},
 	{name: "env falls back to a rolling update; InPlaceOnly touches nothing", run: func(t *testing.T, s *scene) string {
 		s.apply(t, inPlaceDeployment("api", 4, inplace.IfPossible, "1", "1", ""))
 		before, w := s.rolledOut(t, "api")

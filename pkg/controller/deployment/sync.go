@@ -24,10 +24,12 @@ import (
 //
 // Contract, in order: a Deployment selecting everything is refused with an event; its
 // ReplicaSets are claimed (adopted by selector, released when no longer selected); a
-// Deployment being deleted only gets its status updated; pausing and resuming are
-// recorded in the Progressing condition; a paused Deployment, or one whose replicas
-// changed, is only scaled (in proportion across its ReplicaSets); otherwise its
-// strategy rolls it forward one step.
+// Deployment being deleted only gets its status updated; its kroll.dev/ settings are
+// kept on every ReplicaSet (so that an undo keeps them); pausing and resuming are
+// recorded in the Progressing condition; a paused Deployment is only scaled (in
+// proportion across its ReplicaSets); a rollback asked for by the deprecated
+// annotation is carried out; a Deployment whose replicas changed is only scaled;
+// otherwise its strategy rolls it forward one step.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -62,11 +64,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
 	}
+	if wrote, err := c.keepSettings(ctx, d, rsList); err != nil || wrote {
+		return err
+	}
 	if d, err = c.recordPause(ctx, d); err != nil {
 		return err
 	}
 	if d.Spec.Paused {
 		return c.scaleOnly(ctx, d, rsList)
+	}
+	// Not re-entrant: the ReplicaSets move on only once the annotation is gone.
+	if revision, ok := rollbackTo(d); ok {
+		return c.rollback(ctx, d, rsList, revision)
 	}
 	if scaling, err := c.isScalingEvent(ctx, d, rsList); err != nil {
 		return err
