@@ -25,6 +25,11 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	var err error
+	if kubectlPath, err = resolveKubectl(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
