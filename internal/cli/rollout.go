@@ -207,7 +207,9 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		p.screen.w = p.out
 		p.screen.show(rolloutview.Bar(prog))
 	default:
-		text = rolloutview.Line(prog) + "\n"
+		if line := rolloutview.Line(prog); line != "" {
+			text = line + "\n"
+		}
 	}
 	if text != "" && text != p.last {
 		fmt.Fprint(p.out, text)
