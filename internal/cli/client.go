@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -30,10 +32,26 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 	return f
 }
 
+// kubeconfigMissing is the one-line error for a --kubeconfig that names no file, or
+// nil. client-go's own error is a bare "stat PATH: no such file or directory", which
+// does not say which flag or what to do; kubectl's verbs print that one as kubectl does.
+func kubeconfigMissing(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("kubeconfig %s does not exist; pass --kubeconfig with the path of a kubeconfig file", path)
+	}
+	return nil
+}
+
 // client returns a clientset and the namespace to work in (-n, else the context's,
 // else "default").
 func (f *clientFlags) client() (kubernetes.Interface, string, string, error) {
 	resolveKubeconfig(f.config)
+	if err := kubeconfigMissing(*f.config.KubeConfig); err != nil {
+		return nil, "", "", err
+	}
 	cfg, err := f.config.ToRESTConfig()
 	if err != nil {
 		return nil, "", "", fmt.Errorf("no usable kubeconfig: %w; start a cluster with 'kroll up' or pass --kubeconfig", err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -143,6 +144,14 @@ func controllerManagerConfig(kubeconfig string) (cfg *rest.Config, source string
 	}
 	// Without --kubeconfig the default rules read $KUBECONFIG (a list of files, merged)
 	// or ~/.kube/config.
+	if err := kubeconfigMissing(kubeconfig); err != nil {
+		return nil, "", err
+	}
+	if env := os.Getenv("KUBECONFIG"); kubeconfig == "" && env != "" && !anyExists(filepath.SplitList(env)) {
+		// client-go skips the missing files of $KUBECONFIG and, with none left, reports
+		// "no configuration has been provided, try setting KUBERNETES_MASTER".
+		return nil, "", fmt.Errorf("$KUBECONFIG (%s) names no file that exists; set it to a kubeconfig file or pass --kubeconfig", env)
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	switch {
@@ -158,6 +167,16 @@ func controllerManagerConfig(kubeconfig string) (cfg *rest.Config, source string
 		return nil, "", fmt.Errorf("no cluster to manage: %s: %v; pass --kubeconfig or run in a pod", source, oneLine(err.Error()))
 	}
 	return cfg, source, nil
+}
+
+// anyExists tells whether any of paths names an existing file.
+func anyExists(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // checkReachable fails fast, in one line, when the API server does not answer: a

@@ -44,6 +44,9 @@ func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
 // rollout verbs, from the same flags as the kubectl verbs.
 func (k *kubectlVerbs) client() (kubernetes.Interface, string, error) {
 	resolveKubeconfig(k.config)
+	if err := kubeconfigMissing(*k.config.KubeConfig); err != nil {
+		return nil, "", err
+	}
 	ns, _, err := k.factory.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, "", err
@@ -204,7 +207,9 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		p.screen.w = p.out
 		p.screen.show(rolloutview.Bar(prog))
 	default:
-		text = rolloutview.Line(prog) + "\n"
+		if line := rolloutview.Line(prog); line != "" {
+			text = line + "\n"
+		}
 	}
 	if text != "" && text != p.last {
 		fmt.Fprint(p.out, text)

@@ -82,6 +82,10 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 		return cluster.Config{}, err
 	}
 	switch {
+	case o.dataDir == "":
+		// Not the working directory: etcd/, pki/ and a kubeconfig would land among the
+		// user's files.
+		return cluster.Config{}, errors.New("--data-dir must not be empty; pass a directory for the cluster's state, such as .kroll")
 	case o.nodes < 0:
 		return cluster.Config{}, fmt.Errorf("--nodes must be 0 or more, got %d", o.nodes)
 	case o.nodePods < 1:
@@ -151,8 +155,11 @@ func runUp(ctx context.Context, o *upOptions, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	fmt.Fprintf(stderr, "kroll: starting Kubernetes %s in %s (%d nodes, workload controllers: %s; logs: %s/kroll.log)\n",
-		cluster.KubernetesVersion, cfg.DataDir, cfg.Kubelet.Nodes, cfg.WorkloadControllers, cfg.DataDir)
+	// Printed once the data dir and the port are ours: a refused start is one line.
+	cfg.Starting = func() {
+		fmt.Fprintf(stderr, "kroll: starting Kubernetes %s in %s (%d nodes, workload controllers: %s; logs: %s/kroll.log)\n",
+			cluster.KubernetesVersion, cfg.DataDir, cfg.Kubelet.Nodes, cfg.WorkloadControllers, cfg.DataDir)
+	}
 	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {

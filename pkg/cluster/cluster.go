@@ -80,6 +80,10 @@ type Config struct {
 	APIServerArgs []string
 	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
 	ReadyTimeout time.Duration
+	// Starting, if set, is called once Start holds the data dir and the API port and
+	// before anything else happens: a command prints its "starting" line there, so a
+	// refused start (data dir in use, port busy) prints nothing but its error.
+	Starting func()
 }
 
 // Cluster is a running embedded cluster.
@@ -117,6 +121,11 @@ var inProcess sync.Mutex
 // Start brings a cluster up and returns once the API is ready, every node is Ready and
 // pods can be created in the default namespace. On any failure nothing is left running.
 func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if cfg.DataDir == "" {
+		// filepath.Abs("") is the working directory: etcd/, pki/ and a kubeconfig would
+		// land among the user's files.
+		return nil, errors.New("--data-dir must not be empty; pass a directory for the cluster's state, such as .kroll")
+	}
 	if cfg.WorkloadControllers == "" {
 		cfg.WorkloadControllers = WorkloadControllersUpstream
 	}
@@ -143,22 +152,13 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if !inProcess.TryLock() {
 		return nil, errors.New("a kroll cluster is already running in this process")
 	}
-	// The port first: a busy port must not leave a half-made data dir behind.
-	listener, err := listenAPI(cfg.Port)
+	listener, lock, err := claim(dir, cfg.Port)
 	if err != nil {
 		inProcess.Unlock()
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		listener.Close()
-		inProcess.Unlock()
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	lock, err := lockDataDir(dir)
-	if err != nil {
-		listener.Close()
-		inProcess.Unlock()
-		return nil, err
+	if cfg.Starting != nil {
+		cfg.Starting()
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -403,6 +403,39 @@ func (c *Cluster) nodesReady(ctx context.Context) bool {
 func (c *Cluster) defaultServiceAccount(ctx context.Context) bool {
 	_, err := c.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 	return err == nil
+}
+
+// claim takes what a cluster needs exclusively: the data dir's lock and the API port.
+// The data dir comes first when it exists, so that a second `kroll up` on a data dir in
+// use is told just that, even when it would also find the port busy (both ask for
+// 6443 by default). A data dir that does not exist yet has no user to find; it is
+// created only after the port is bound, so a busy port leaves nothing behind.
+func claim(dir string, port int) (net.Listener, *dataDirLock, error) {
+	var lock *dataDirLock
+	if info, err := os.Stat(dir); err == nil {
+		if !info.IsDir() {
+			return nil, nil, fmt.Errorf("data dir %s is a file, not a directory; pass a different --data-dir", dir)
+		}
+		if lock, err = lockDataDir(dir); err != nil {
+			return nil, nil, err
+		}
+	}
+	listener, err := listenAPI(port)
+	if err != nil {
+		lock.release()
+		return nil, nil, err
+	}
+	if lock == nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			listener.Close()
+			return nil, nil, fmt.Errorf("data dir: %w", err)
+		}
+		if lock, err = lockDataDir(dir); err != nil {
+			listener.Close()
+			return nil, nil, err
+		}
+	}
+	return listener, lock, nil
 }
 
 // listenAPI binds the API server's port on 127.0.0.1 now, so that a busy port is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,6 +85,82 @@ func TestListenAPI_busyPortIsNamed(t *testing.T) {
 	_, err = listenAPI(port)
 	if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)) || !strings.Contains(err.Error(), "--port 0") {
 		t.Errorf("listenAPI on a busy port: %v", err)
+	}
+}
+
+func TestClaim(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+
+	t.Run("a data dir in use is reported before a busy port", func(t *testing.T) {
+		dir := t.TempDir()
+		held, err := lockDataDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.release()
+		_, _, err = claim(dir, busyPort)
+		if err == nil || !strings.Contains(err.Error(), dir+" is in use") || strings.Contains(err.Error(), "on 127.0.0.1") {
+			t.Errorf("claim of a locked data dir on a busy port: %v; want the data dir named, not the port", err)
+		}
+	})
+
+	t.Run("a busy port leaves a new data dir uncreated", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "new")
+		_, _, err := claim(dir, busyPort)
+		if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(busyPort)) {
+			t.Errorf("claim on a busy port: %v; want the port named", err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the refused claim created %s (%v)", dir, err)
+		}
+	})
+
+	t.Run("a busy port releases an existing data dir", func(t *testing.T) {
+		dir := t.TempDir()
+		if _, _, err := claim(dir, busyPort); err == nil {
+			t.Fatal("claim on a busy port succeeded")
+		}
+		l, lock, err := claim(dir, 0)
+		if err != nil {
+			t.Fatalf("claim after a refused one: %v; the first left the data dir locked", err)
+		}
+		l.Close()
+		lock.release()
+	})
+
+	t.Run("a new data dir is created and locked", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "a", "b")
+		l, lock, err := claim(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		defer lock.release()
+		if _, err := lockDataDir(dir); err == nil || !strings.Contains(err.Error(), "is in use") {
+			t.Errorf("a claimed data dir could be locked again: %v", err)
+		}
+	})
+
+	t.Run("a file is not a data dir", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := claim(file, 0); err == nil || !strings.Contains(err.Error(), file+" is a file") {
+			t.Errorf("claim of a file: %v", err)
+		}
+	})
+}
+
+func TestStart_refusesAnEmptyDataDir(t *testing.T) {
+	_, err := Start(context.Background(), Config{DataDir: "", WorkloadControllers: WorkloadControllersNone})
+	if err == nil || !strings.Contains(err.Error(), "--data-dir must not be empty") {
+		t.Errorf("Start with an empty data dir: %v", err)
 	}
 }
 

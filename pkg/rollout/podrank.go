@@ -152,8 +152,13 @@ func IsPodReady(p *corev1.Pod) bool {
 	return false
 }
 
-// IsPodAvailable tells whether p has been Ready for more than minReadySeconds at now
-// (strictly, as upstream counts it).
+// IsPodAvailable tells whether p has been Ready for at least minReadySeconds at now:
+// readyTime + minReadySeconds <= now, as upstream's controllers count it
+// (k8s.io/kubernetes/pkg/api/v1/pod IsPodAvailable). Ready at 12:00:00 with
+// minReadySeconds 5 is available from 12:00:05 on, that instant included: the moment
+// AvailableAt names, when a controller that requeued itself for it looks again.
+// Every availability count in kroll (controllers, views, plans, test watchers) goes
+// through here, so they all agree.
 func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	if !IsPodReady(p) {
 		return false
@@ -162,7 +167,7 @@ func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 		return true
 	}
 	since := readySince(p)
-	return !since.IsZero() && since.Add(time.Duration(minReadySeconds)*time.Second).Before(now)
+	return !since.IsZero() && !since.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 
 // AvailableAt is when a Ready pod becomes available under minReadySeconds; zero when it

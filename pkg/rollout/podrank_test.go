@@ -92,8 +92,26 @@ func TestPodsToDelete_counts(t *testing.T) {
 
 func TestIsPodAvailable(t *testing.T) {
 	p := rankPod("p", readyFor(5*time.Second))
-	if !IsPodAvailable(p, 0, now) || !IsPodAvailable(p, 4, now) || IsPodAvailable(p, 5, now) {
-		t.Error("ready 5s ago: want available with minReadySeconds 0 and 4, not 5 (ready for exactly 5s is not more than 5s)")
+	for _, tc := range []struct {
+		minReadySeconds int32
+		want            bool
+	}{
+		{0, true},
+		{4, true},
+		// Upstream's controllers: readyTime + minReadySeconds <= now. Ready for exactly
+		// minReadySeconds is available.
+		{5, true},
+		{6, false},
+	} {
+		if got := IsPodAvailable(p, tc.minReadySeconds, now); got != tc.want {
+			t.Errorf("ready 5s ago, minReadySeconds %d: available %v, want %v", tc.minReadySeconds, got, tc.want)
+		}
+	}
+	if at := AvailableAt(p, 6); IsPodAvailable(p, 6, at.Add(-time.Nanosecond)) || !IsPodAvailable(p, 6, at) {
+		t.Errorf("available before AvailableAt (%s), or not at it", at)
+	}
+	if next := NextAvailable([]*corev1.Pod{p}, 5, now); !next.IsZero() {
+		t.Errorf("NextAvailable = %s for a pod available now (ready exactly minReadySeconds ago), want zero", next)
 	}
 	if IsPodAvailable(rankPod("q", notReady), 0, now) {
 		t.Error("a pod that is not ready is available")

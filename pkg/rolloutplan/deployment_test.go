@@ -91,7 +91,7 @@ func TestDeployment(t *testing.T) {
 				setImage("nginx:1.26")(d)
 				inPlaceMode(inplace.IfPossible)(d)
 			},
-			shape: "~2 | ~2 | ~2 | ~2 | ~2", inPlace: "in place", from: "1", to: "2"},
+			shape: "~2 | ~2 | ~2 | ~2 | ~2", inPlace: "applies (only images and pod metadata change)", from: "1", to: "2"},
 		{name: "InPlaceIfPossible with an env change falls back to RollingUpdate",
 			cur: web, sizes: []int32{10}, edit: func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "fast"}}

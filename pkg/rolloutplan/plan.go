@@ -84,7 +84,8 @@ type Plan struct {
 	// "spec.containers[app].env changed". Empty when nothing that matters here differs.
 	Changes []string
 	// InPlace is the verdict on an in-place update, when the changed object opts in with
-	// kroll.dev/update-strategy: "in place", "falls back to RollingUpdate: …",
+	// kroll.dev/update-strategy: "applies (…): old pods are updated where they run, …",
+	// "falls back to RollingUpdate: …",
 	// "blocked (InPlaceOnly): …". Empty otherwise, and when no old pod is left to judge.
 	InPlace string
 	// Batches are the pod operations in order; none when nothing changes, under OnDelete,
@@ -246,7 +247,9 @@ func verdictText(mode inplace.Mode, fields []string, fallback string) string {
 	case !ok:
 		return ""
 	case v.Proceeds():
-		return "in place"
+		// Next to the batches ("update 2 pods in place to …") and the totals: what
+		// in place means for the pods, which the batches do not say.
+		return "applies (only images and pod metadata change): old pods are updated where they run, keeping their names, nodes and IPs, instead of being replaced"
 	case v.Reason == inplace.ReasonBlocked:
 		return fmt.Sprintf("blocked (%s): %s cannot change in place; no pod is touched", inplace.Only, strings.Join(fields, ", "))
 	default:

@@ -62,8 +62,12 @@ type Progress struct {
 	// update revision or a DaemonSet's current ControllerRevision name.
 	Revision string `json:"revision"`
 	Phase    Phase  `json:"phase"`
-	// Desired, Updated, Ready and Available are the status's counts; Total counts the
-	// pods of every revision (a Deployment's status.replicas).
+	// Desired is the spec's replicas (a DaemonSet's: the nodes that should run it).
+	// Total, Updated, Ready and Available are counted from the snapshot's pods, as
+	// Revisions are: Total the active pods of every revision, Updated those of the
+	// latest, Ready and Available the sums of the revisions'. A header and the bars
+	// under it therefore always agree; a controller's status, written after it saw
+	// the pods, may lag behind them for a sync.
 	Desired   int32 `json:"desired"`
 	Total     int32 `json:"total"`
 	Updated   int32 `json:"updated"`
@@ -74,7 +78,8 @@ type Progress struct {
 	Target    int32  `json:"target"`
 	Partition *int32 `json:"partition,omitempty"`
 	// InPlace is the InPlaceUpdate condition's reason of an opted-in workload.
-	InPlace   string         `json:"inPlace,omitempty"`
+	InPlace string `json:"inPlace,omitempty"`
+	// Revisions are newest first, by revision number.
 	Revisions []RevisionPods `json:"revisions"`
 	// Blocking is the pod the rollout waits on, when it waits on one.
 	Blocking *Blocker `json:"blocking,omitempty"`
@@ -100,6 +105,8 @@ type RevisionPods struct {
 	Pods      int32  `json:"pods"`
 	Ready     int32  `json:"ready"`
 	Available int32  `json:"available"`
+	// number is Revision as a number, to order by: revision 10 is newer than 9.
+	number int64
 }
 
 // Blocker is a pod the rollout waits on, and why.
@@ -131,8 +138,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	p := Progress{
 		Kind: "deployment", Namespace: d.Namespace, Name: d.Name,
 		Revision: d.Annotations[history.RevisionAnnotation],
-		Desired:  rollout.DesiredReplicas(d), Total: d.Status.Replicas, Updated: d.Status.UpdatedReplicas,
-		Ready: d.Status.ReadyReplicas, Available: d.Status.AvailableReplicas,
+		Desired:  rollout.DesiredReplicas(d),
 	}
 	p.Target = p.Desired
 	var latest []*corev1.Pod
@@ -145,7 +151,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 		if !isLatest && len(pods) == 0 && rollout.SpecReplicas([]*appsv1.ReplicaSet{rs}) == 0 {
 			continue
 		}
-		p.Revisions = append(p.Revisions, revisionPods(strconv.FormatInt(history.Revision(rs), 10), rs.Name, isLatest, pods, d.Spec.MinReadySeconds, s.Now))
+		p.Revisions = append(p.Revisions, revisionPods(history.Revision(rs), rs.Name, isLatest, pods, d.Spec.MinReadySeconds, s.Now))
 	}
 	p.InPlace = conditionReason(d.Status.Conditions, func(c appsv1.DeploymentCondition) (string, string) { return string(c.Type), c.Reason })
 	p.Message, p.Done, p.Err = kubectlStatus(d, "Deployment")
@@ -167,8 +173,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 	p := Progress{
 		Kind: "statefulset", Namespace: set.Namespace, Name: set.Name, Revision: set.Status.UpdateRevision,
-		Desired: rollout.Replicas(set.Spec.Replicas), Total: set.Status.Replicas, Updated: set.Status.UpdatedReplicas,
-		Ready: set.Status.ReadyReplicas, Available: set.Status.AvailableReplicas,
+		Desired: rollout.Replicas(set.Spec.Replicas),
 	}
 	p.Target = p.Desired
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil && ru.Partition != nil && *ru.Partition > 0 {
@@ -180,7 +185,7 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 	p.Message, p.Done, p.Err = kubectlStatus(set, "StatefulSet")
 	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		p.onDelete = true
-		p.Done = p.Updated >= p.Desired && set.Status.CurrentRevision == set.Status.UpdateRevision
+		p.Done = set.Status.UpdatedReplicas >= p.Desired && set.Status.CurrentRevision == set.Status.UpdateRevision
 	}
 	if p.InPlace == inplace.ReasonBlocked && !p.Done {
 		p.Phase = Failed
@@ -192,8 +197,7 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 	p := Progress{
 		Kind: "daemonset", Namespace: ds.Namespace, Name: ds.Name,
-		Desired: ds.Status.DesiredNumberScheduled, Total: ds.Status.CurrentNumberScheduled, Updated: ds.Status.UpdatedNumberScheduled,
-		Ready: ds.Status.NumberReady, Available: ds.Status.NumberAvailable,
+		Desired: ds.Status.DesiredNumberScheduled,
 	}
 	p.Target = p.Desired
 	// A DaemonSet's current revision is its newest ControllerRevision: the controller
@@ -214,7 +218,7 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 	p.Message, p.Done, p.Err = kubectlStatus(ds, "DaemonSet")
 	if ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
 		p.onDelete = true
-		p.Done = p.Updated >= p.Desired
+		p.Done = ds.Status.UpdatedNumberScheduled >= p.Desired
 	}
 	if p.InPlace == inplace.ReasonBlocked && !p.Done {
 		p.Phase = Failed
@@ -227,10 +231,8 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 // and returns those of the latest (whose ControllerRevision is named latestName, or
 // labelled latestName for a DaemonSet).
 func (p *Progress) revisionsByHash(s Snapshot, latest string, minReadySeconds int32) []*corev1.Pod {
-	revs := append([]*appsv1.ControllerRevision(nil), s.Revisions...)
-	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision > revs[j].Revision })
 	var latestPods []*corev1.Pod
-	for _, r := range revs {
+	for _, r := range s.Revisions {
 		pods := podsOfRevision(s.Pods, r)
 		hash := r.Labels[appsv1.ControllerRevisionHashLabelKey]
 		isLatest := r.Name == latest || (hash != "" && hash == latest)
@@ -238,7 +240,7 @@ func (p *Progress) revisionsByHash(s Snapshot, latest string, minReadySeconds in
 			latestPods = pods
 		}
 		if isLatest || len(pods) > 0 {
-			p.Revisions = append(p.Revisions, revisionPods(strconv.FormatInt(r.Revision, 10), r.Name, isLatest, pods, minReadySeconds, s.Now))
+			p.Revisions = append(p.Revisions, revisionPods(r.Revision, r.Name, isLatest, pods, minReadySeconds, s.Now))
 		}
 	}
 	return latestPods
@@ -257,9 +259,28 @@ func podsOfRevision(pods []*corev1.Pod, r *appsv1.ControllerRevision) []*corev1.
 	return out
 }
 
-// finish sets what every kind computes alike: the phase unless already decided, and the
-// pod the rollout waits on.
+// finish sets what every kind computes alike: the revisions' order, the counts from
+// them, the phase unless already decided, and the pod the rollout waits on.
 func (p *Progress) finish(latest []*corev1.Pod, s Snapshot) {
+	// Newest first, by number: listed objects come in no stable order (an informer's
+	// store is a map), and a view redrawn from one snapshot to the next must not
+	// swap its rows. The name breaks a tie (ReplicaSets without a revision are all 0).
+	sort.Slice(p.Revisions, func(i, j int) bool {
+		a, b := p.Revisions[i], p.Revisions[j]
+		if a.number != b.number {
+			return a.number > b.number
+		}
+		return a.Name < b.Name
+	})
+	p.Total, p.Updated, p.Ready, p.Available = 0, 0, 0, 0
+	for _, r := range p.Revisions {
+		p.Total += r.Pods
+		p.Ready += r.Ready
+		p.Available += r.Available
+		if r.Latest {
+			p.Updated += r.Pods
+		}
+	}
 	if p.Phase == "" {
 		p.Phase = Progressing
 		if p.Done && (p.Err == nil || p.onDelete) {
@@ -346,8 +367,8 @@ func kubectlStatus(obj runtime.Object, kind string) (string, bool, error) {
 	return strings.TrimSuffix(msg, "\n"), done, err
 }
 
-func revisionPods(revision, name string, latest bool, pods []*corev1.Pod, minReadySeconds int32, now time.Time) RevisionPods {
-	r := RevisionPods{Revision: revision, Name: name, Latest: latest}
+func revisionPods(revision int64, name string, latest bool, pods []*corev1.Pod, minReadySeconds int32, now time.Time) RevisionPods {
+	r := RevisionPods{Revision: strconv.FormatInt(revision, 10), number: revision, Name: name, Latest: latest}
 	for _, p := range pods {
 		if !rollout.IsPodActive(p) {
 			continue

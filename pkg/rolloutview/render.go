@@ -9,10 +9,12 @@ import (
 )
 
 // Line is the plain, one-line form for logs and pipes: kubectl's own status line, and
-// the pod the rollout waits on when there is one.
+// the pod the rollout waits on when there is one. A rollout that ends in an error
+// (p.Err) has no line: kubectl prints that error once, on stderr, and so does the
+// caller.
 func Line(p Progress) string {
 	if p.Err != nil {
-		return "error: " + p.Err.Error()
+		return ""
 	}
 	if p.Blocking != nil && !p.Done {
 		return fmt.Sprintf("%s (waiting on %s)", p.Message, p.Blocking)
@@ -31,6 +33,8 @@ const barWidth = 30
 //	  rev 2  web-6f9c7d  ███████▒▒▒▒▒░░░░░░░░░░░░░░░░░  5 pods, 3 available
 //	  rev 1  web-5d8f4b  ███████████████░░░░░░░░░░░░░░░  5 pods, 5 available
 //	  waiting on web-6f9c7d-abcde: ImagePullBackOff
+//
+// p.Err is not drawn: the caller reports it once, on stderr, under the last frame.
 func Bar(p Progress) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s  revision %s  %s  %d/%d updated  %d/%d available", p.Kind, p.Name, shortRevision(p.Revision), p.Phase, p.Updated, p.Target, p.Available, p.Desired)
@@ -48,10 +52,7 @@ func Bar(p Progress) string {
 	for _, r := range p.Revisions {
 		fmt.Fprintf(&b, "  rev %-3s %-*s  %s  %s, %d available\n", r.Revision, nameWidth, r.Name, bar(r.Available, r.Pods, p.Desired), pods(r.Pods), r.Available)
 	}
-	switch {
-	case p.Err != nil:
-		fmt.Fprintf(&b, "  error: %v\n", p.Err)
-	case p.Blocking != nil:
+	if p.Blocking != nil {
 		fmt.Fprintf(&b, "  waiting on %s", p.Blocking)
 		if p.Blocking.Message != "" {
 			fmt.Fprintf(&b, " (%s)", firstLine(p.Blocking.Message, 100))

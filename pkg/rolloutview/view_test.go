@@ -309,6 +309,44 @@ func TestProgress(t *testing.T) {
 	}
 }
 
+// A redrawn bar must not move: its rows are newest first by revision number, however
+// the ReplicaSets were listed (an informer's store lists them in map order), and its
+// header counts are the sums of the rows, however far the Deployment's status lags.
+func TestBar_oneOrderAndOneSourceWhateverTheListing(t *testing.T) {
+	s := midRollout()
+	d := s.Object.(*appsv1.Deployment)
+	d.Annotations[history.RevisionAnnotation] = "10"
+	s.ReplicaSets[0].Annotations[history.RevisionAnnotation] = "9"
+	s.ReplicaSets[1].Annotations[history.RevisionAnnotation] = "10"
+	// The status of a sync ago: 2 new pods have become available since.
+	d.Status.UpdatedReplicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 5, 6, 6
+	want := `deployment/web  revision 10  Progressing  5/10 updated  8/10 available
+  rev 10  web-6f9c7d  █████████▒▒▒▒▒▒░░░░░░░░░░░░░░░  5 pods, 3 available
+  rev 9   web-5d8f4b  ███████████████░░░░░░░░░░░░░░░  5 pods, 5 available
+  waiting on web-6f9c7d-defgh: ImagePullBackOff (Back-off pulling image "nginx:bad")
+`
+	for _, order := range [][]int{{0, 1}, {1, 0}} {
+		listed := s
+		listed.ReplicaSets = []*appsv1.ReplicaSet{s.ReplicaSets[order[0]], s.ReplicaSets[order[1]]}
+		listed.Pods = append([]*corev1.Pod(nil), s.Pods...)
+		if order[0] == 1 {
+			for i, j := 0, len(listed.Pods)-1; i < j; i, j = i+1, j-1 {
+				listed.Pods[i], listed.Pods[j] = listed.Pods[j], listed.Pods[i]
+			}
+		}
+		p, err := ProgressOf(listed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Bar(p); got != want {
+			t.Errorf("ReplicaSets listed as %v:\n%s\nwant\n%s", order, got, want)
+		}
+		if p.Total != 10 || p.Ready != 8 {
+			t.Errorf("ReplicaSets listed as %v: total %d, ready %d; want 10, 8 (the pods')", order, p.Total, p.Ready)
+		}
+	}
+}
+
 func TestETA(t *testing.T) {
 	p := Progress{Phase: Progressing, Target: 10}
 	tests := []struct {

@@ -176,7 +176,7 @@ spec:
 			return append(out, "-n", "cli", "--kubeconfig", c.KubeconfigPath)
 		}
 		code, got, gotErr := kroll.runIn("", env, args("a")...)
-		cmd := exec.Command("kubectl", args("b")...)
+		cmd := exec.Command(kubectlPath, args("b")...)
 		cmd.Env = append(os.Environ(), env...)
 		var want, wantErr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &want, &wantErr
@@ -187,8 +187,9 @@ spec:
 		swapped := strings.NewReplacer("deployment.apps/b", "deployment.apps/a", "configmap/b", "configmap/a", "b-config", "a-config",
 			"app=b", "app=a", "horizontalpodautoscaler.autoscaling/b", "horizontalpodautoscaler.autoscaling/a").Replace(want.String())
 		// kubectl 1.36, whose code kroll embeds, names the namespace of what it deleted;
-		// the kubectl on the PATH may be older.
+		// the kubectl the scenarios drive may be older.
 		got = strings.ReplaceAll(got, " deleted from cli namespace\n", " deleted\n")
+		swapped = strings.ReplaceAll(swapped, " deleted from cli namespace\n", " deleted\n")
 		if step[0] == "describe" {
 			// Only names differ; describe prints none of the twins' but the object's own.
 			swapped = strings.ReplaceAll(want.String(), "b-config", "a-config")
@@ -369,8 +370,11 @@ spec:
 	kroll.must("patch", "deployment", "stuck", "-p", `{"spec":{"progressDeadlineSeconds":3}}`)
 	kroll.must("set", "image", "deployment/stuck", "nginx=nginx:nonexistent")
 	code, out, errOut := kroll.run("rollout", "status", "deployment/stuck", "--timeout=60s")
-	if code != 1 || !strings.Contains(errOut, `deployment "stuck" exceeded its progress deadline`) || !strings.Contains(out, ": ImagePullBackOff)") && !strings.Contains(out, ": ErrImagePull)") {
+	if code != 1 || errOut != "kroll: deployment \"stuck\" exceeded its progress deadline\n" || !strings.Contains(out, ": ImagePullBackOff)") && !strings.Contains(out, ": ErrImagePull)") {
 		t.Errorf("status of a stuck rollout: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(out, "exceeded") {
+		t.Errorf("status of a stuck rollout printed its error on stdout too (kubectl prints it once, on stderr):\n%s", out)
 	}
 	var stuck struct {
 		Phase    string `json:"phase"`

@@ -24,19 +24,15 @@ import (
 // kubectlTimeout bounds every kubectl invocation.
 const kubectlTimeout = 2 * time.Minute
 
-// kubectl runs the real kubectl against kubeconfig and returns its combined output.
+// kubectl runs the real kubectl (kubectlPath) against kubeconfig and returns its combined output.
 func kubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not on PATH; these scenarios drive the real kubectl")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	t.Logf("$ kubectl %s\n%s", strings.Join(args, " "), out.String())
 	return out.String(), err
 }

@@ -25,6 +25,11 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	var err error
+	if kubectlPath, err = resolveKubectl(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
@@ -140,9 +145,16 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // runKroll runs kroll to completion and returns its exit code and stderr.
 func runKroll(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
+	return runKrollIn(t, "", bin, args...)
+}
+
+// runKrollIn is runKroll in working directory dir ("" for the test's).
+func runKrollIn(t *testing.T, dir, bin string, args ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -190,15 +202,17 @@ func TestKrollUp(t *testing.T) {
 	}
 	mustKubectl(t, kubeconfig, "create", "configmap", "survivor", "--from-literal=k=v")
 
-	t.Run("a second kroll up on the same data dir is refused", func(t *testing.T) {
-		code, stderr := runKroll(t, bin, append([]string{"up"}, args...)...)
-		if code != 1 || !strings.Contains(stderr, "is in use") || !strings.Contains(stderr, dataDir) {
-			t.Errorf("exit %d, stderr %q; want 1 and a message naming the data dir in use", code, stderr)
+	port := strings.TrimPrefix(strings.Fields(strings.SplitN(up.out(), "\n", 2)[0])[2], "https://127.0.0.1:")
+	t.Run("a second kroll up on the same data dir is refused in one line, before the port", func(t *testing.T) {
+		// The same port too, as two `kroll up` with the default --port would ask for:
+		// the data dir in use is what the user needs to hear about.
+		code, stderr := runKroll(t, bin, append(append([]string{"up"}, args...), "--port", port)...)
+		if code != 1 || !strings.HasPrefix(stderr, "kroll: data dir "+dataDir+" is in use") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("exit %d, stderr %q; want exit 1 and one line naming the data dir in use", code, stderr)
 		}
 	})
 
 	t.Run("a busy port is refused, naming the port, leaving nothing behind", func(t *testing.T) {
-		port := strings.TrimPrefix(strings.Fields(strings.SplitN(up.out(), "\n", 2)[0])[2], "https://127.0.0.1:")
 		other := filepath.Join(t.TempDir(), "other")
 		code, stderr := runKroll(t, bin, "up", "--data-dir", other, "--port", port)
 		if code != 1 || !strings.Contains(stderr, "port "+port) || !strings.Contains(stderr, "already in use") {
@@ -206,6 +220,17 @@ func TestKrollUp(t *testing.T) {
 		}
 		if _, err := os.Stat(other); !os.IsNotExist(err) {
 			t.Errorf("the refused kroll up created %s", other)
+		}
+	})
+
+	t.Run("an empty --data-dir is refused, writing nothing in the working directory", func(t *testing.T) {
+		wd := t.TempDir()
+		code, stderr := runKrollIn(t, wd, bin, "up", "--data-dir", "", "--port", "0")
+		if code != 1 || stderr != "kroll: --data-dir must not be empty; pass a directory for the cluster's state, such as .kroll\n" {
+			t.Errorf("exit %d, stderr %q; want exit 1 and one line", code, stderr)
+		}
+		if entries, _ := os.ReadDir(wd); len(entries) != 0 {
+			t.Errorf("kroll up --data-dir \"\" wrote %d entries into the working directory, first %s", len(entries), entries[0].Name())
 		}
 	})
 

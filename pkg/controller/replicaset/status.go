@@ -13,7 +13,7 @@ import (
 
 // CalculateStatus is rs's status for its active and terminating pods at now:
 // replicas (active pods), fullyLabeledReplicas (carrying every template label),
-// readyReplicas, availableReplicas (ready for more than minReadySeconds, and not
+// readyReplicas, availableReplicas (ready for at least minReadySeconds, and not
 // about to restart on images an in-place update just set: see inplace.Restarting),
 // terminatingReplicas, and a ReplicaFailure condition while resizeErr is set
 // (FailedCreate when pods were missing, FailedDelete when there were too many).
