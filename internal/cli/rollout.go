@@ -157,7 +157,7 @@ in place), the timeout passed, or the workload is not found.`,
 			err = ref.watchSnapshots(ctx, client, s.print)
 			switch {
 			case errors.Is(err, context.DeadlineExceeded):
-				return fmt.Errorf("timed out waiting for the condition")
+				return kubectlError{errors.New("timed out waiting for the condition")}
 			case errors.Is(err, context.Canceled):
 				return fmt.Errorf("interrupted: %s is still rolling out", ref)
 			}
@@ -217,7 +217,7 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 	}
 	switch {
 	case prog.Err != nil:
-		return true, prog.Err
+		return true, kubectlError{prog.Err}
 	case prog.Done:
 		if p.terminal {
 			fmt.Fprintln(p.out, prog.Message)

@@ -28,8 +28,8 @@ func TestRolloutStatus_aFailureIsReportedOnce(t *testing.T) {
 		var out bytes.Buffer
 		p := statusPrinter{out: &out, terminal: form == "terminal"}
 		done, err := p.print(rolloutview.Snapshot{Object: d, Now: time.Now()})
-		if !done || err == nil || err.Error() != `deployment "web" exceeded its progress deadline` {
-			t.Errorf("%s: done %v, err %v; want done and kubectl's error", form, done, err)
+		if !done || err == nil || errorLine(err) != `error: deployment "web" exceeded its progress deadline` {
+			t.Errorf("%s: done %v, err %v; want done and kubectl's error line", form, done, err)
 		}
 		if strings.Contains(out.String(), "exceeded") {
 			t.Errorf("%s: the error is on stdout too:\n%s", form, out.String())

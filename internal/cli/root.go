@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,11 +29,28 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	root := NewRootCommand(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintf(stderr, "kroll: %s\n", oneLine(err.Error()))
+		fmt.Fprintln(stderr, errorLine(err))
 		return 1
 	}
 	return 0
 }
+
+// errorLine is how Main reports err: "kroll: ...", or kubectl's "error: ..." for a
+// kubectlError.
+func errorLine(err error) string {
+	prefix := "kroll"
+	if errors.As(err, new(kubectlError)) {
+		prefix = "error" // a verb that prints kubectl's lines fails with kubectl's line
+	}
+	return prefix + ": " + oneLine(err.Error())
+}
+
+// kubectlError is an error kubectl reports the same way for the same verb (a rollout
+// past its progress deadline, a timed-out watch): Main prints it as kubectl does,
+// "error: ...", where kroll's own errors are "kroll: ...".
+type kubectlError struct{ error }
+
+func (e kubectlError) Unwrap() error { return e.error }
 
 // NewRootCommand builds the kroll command tree.
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {

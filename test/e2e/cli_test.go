@@ -370,7 +370,7 @@ spec:
 	kroll.must("patch", "deployment", "stuck", "-p", `{"spec":{"progressDeadlineSeconds":3}}`)
 	kroll.must("set", "image", "deployment/stuck", "nginx=nginx:nonexistent")
 	code, out, errOut := kroll.run("rollout", "status", "deployment/stuck", "--timeout=60s")
-	if code != 1 || errOut != "kroll: deployment \"stuck\" exceeded its progress deadline\n" || !strings.Contains(out, ": ImagePullBackOff)") && !strings.Contains(out, ": ErrImagePull)") {
+	if code != 1 || errOut != "error: deployment \"stuck\" exceeded its progress deadline\n" || !strings.Contains(out, ": ImagePullBackOff)") && !strings.Contains(out, ": ErrImagePull)") {
 		t.Errorf("status of a stuck rollout: exit %d\n%s%s", code, out, errOut)
 	}
 	if strings.Contains(out, "exceeded") {
