@@ -314,7 +314,7 @@ var deploymentScenarios = []scenario{
 		return rsName.ReplaceAllString(s.summary(t, "nginx-deployment"), "rs ")
 	}},
 
-	{name: "the deprecated rollbackTo annotation rolls back, or says why not", run: func(t *testing.T, s *scene) string {
+	{name: "the deprecated rollbackTo annotation rolls back or says why not", run: func(t *testing.T, s *scene) string {
 		const name = "nginx-deployment"
 		s.apply(t, nginxDeployment)
 		s.kubectl(t, "rollout", "status", "deployment/"+name, "--timeout=60s")
