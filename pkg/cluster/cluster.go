@@ -1,7 +1,8 @@
 // Package cluster runs a whole Kubernetes control plane in one process: etcd
 // (go.etcd.io/etcd/server/v3/embed) and the real kube-apiserver, kube-scheduler and
-// kube-controller-manager from k8s.io/kubernetes, plus simulated nodes (package kubelet)
-// and, optionally, kroll's workload controllers. It is the only package of kroll that
+// kube-controller-manager from k8s.io/kubernetes, plus simulated nodes (package kubelet),
+// simulated dynamic storage (package storage) and, optionally, kroll's workload
+// controllers. It is the only package of kroll that
 // imports k8s.io/kubernetes.
 //
 // One process holds at most one cluster at a time: the upstream components keep some
@@ -210,6 +211,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if err := c.startComponents(); err != nil {
 		return nil, err
+	}
+	if err := c.startStorage(ctx); err != nil {
+		return nil, fmt.Errorf("simulated storage: %w", err)
 	}
 	if err := c.waitFor(ctx, fmt.Sprintf("%d nodes to be Ready", cfg.Kubelet.Nodes), c.nodesReady); err != nil {
 		return nil, err

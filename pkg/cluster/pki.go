@@ -34,6 +34,8 @@ var (
 	identityKubelet = identity{file: "kubelet", cn: "kroll:kubelet", orgs: []string{"system:masters"}}
 	// kroll's workload controllers.
 	identityControllers = identity{file: "kroll-controllers", cn: "kroll:controller-manager", orgs: []string{"system:masters"}}
+	// The simulated storage provisioner: no group, only the ClusterRole storage.go binds.
+	identityStorage = identity{file: "storage-provisioner", cn: "kroll:storage-provisioner"}
 )
 
 type identity struct {
@@ -85,7 +87,7 @@ func (p pki) ensure(serviceIP net.IP) error {
 	if err := p.ensureSigned(p.servingCert(), p.servingKey(), serving, ca, caKey); err != nil {
 		return err
 	}
-	for _, id := range []identity{identityAdmin, identityControllerManager, identityScheduler, identityKubelet, identityControllers} {
+	for _, id := range []identity{identityAdmin, identityControllerManager, identityScheduler, identityKubelet, identityControllers, identityStorage} {
 		tmpl := &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.cn, Organization: id.orgs},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

@@ -7,7 +7,9 @@
 // Ready (gated by the pod's readiness gates), restarts of a container whose image
 // changed in place, termination within a capped grace period followed by the kubelet's
 // final zero-grace delete. Fault rules make chosen images never pull, crash-loop, never
-// become ready, or become ready late, so failed rollouts reproduce.
+// become ready, or become ready late, so failed rollouts reproduce. A pod whose claims are
+// not bound to volumes usable on its node waits in ContainerCreating with FailedMount
+// events until they are (volumes.go).
 //
 // # Why not kwok
 //

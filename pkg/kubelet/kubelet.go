@@ -41,6 +41,8 @@ type Kubelet struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 	podLister corelisters.PodLister
 	informer  cache.SharedIndexInformer
+	// volumes holds pods back until their claims can be mounted (volumes.go).
+	volumes *volumeGate
 
 	mu     sync.Mutex
 	clocks map[types.UID]*podClock
@@ -93,6 +95,9 @@ func New(cfg Config, podClient, heartbeatClient kubernetes.Interface) (*Kubelet,
 	if err != nil {
 		return nil, err
 	}
+	if k.volumes, err = newVolumeGate(k, podClient); err != nil {
+		return nil, err
+	}
 	return k, nil
 }
 
@@ -104,8 +109,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return err
 	}
 	go k.heartbeats(ctx)
+	k.volumes.start(ctx, k.client)
 	go k.informer.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), append(k.volumes.synced, k.informer.HasSynced)...) {
 		return ctx.Err()
 	}
 	var wg sync.WaitGroup
@@ -150,6 +156,7 @@ func (k *Kubelet) forget(obj any) {
 	delete(k.writtenFrom, pod.UID)
 	k.mu.Unlock()
 	k.ipam.release(pod.UID)
+	k.volumes.forget(pod.UID)
 }
 
 func (k *Kubelet) processNext(ctx context.Context) bool {
@@ -221,7 +228,10 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 	if !ok {
 		return 0, k.reject(ctx, pod, "OutOfpods", "Pod was rejected: Node didn't have enough resource: pods")
 	}
-	status, due := k.sim.podStatus(pod, clk, addresses{hostIP: hostIP, podIP: podIP}, now)
+	status, due, held := k.holdForVolumes(pod, clk, hostIP, now)
+	if !held {
+		status, due = k.sim.podStatus(pod, clk, addresses{hostIP: hostIP, podIP: podIP}, now)
+	}
 	if !equality.Semantic.DeepEqual(status, pod.Status) {
 		written, err := k.patchStatus(ctx, pod, &status)
 		if err != nil {
