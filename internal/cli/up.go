@@ -30,6 +30,8 @@ type upOptions struct {
 	kubelet             kubelet.Config
 	faults              []string
 	faultRulesFile      string
+	imageCatalog        string
+	unknownImages       string
 	etcdNoFsync         bool
 	verbosity           int
 }
@@ -70,6 +72,10 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 	f.StringArrayVar(&o.faults, "fault", nil,
 		"IMAGE-GLOB=FAULT: containers of matching images misbehave; FAULT is ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None (repeatable; per pod: annotation "+kubelet.AnnotationFault+")")
 	f.StringVar(&o.faultRulesFile, "fault-rules", "", "YAML file of fault rules: {rules: [{image: GLOB, fault: FAULT}]}, applied after --fault")
+	f.StringVar(&o.imageCatalog, "image-catalog", "",
+		"YAML file of repositories and the tags they have, added to the built-in catalogue: {repositories: [{name: REPOSITORY, tags: [TAG, ...]}]}; a tag of a catalogued repository that is not listed fails to pull")
+	f.StringVar(&o.unknownImages, "unknown-images", string(kubelet.UnknownImagesPull),
+		"images of repositories no catalogue lists: pull (any tag exists) or fail (as a registry without the repository)")
 	f.BoolVar(&o.etcdNoFsync, "etcd-unsafe-no-fsync", false, "skip etcd's fsyncs: faster, but a machine crash can lose the cluster")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity of the components (logs go to <data-dir>/kroll.log)")
 	return cmd
@@ -123,6 +129,19 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 		rules = append(rules, more...)
 	}
 	if k.Faults, err = kubelet.NewFaultRules(rules...); err != nil {
+		return cluster.Config{}, err
+	}
+	unknown, err := kubelet.ParseUnknownImages(o.unknownImages)
+	if err != nil {
+		return cluster.Config{}, fmt.Errorf("--unknown-images must be pull or fail, got %q", o.unknownImages)
+	}
+	var catalog []kubelet.CatalogRepository
+	if o.imageCatalog != "" {
+		if catalog, err = kubelet.LoadImageCatalogFile(o.imageCatalog); err != nil {
+			return cluster.Config{}, err
+		}
+	}
+	if k.Registry, err = kubelet.NewRegistry(unknown, catalog...); err != nil {
 		return cluster.Config{}, err
 	}
 	if err := k.Validate(); err != nil {

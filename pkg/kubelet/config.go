@@ -40,6 +40,10 @@ type Config struct {
 	CrashLoopBackOff time.Duration
 	// Faults decides which containers misbehave; nil means DefaultFaultRules only.
 	Faults *FaultRules
+	// Registry is the image registry the nodes pull from: which tags of which
+	// repositories exist; nil means DefaultRegistry() (the built-in catalogue, other
+	// repositories pulling).
+	Registry *Registry
 	// PodWorkers is how many pods are synced in parallel.
 	PodWorkers int
 	// LeaseDuration and LeaseRenewInterval are the node heartbeat settings (kubelet: 40s, 10s).

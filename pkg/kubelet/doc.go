@@ -3,13 +3,25 @@
 //
 // It registers Nodes and keeps their heartbeat (a Lease in kube-node-lease every 10s,
 // and the Ready condition) fresh, and moves every pod bound to them through the
-// lifecycle a real kubelet reports: ContainerCreating for a startup delay, Running and
-// Ready (gated by the pod's readiness gates), restarts of a container whose image
-// changed in place, termination within a capped grace period followed by the kubelet's
-// final zero-grace delete. Fault rules make chosen images never pull, crash-loop, never
-// become ready, or become ready late, so failed rollouts reproduce. A pod whose claims are
-// not bound to volumes usable on its node waits in ContainerCreating with FailedMount
-// events until they are (volumes.go).
+// lifecycle a real kubelet reports, as strictly as a real one:
+//   - Admission (admission.go): a pod is admitted once, when first seen, against its
+//     node's allocatable and the pods the node already runs, with the kubelet's checks
+//     in its order; a pod the node cannot run (OutOfcpu, OutOfmemory, OutOfpods,
+//     NodePorts, NodeAffinity, TaintToleration, …) is Failed with the kubelet's reason
+//     and message and a Warning event, and no container starts.
+//   - Image pulls (registry.go, catalog.yaml): a catalogue of well-known repositories and
+//     their tags; a tag it does not list fails ErrImagePull, then ImagePullBackOff, with
+//     the pull retried under back-off. Other repositories pull (or fail, if so configured).
+//   - Volumes (volumes.go): a pod whose claims are not bound to volumes usable on its
+//     node waits in ContainerCreating, with FailedMount events, until they are.
+//   - Running: ContainerCreating for a startup delay, Running and Ready (gated by the
+//     pod's readiness gates), restarts of a container whose image changed in place.
+//   - Termination (termination.go): a deleted pod serves until its grace period (capped)
+//     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
+//     and is deleted with a zero grace period; a finalizer keeps it with that status.
+//
+// Fault rules make chosen images never pull, crash-loop, never become ready, or become
+// ready late, so failed rollouts reproduce.
 //
 // # Why not kwok
 //
@@ -33,8 +45,10 @@
 //
 // # Design
 //
-// One informer watches bound pods (spec.nodeName != ""); a workqueue with PodWorkers
-// workers syncs them. Each sync computes the status the pod should report now from its
+// One informer watches bound pods (spec.nodeName != ""), another the simulated nodes
+// (their labels and taints matter to admission); a workqueue with PodWorkers workers
+// syncs the pods. Admission is serialised per node; a restarted simulator admits the
+// pods it finds oldest first, as a restarted kubelet does. Each sync computes the status the pod should report now from its
 // spec, its current status and a small per-pod clock, writes it with one strategic-merge
 // patch of the kubelet-owned fields (guarded by the pod's UID) only if it changed, and
 // re-queues the pod for the instant it next changes by itself. There is no polling:

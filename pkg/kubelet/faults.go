@@ -15,7 +15,8 @@ import (
 type FaultKind string
 
 const (
-	// FaultNone runs the container normally; a rule with it overrides later rules.
+	// FaultNone runs the container normally; a rule with it overrides later rules and
+	// the image catalogue (the image pulls even if the catalogue does not list its tag).
 	FaultNone FaultKind = "None"
 	// FaultImagePull never pulls: waiting ErrImagePull, then ImagePullBackOff; never Ready.
 	FaultImagePull FaultKind = "ImagePullBackOff"
@@ -139,20 +140,28 @@ func LoadFaultRulesFile(path string) ([]FaultRule, error) {
 // For returns the fault of container c of pod: the pod's AnnotationFault if set,
 // otherwise the first matching rule; FaultNone when nothing applies.
 func (fr *FaultRules) For(pod *corev1.Pod, image string) Fault {
+	f, _ := fr.lookup(pod, image)
+	return f
+}
+
+// lookup is For, also telling whether the fault was asked for (by the annotation or a
+// rule) rather than the FaultNone of nothing applying: an asked-for None overrides the
+// image catalogue, the default one does not.
+func (fr *FaultRules) lookup(pod *corev1.Pod, image string) (Fault, bool) {
 	if v, ok := pod.Annotations[AnnotationFault]; ok {
 		if f, err := ParseFault(v); err == nil {
-			return f
+			return f, true
 		}
 	}
 	if fr == nil {
-		return Fault{Kind: FaultNone}
+		return Fault{Kind: FaultNone}, false
 	}
 	for _, r := range fr.rules {
 		if r.pattern.MatchString(image) {
-			return r.fault
+			return r.fault, true
 		}
 	}
-	return Fault{Kind: FaultNone}
+	return Fault{Kind: FaultNone}, false
 }
 
 func globToRegexp(glob string) *regexp.Regexp {

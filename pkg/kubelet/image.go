@@ -35,3 +35,14 @@ func containerID(podUID, container string, instance int32) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%d", podUID, container, instance)))
 	return "containerd://" + hex.EncodeToString(sum[:])
 }
+
+// withDefaultTag is the image as the kubelet names it in its messages: as written, with
+// ":latest" added when it has neither tag nor digest ("nginx" → "nginx:latest",
+// "nginx:1.161" unchanged).
+func withDefaultTag(image string) string {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil || !reference.IsNameOnly(named) {
+		return image
+	}
+	return image + ":latest"
+}

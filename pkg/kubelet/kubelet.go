@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -13,12 +14,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -43,6 +48,14 @@ type Kubelet struct {
 	informer  cache.SharedIndexInformer
 	// volumes holds pods back until their claims can be mounted (volumes.go).
 	volumes *volumeGate
+	// nodeLister sees the nodes as users changed them (labels, taints) for admission.
+	nodeLister   corelisters.NodeLister
+	nodeInformer cache.SharedIndexInformer
+	// pods is, per node, what its kubelet admitted; fixed at New, so read without a lock.
+	pods map[string]*nodePods
+	// events records what each node's kubelet reports as events (a rejection).
+	events    record.EventBroadcaster
+	recorders map[string]record.EventRecorder
 
 	mu     sync.Mutex
 	clocks map[types.UID]*podClock
@@ -65,11 +78,15 @@ func New(cfg Config, podClient, heartbeatClient kubernetes.Interface) (*Kubelet,
 			return nil, err
 		}
 	}
+	registry := cfg.Registry
+	if registry == nil {
+		registry = DefaultRegistry()
+	}
 	k := &Kubelet{
 		cfg:         cfg,
 		client:      podClient,
 		heartbeat:   heartbeatClient,
-		sim:         simulator{startupDelay: cfg.PodStartupDelay, crashBackOff: cfg.CrashLoopBackOff, faults: faults},
+		sim:         simulator{startupDelay: cfg.PodStartupDelay, crashBackOff: cfg.CrashLoopBackOff, faults: faults, registry: registry},
 		ipam:        newIPAM(),
 		nodeIndex:   map[string]int{},
 		leases:      map[string]*coordinationv1.Lease{},
@@ -77,10 +94,20 @@ func New(cfg Config, podClient, heartbeatClient kubernetes.Interface) (*Kubelet,
 		writtenFrom: map[types.UID]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-pods"}),
+		pods:      map[string]*nodePods{},
+		events:    record.NewBroadcaster(),
+		recorders: map[string]record.EventRecorder{},
 	}
 	for i := cfg.FirstNode; i < cfg.FirstNode+cfg.Nodes; i++ {
-		k.nodeIndex[NodeName(i)] = i
+		name := NodeName(i)
+		k.nodeIndex[name] = i
+		k.pods[name] = newNodePods()
+		k.recorders[name] = k.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name})
 	}
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(podClient, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelSimulated + "=true"
+	}))
+	k.nodeInformer, k.nodeLister = nodeFactory.Core().V1().Nodes().Informer(), nodeFactory.Core().V1().Nodes().Lister()
 	// Only bound pods concern a kubelet; the field selector keeps the rest out of memory.
 	factory := informers.NewSharedInformerFactoryWithOptions(podClient, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
@@ -109,11 +136,15 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return err
 	}
 	go k.heartbeats(ctx)
-	k.volumes.start(ctx, k.client)
+	k.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+	defer k.events.Shutdown()
+	k.volumes.start(ctx)
+	go k.nodeInformer.Run(ctx.Done())
 	go k.informer.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), append(k.volumes.synced, k.informer.HasSynced)...) {
+	if !cache.WaitForCacheSync(ctx.Done(), append(k.volumes.synced, k.informer.HasSynced, k.nodeInformer.HasSynced)...) {
 		return ctx.Err()
 	}
+	k.admitExisting()
 	var wg sync.WaitGroup
 	for i := 0; i < k.cfg.PodWorkers; i++ {
 		wg.Add(1)
@@ -157,6 +188,39 @@ func (k *Kubelet) forget(obj any) {
 	k.mu.Unlock()
 	k.ipam.release(pod.UID)
 	k.volumes.forget(pod.UID)
+	if n, ours := k.pods[pod.Spec.NodeName]; ours {
+		n.forget(pod.UID)
+	}
+}
+
+// admitExisting admits the pods already bound to our nodes when the simulator starts
+// (a resumed cluster), oldest first, as a restarted kubelet does, so that their age and
+// not the order in which workers happen to reach them decides which ones fit. A pod
+// being deleted is among them: until its containers have stopped it holds its resources.
+func (k *Kubelet) admitExisting() {
+	all, err := k.podLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	var pods []*corev1.Pod
+	for _, p := range all {
+		if _, ours := k.pods[p.Spec.NodeName]; ours && !isTerminal(p.Status.Phase) {
+			pods = append(pods, p)
+		}
+	}
+	byCreation(pods)
+	for _, p := range pods {
+		k.pods[p.Spec.NodeName].admitOnce(k.node(p.Spec.NodeName), p)
+	}
+}
+
+// node is the current Node object of one of our nodes, for admission: as registered
+// until the informer has it.
+func (k *Kubelet) node(name string) *corev1.Node {
+	if n, err := k.nodeLister.Get(name); err == nil {
+		return n
+	}
+	return k.desiredNode(k.nodeIndex[name])
 }
 
 func (k *Kubelet) processNext(ctx context.Context) bool {
@@ -219,6 +283,17 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 	if pod.DeletionTimestamp != nil {
 		return k.finishDeletion(ctx, pod, clk, now)
 	}
+	node := k.pods[pod.Spec.NodeName]
+	if isTerminal(pod.Status.Phase) {
+		// Its containers have stopped for good (it completed, or was rejected): it
+		// holds no resources and no IP any more; its status stays as it is.
+		node.release(pod.UID)
+		k.ipam.release(pod.UID)
+		return 0, nil
+	}
+	if verdict := node.admitOnce(k.node(pod.Spec.NodeName), pod); verdict.rejected {
+		return 0, k.reject(ctx, pod, verdict, now)
+	}
 
 	podIP, ok := k.ipam.podIP(pod.Spec.NodeName, pod.UID, pod.Status.PodIP)
 	hostIP := k.ipam.hostIP(pod.Spec.NodeName)
@@ -226,25 +301,16 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 		podIP, ok = hostIP, true
 	}
 	if !ok {
-		return 0, k.reject(ctx, pod, "OutOfpods", "Pod was rejected: Node didn't have enough resource: pods")
+		// Admission keeps the pods of a node within its CIDR, so this is a transient
+		// state: like a sandbox whose network is not ready, the pod waits and is retried.
+		return 0, fmt.Errorf("no free pod IP on node %s for pod %s/%s", pod.Spec.NodeName, pod.Namespace, pod.Name)
 	}
 	status, due, held := k.holdForVolumes(pod, clk, hostIP, now)
 	if !held {
 		status, due = k.sim.podStatus(pod, clk, addresses{hostIP: hostIP, podIP: podIP}, now)
 	}
-	if !equality.Semantic.DeepEqual(status, pod.Status) {
-		written, err := k.patchStatus(ctx, pod, &status)
-		if err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-				return 0, nil // gone, or replaced by a pod of the same name
-			}
-			return 0, err
-		}
-		k.mu.Lock()
-		if written.ResourceVersion != pod.ResourceVersion {
-			k.writtenFrom[pod.UID] = pod.ResourceVersion
-		}
-		k.mu.Unlock()
+	if err := k.writeStatus(ctx, pod, &status); err != nil {
+		return 0, err
 	}
 	k.mu.Lock()
 	if _, alive := k.clocks[pod.UID]; alive {
@@ -257,12 +323,53 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 	return max(due.Sub(now), time.Millisecond), nil
 }
 
-// finishDeletion does what a kubelet does for a pod being deleted: it stops the
-// containers within the grace period (capped by MaxGracePeriod) and then deletes the
-// pod with a zero grace period, which removes it for good.
+// writeStatus writes status if it differs from what pod reports, and remembers the
+// version it was computed from until the informer shows the write. A pod that is gone,
+// or replaced by a pod of the same name, is not an error.
+func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status *corev1.PodStatus) error {
+	if sameStatus(*status, pod.Status) {
+		return nil
+	}
+	written, err := k.patchStatus(ctx, pod, status)
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	k.mu.Lock()
+	if written.ResourceVersion != pod.ResourceVersion {
+		k.writtenFrom[pod.UID] = pod.ResourceVersion
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+// finishDeletion does what a kubelet does for a pod being deleted. While a container
+// runs, nothing changes during the grace period (capped by MaxGracePeriod): the pod
+// stays Running and Ready, as a real one serves until its containers exit; a pod with
+// no running container (being created, failing to pull, crash-looping, rejected) stops
+// at once. Then the kubelet reports the containers stopped and the pod Succeeded or
+// Failed (stoppedStatus), and once the informer shows that status, deletes the pod with
+// a zero grace period, which removes it for good unless a finalizer holds it: a pod so
+// held lingers with that final status, its resources and IP released.
 func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, clk *podClock, now time.Time) (time.Duration, error) {
-	if pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0 {
-		return 0, nil // already finalised by us; finalizers of others hold it now
+	final := stoppedStatus(pod, k.ipam.hostIP(pod.Spec.NodeName), now)
+	if sameStatus(final, pod.Status) {
+		k.pods[pod.Spec.NodeName].release(pod.UID)
+		k.ipam.release(pod.UID)
+		if pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0 {
+			return 0, nil // already finalised; finalizers of others hold it now
+		}
+		zero := int64(0)
+		err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: &zero,
+			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+		})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return 0, nil
+		}
+		return 0, err
 	}
 	if clk.deleteSeen.IsZero() {
 		clk.deleteSeen = now
@@ -273,29 +380,41 @@ func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, clk *podC
 		k.mu.Unlock()
 	}
 	grace := time.Duration(0)
-	if pod.DeletionGracePeriodSeconds != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+	if pod.DeletionGracePeriodSeconds != nil && runsContainers(pod.Status) {
 		grace = min(time.Duration(*pod.DeletionGracePeriodSeconds)*time.Second, k.cfg.MaxGracePeriod)
 	}
 	if due := clk.deleteSeen.Add(grace); now.Before(due) {
 		return due.Sub(now), nil
 	}
-	zero := int64(0)
-	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: &zero,
-		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
-	})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return 0, nil
-	}
-	return 0, err
+	return 0, k.writeStatus(ctx, pod, &final)
 }
 
-// reject fails a pod the node cannot admit, as the kubelet's admission does.
-func (k *Kubelet) reject(ctx context.Context, pod *corev1.Pod, reason, message string) error {
-	status := pod.Status.DeepCopy()
-	status.Phase, status.Reason, status.Message = corev1.PodFailed, reason, message
-	_, err := k.patchStatus(ctx, pod, status)
-	return err
+// reject fails a pod the node cannot admit, as the kubelet's admission does: the
+// rejected status (Failed, reason, "Pod was rejected: …") and a Warning event with the
+// reason and message, from the kubelet of that node.
+func (k *Kubelet) reject(ctx context.Context, pod *corev1.Pod, verdict admission, now time.Time) error {
+	status := rejectedStatus(pod, verdict, now)
+	if sameStatus(status, pod.Status) {
+		return nil
+	}
+	if err := k.writeStatus(ctx, pod, &status); err != nil {
+		return err
+	}
+	k.recorders[pod.Spec.NodeName].Event(pod, corev1.EventTypeWarning, verdict.reason, verdict.message)
+	return nil
+}
+
+// sameStatus compares two statuses, the order of their conditions aside (the API server
+// keeps conditions in the order they were first written, which is not the kubelet's).
+func sameStatus(a, b corev1.PodStatus) bool {
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	a, b = *a.DeepCopy(), *b.DeepCopy()
+	for _, st := range []*corev1.PodStatus{&a, &b} {
+		sort.SliceStable(st.Conditions, func(i, j int) bool { return st.Conditions[i].Type < st.Conditions[j].Type })
+	}
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // kubeletConditions are the pod condition types the kubelet owns; others' conditions
@@ -313,7 +432,7 @@ type statusPatch struct {
 	Phase                 corev1.PodPhase          `json:"phase"`
 	Reason                string                   `json:"reason,omitempty"`
 	Message               string                   `json:"message,omitempty"`
-	Conditions            []corev1.PodCondition    `json:"conditions,omitempty"`
+	Conditions            []map[string]any         `json:"conditions,omitempty"`
 	HostIP                string                   `json:"hostIP,omitempty"`
 	HostIPs               []corev1.HostIP          `json:"hostIPs,omitempty"`
 	PodIP                 string                   `json:"podIP,omitempty"`
@@ -327,6 +446,20 @@ type statusPatch struct {
 // patchStatus writes status with a strategic-merge patch guarded by the pod's UID, so a
 // write meant for a deleted pod never lands on a new pod of the same name.
 func (k *Kubelet) patchStatus(ctx context.Context, pod *corev1.Pod, status *corev1.PodStatus) (*corev1.Pod, error) {
+	body, err := statusPatchBody(pod, status)
+	if err != nil {
+		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+}
+
+// statusPatchBody is the strategic-merge patch that writes status's kubelet-owned fields
+// onto pod. Conditions merge by type, field by field, and a field the patch leaves out is
+// kept: an empty reason or message, which omitempty leaves out, would keep the old one —
+// Ready turning True after an in-place restart would keep reason ContainersNotReady and
+// its message. So each kubelet condition says reason and message explicitly, null
+// (removed) when empty.
+func statusPatchBody(pod *corev1.Pod, status *corev1.PodStatus) ([]byte, error) {
 	p := statusPatch{
 		Phase: status.Phase, Reason: status.Reason, Message: status.Message,
 		HostIP: status.HostIP, HostIPs: status.HostIPs, PodIP: status.PodIP, PodIPs: status.PodIPs,
@@ -334,13 +467,23 @@ func (k *Kubelet) patchStatus(ctx context.Context, pod *corev1.Pod, status *core
 		ContainerStatuses: status.ContainerStatuses, ObservedGeneration: status.ObservedGeneration,
 	}
 	for _, c := range status.Conditions {
-		if kubeletConditions[c.Type] {
-			p.Conditions = append(p.Conditions, c)
+		if !kubeletConditions[c.Type] {
+			continue
 		}
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return nil, err
+		}
+		for _, key := range []string{"reason", "message"} {
+			if _, set := fields[key]; !set {
+				fields[key] = nil
+			}
+		}
+		p.Conditions = append(p.Conditions, fields)
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID}, "status": p})
-	if err != nil {
-		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	return k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	return json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID}, "status": p})
 }

@@ -57,6 +57,8 @@ func (k *Kubelet) desiredNode(i int) *corev1.Node {
 				{Type: corev1.NodeHostName, Address: name},
 			},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+			// As a node with a current container runtime (containerd 2) declares.
+			Features: &corev1.NodeFeatures{SupplementalGroupsPolicy: ptrBool(true)},
 			NodeInfo: corev1.NodeSystemInfo{
 				MachineID: fmt.Sprintf("kroll-%d", i), SystemUUID: fmt.Sprintf("kroll-%d", i), BootID: fmt.Sprintf("kroll-%d", i),
 				KernelVersion: "kroll", OSImage: "kroll simulated node", ContainerRuntimeVersion: "kroll://simulated",

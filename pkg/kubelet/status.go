@@ -68,6 +68,34 @@ type simulator struct {
 	startupDelay time.Duration
 	crashBackOff time.Duration
 	faults       *FaultRules
+	registry     *Registry
+}
+
+// imagePlan is what becomes of one container's image on the node: it pulls and the
+// container runs with fault, or it does not pull and waits with pull.Reason.
+type imagePlan struct {
+	pull  PullResult
+	fault Fault
+}
+
+// planImage decides, in this order: a malformed reference never pulls
+// (InvalidImageName); a fault asked for by the pod's annotation or a rule decides next,
+// ImagePullBackOff failing the pull and None pulling whatever the catalogue says; then
+// the registry's catalogue decides, and a fault asked for (CrashLoopBackOff, NeverReady,
+// ReadyAfter) applies to the container once its image has pulled.
+func (s *simulator) planImage(pod *corev1.Pod, image string) imagePlan {
+	pull := s.registry.Pull(image)
+	if pull.Reason == reasonInvalidImageName {
+		return imagePlan{pull: pull}
+	}
+	f, asked := s.faults.lookup(pod, image)
+	switch {
+	case f.Kind == FaultImagePull:
+		return imagePlan{pull: notFound(normalizeImage(image))}
+	case asked && f.Kind == FaultNone:
+		return imagePlan{pull: PullResult{OK: true}, fault: f}
+	}
+	return imagePlan{pull: pull, fault: f}
 }
 
 // wake keeps the earliest non-zero instant it is offered.
@@ -88,15 +116,16 @@ func (w *wake) offer(t time.Time) {
 //	   │                  │ CrashLoopBackOff fault: exits after max(delay,1s)
 //	   │                  ▼
 //	   │        waiting CrashLoopBackOff ──back-off 10s·2ⁿ (≤5m)──▶ running, restartCount+1
-//	   ▼ ImagePullBackOff fault
-//	waiting ErrImagePull ──max(delay,1s)──▶ waiting ImagePullBackOff (for good)
+//	   ▼ image does not pull (catalogue, or ImagePullBackOff fault)
+//	waiting ErrImagePull ──max(delay,1s)──▶ waiting ImagePullBackOff ──back-off 10s·2ⁿ──▶ ErrImagePull …
+//	   (a malformed reference: waiting InvalidImageName, never retried)
 //
 // and a change of the container's image in the spec restarts it as the kubelet does: the
 // running instance ends (lastState terminated, Completed), restartCount+1, the new image is
 // reported at once, and the container is not ready for the startup delay.
 func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now time.Time) (corev1.PodStatus, time.Time) {
 	st := *pod.Status.DeepCopy()
-	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
+	if isTerminal(st.Phase) {
 		return st, time.Time{}
 	}
 	delay := s.delayFor(pod)
@@ -123,12 +152,12 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 		old := findStatus(st.InitContainerStatuses, c.Name)
 		image := normalizeImage(c.Image)
 		var cs corev1.ContainerStatus
-		switch {
+		switch plan := s.planImage(pod, c.Image); {
 		case !initDone || now.Before(created):
-			cs = waitingStatus(c.Name, image, reasonPodInitializing, "", old)
+			cs = waitingStatus(c.Name, c.Image, reasonPodInitializing, "", old)
 			w.offer(created)
-		case s.faults.For(pod, c.Image).Kind == FaultImagePull:
-			cs = s.pullFailure(c, image, old, clk, now, &w)
+		case !plan.pull.OK:
+			cs = s.pullFailure(c, plan.pull, old, clk, now, &w)
 		case c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways:
 			cs = runningStatus(pod, c.Name, image, created, true, 0, old)
 		default:
@@ -155,7 +184,7 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 		if initDone {
 			cs = s.container(pod, c, old, clk, created, delay, now, &w)
 		} else {
-			cs = waitingStatus(c.Name, normalizeImage(c.Image), reasonPodInitializing, "", old)
+			cs = waitingStatus(c.Name, c.Image, reasonPodInitializing, "", old)
 		}
 		if !cs.Ready {
 			unready = append(unready, c.Name)
@@ -183,6 +212,10 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 		st.Phase = corev1.PodRunning
 	}
 
+	if isTerminal(st.Phase) {
+		setEndedConditions(pod, &st, now)
+		return st, time.Time{}
+	}
 	s.setConditions(pod, &st, initDone, incomplete, unready, now)
 	return st, w.at
 }
@@ -190,9 +223,10 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 // container computes one app container's next status; see podStatus for the states.
 func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.ContainerStatus, clk *podClock, created time.Time, delay time.Duration, now time.Time, w *wake) corev1.ContainerStatus {
 	image := normalizeImage(c.Image)
-	fault := s.faults.For(pod, c.Image)
+	plan := s.planImage(pod, c.Image)
+	fault := plan.fault
 
-	if old != nil && old.Image != image && !isFirstCreation(old) {
+	if old != nil && normalizeImage(old.Image) != image && !isFirstCreation(old) {
 		// The image changed under a container that exists: kill and start again.
 		next := *old.DeepCopy()
 		if r := old.State.Running; r != nil {
@@ -200,15 +234,15 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 				ExitCode: 0, Reason: reasonCompleted, StartedAt: r.StartedAt, FinishedAt: metav1.Time{Time: now}, ContainerID: old.ContainerID,
 			}}
 		}
-		if fault.Kind == FaultImagePull {
-			next.Image, next.ImageID, next.ContainerID, next.Ready, next.Started = image, "", "", false, ptrBool(false)
+		if !plan.pull.OK {
+			next.ImageID, next.ContainerID, next.Ready, next.Started = "", "", false, ptrBool(false)
 			delete(clk.since, c.Name)
-			return s.pullFailure(c, image, &next, clk, now, w)
+			return s.pullFailure(c, plan.pull, &next, clk, now, w)
 		}
 		if old.State.Running == nil && old.RestartCount == 0 && old.LastTerminationState.Terminated == nil {
 			// Never ran (say, stuck pulling a bad image): this is its first creation.
 			clk.since[c.Name] = now
-			return s.creatingOrStart(pod, c, image, fault, nil, clk, now, delay, w)
+			return s.creatingOrStart(pod, c, image, plan, nil, clk, now, delay, w)
 		}
 		return s.startInstance(pod, c, image, &next, now, next.RestartCount+1, s.readinessDelay(fault, delay), delay, clk, w)
 	}
@@ -218,7 +252,7 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 		if _, ok := clk.since[c.Name]; !ok {
 			clk.since[c.Name] = clk.admitted
 		}
-		return s.creatingOrStart(pod, c, image, fault, old, clk, now, delay, w)
+		return s.creatingOrStart(pod, c, image, plan, old, clk, now, delay, w)
 
 	case old.State.Running != nil:
 		started := clk.sinceOr(c.Name, old.State.Running.StartedAt.Time)
@@ -279,8 +313,8 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 		}
 		return s.startInstance(pod, c, image, old.DeepCopy(), now, old.RestartCount+1, s.readinessDelay(fault, 0), delay, clk, w)
 
-	case old.State.Waiting != nil && fault.Kind == FaultImagePull:
-		return s.pullFailure(c, image, old, clk, now, w)
+	case old.State.Waiting != nil && !plan.pull.OK:
+		return s.pullFailure(c, plan.pull, old, clk, now, w)
 
 	case old.State.Waiting != nil:
 		// Waiting on a fault that no longer applies (the rules changed): start.
@@ -291,17 +325,17 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 
 // creatingOrStart handles a container's first creation: ContainerCreating until the
 // startup delay has passed, then a failed pull or a running first instance.
-func (s *simulator) creatingOrStart(pod *corev1.Pod, c corev1.Container, image string, fault Fault, old *corev1.ContainerStatus, clk *podClock, now time.Time, delay time.Duration, w *wake) corev1.ContainerStatus {
+func (s *simulator) creatingOrStart(pod *corev1.Pod, c corev1.Container, image string, plan imagePlan, old *corev1.ContainerStatus, clk *podClock, now time.Time, delay time.Duration, w *wake) corev1.ContainerStatus {
 	due := clk.since[c.Name].Add(delay)
 	if now.Before(due) {
 		w.offer(due)
-		return waitingStatus(c.Name, image, reasonContainerCreating, "", old)
+		return waitingStatus(c.Name, c.Image, reasonContainerCreating, "", old)
 	}
-	if fault.Kind == FaultImagePull {
+	if !plan.pull.OK {
 		clk.since[c.Name] = now
-		return s.pullFailure(c, image, old, clk, now, w)
+		return s.pullFailure(c, plan.pull, old, clk, now, w)
 	}
-	return s.startInstance(pod, c, image, &corev1.ContainerStatus{}, now, 0, s.readinessDelay(fault, 0), delay, clk, w)
+	return s.startInstance(pod, c, image, &corev1.ContainerStatus{}, now, 0, s.readinessDelay(plan.fault, 0), delay, clk, w)
 }
 
 // startInstance reports a new instance of c running since now, with restartCount,
@@ -317,7 +351,7 @@ func (s *simulator) startInstance(pod *corev1.Pod, c corev1.Container, image str
 			w.offer(now.Add(readyDelay))
 		}
 	}
-	fault := s.faults.For(pod, c.Image)
+	fault := s.planImage(pod, c.Image).fault
 	if fault.Kind == FaultCrashLoop {
 		w.offer(now.Add(max(delay, minRunBeforeCrash)))
 	}
@@ -331,20 +365,34 @@ func (s *simulator) startInstance(pod *corev1.Pod, c corev1.Container, image str
 	return cs
 }
 
-// pullFailure reports ErrImagePull, then ImagePullBackOff (for good) from the first retry on.
-func (s *simulator) pullFailure(c corev1.Container, image string, old *corev1.ContainerStatus, clk *podClock, now time.Time, w *wake) corev1.ContainerStatus {
-	since, ok := clk.since[c.Name]
+// pullFailure reports a container whose image does not pull. A malformed reference
+// waits InvalidImageName for good. Otherwise the kubelet pulls again and again with the
+// back-off it uses for crashes, 10s·2ⁿ up to 5m: after each attempt it shows
+// ErrImagePull with the registry's error until its next sync (here max(startup delay,
+// 1s), at most half the back-off), then ImagePullBackOff, quoting that error, until the
+// next attempt. With the 10s default: ErrImagePull at 0s, ImagePullBackOff at 1s,
+// ErrImagePull at 10s, ImagePullBackOff at 11s, ErrImagePull at 30s, 70s, 150s, 310s, …
+func (s *simulator) pullFailure(c corev1.Container, pull PullResult, old *corev1.ContainerStatus, clk *podClock, now time.Time, w *wake) corev1.ContainerStatus {
+	if pull.Reason == reasonInvalidImageName {
+		return waitingStatus(c.Name, c.Image, reasonInvalidImageName, pull.Message, old)
+	}
+	attempt, ok := clk.since[c.Name]
 	if !ok {
-		since = now
+		attempt = now
 		clk.since[c.Name] = now
 	}
-	backingOff := old != nil && old.State.Waiting != nil && old.State.Waiting.Reason == reasonImagePullBackOff && old.Image == image
-	if retry := since.Add(max(s.startupDelay, time.Second)); !backingOff && now.Before(retry) {
-		w.offer(retry)
-		return waitingStatus(c.Name, image, reasonErrImagePull,
-			fmt.Sprintf("rpc error: code = NotFound desc = failed to pull and unpack image %q: failed to resolve reference %q: %s: not found", image, image, image), old)
+	backOff := s.backOff(0)
+	for n := int32(1); !now.Before(attempt.Add(backOff)); n++ {
+		attempt = attempt.Add(backOff)
+		backOff = s.backOff(n)
 	}
-	return waitingStatus(c.Name, image, reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image), old)
+	if shown := attempt.Add(min(max(s.startupDelay, time.Second), backOff/2)); now.Before(shown) {
+		w.offer(shown)
+		return waitingStatus(c.Name, c.Image, reasonErrImagePull, pull.Message, old)
+	}
+	w.offer(attempt.Add(backOff))
+	return waitingStatus(c.Name, c.Image, reasonImagePullBackOff,
+		fmt.Sprintf("Back-off pulling image %q: %s: %s", withDefaultTag(c.Image), reasonErrImagePull, pull.Message), old)
 }
 
 // readinessDelay is how long a fresh instance takes to pass readiness: the fault's own
@@ -377,25 +425,14 @@ func (s *simulator) delayFor(pod *corev1.Pod) time.Duration {
 	return s.startupDelay
 }
 
-// setConditions sets the conditions the kubelet owns, keeping each transition time
-// unless its status flips.
+// setConditions sets the conditions the kubelet owns for a pod that is not terminal.
 func (s *simulator) setConditions(pod *corev1.Pod, st *corev1.PodStatus, initDone bool, incomplete, unready []string, now time.Time) {
 	set := func(t corev1.PodConditionType, ok bool, reason, message string) {
-		status := corev1.ConditionFalse
 		if ok {
-			status, reason, message = corev1.ConditionTrue, "", ""
+			setCondition(st, pod.Generation, t, corev1.ConditionTrue, "", "", now)
+		} else {
+			setCondition(st, pod.Generation, t, corev1.ConditionFalse, reason, message, now)
 		}
-		c := corev1.PodCondition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Time{Time: now}}
-		for i := range st.Conditions {
-			if st.Conditions[i].Type == t {
-				if st.Conditions[i].Status == status {
-					c.LastTransitionTime = st.Conditions[i].LastTransitionTime
-				}
-				st.Conditions[i] = c
-				return
-			}
-		}
-		st.Conditions = append(st.Conditions, c)
 	}
 	set(corev1.PodReadyToStartContainers, true, "", "")
 	set(corev1.PodInitialized, initDone, "ContainersNotInitialized", fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " ")))
@@ -407,6 +444,27 @@ func (s *simulator) setConditions(pod *corev1.Pod, st *corev1.PodStatus, initDon
 		gateOK, gateMsg := readinessGates(pod, st)
 		set(corev1.PodReady, gateOK, "ReadinessGatesNotReady", gateMsg)
 	}
+	sortConditions(st)
+}
+
+// setCondition sets condition t of st, keeping its transition time unless its status
+// flips. A True condition may carry a reason too (Initialized: PodCompleted).
+func setCondition(st *corev1.PodStatus, generation int64, t corev1.PodConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) {
+	c := corev1.PodCondition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: metav1.Time{Time: now}}
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			if st.Conditions[i].Status == status {
+				c.LastTransitionTime = st.Conditions[i].LastTransitionTime
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
+}
+
+// sortConditions orders the kubelet's conditions the way a kubelet lists them.
+func sortConditions(st *corev1.PodStatus) {
 	sort.SliceStable(st.Conditions, func(i, j int) bool {
 		return conditionOrder(st.Conditions[i].Type) < conditionOrder(st.Conditions[j].Type)
 	})

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func newSimulator(t *testing.T, rules ...FaultRule) *simulator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &simulator{startupDelay: 500 * time.Millisecond, crashBackOff: 10 * time.Second, faults: fr}
+	return &simulator{startupDelay: 500 * time.Millisecond, crashBackOff: 10 * time.Second, faults: fr, registry: DefaultRegistry()}
 }
 
 // step is what the pod looks like after a sync at offset at from t0.
@@ -112,20 +113,61 @@ func TestPodStatus_lifecycle(t *testing.T) {
 			name: "a new pod creates its container for the startup delay, then runs and is ready",
 			pod:  newPod("nginx:1.14.2"),
 			steps: []step{
-				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms, image: "docker.io/library/nginx:1.14.2"},
+				// Until it runs, a container reports the image as the pod spec writes it;
+				// once it runs, as the runtime names it.
+				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms, image: "nginx:1.14.2"},
 				{at: 200 * ms, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
-				{at: 500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true},
+				{at: 500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true, image: "docker.io/library/nginx:1.14.2"},
 				{at: 10 * time.Second, phase: corev1.PodRunning, reason: "Running", ready: true},
 			},
 		},
 		{
-			name: "an image tagged nonexistent fails to pull, then backs off for good",
+			name: "an image tagged nonexistent fails to pull, then the pull is retried after 10s, 20s, 40s …",
 			pod:  newPod("busybox:nonexistent"),
 			steps: []step{
 				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
 				{at: 500 * ms, phase: corev1.PodPending, reason: "ErrImagePull", wake: 1500 * ms},
-				{at: 1500 * ms, phase: corev1.PodPending, reason: "ImagePullBackOff"},
-				{at: time.Minute, phase: corev1.PodPending, reason: "ImagePullBackOff"},
+				{at: 1500 * ms, phase: corev1.PodPending, reason: "ImagePullBackOff", wake: 10500 * ms},
+				{at: 10500 * ms, phase: corev1.PodPending, reason: "ErrImagePull", wake: 11500 * ms},
+				{at: 11500 * ms, phase: corev1.PodPending, reason: "ImagePullBackOff", wake: 30500 * ms},
+				{at: time.Minute, phase: corev1.PodPending, reason: "ImagePullBackOff", wake: 70500 * ms},
+				{at: 70500 * ms, phase: corev1.PodPending, reason: "ErrImagePull", wake: 71500 * ms},
+			},
+		},
+		{
+			name: "a tag the catalogue does not list (the walkthrough's nginx:1.161) fails to pull as nonexistent does",
+			pod:  newPod("nginx:1.161"),
+			steps: []step{
+				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms, image: "nginx:1.161"},
+				{at: 500 * ms, phase: corev1.PodPending, reason: "ErrImagePull", wake: 1500 * ms, image: "nginx:1.161"},
+				{at: 1500 * ms, phase: corev1.PodPending, reason: "ImagePullBackOff", wake: 10500 * ms},
+			},
+		},
+		{
+			name: "a malformed image name waits InvalidImageName for good",
+			pod:  newPod("Nginx:1.16.1"),
+			steps: []step{
+				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
+				{at: 500 * ms, phase: corev1.PodPending, reason: "InvalidImageName"},
+				{at: time.Hour, phase: corev1.PodPending, reason: "InvalidImageName"},
+			},
+		},
+		{
+			name:  "a rule with fault None pulls a tag the catalogue does not list",
+			pod:   newPod("nginx:1.99"),
+			rules: []FaultRule{{Image: "nginx:1.99", Fault: "None"}},
+			steps: []step{
+				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
+				{at: 500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true},
+			},
+		},
+		{
+			name:  "a crash-loop rule does not make a missing image pull: the pull fails first",
+			pod:   newPod("nginx:1.99"),
+			rules: []FaultRule{{Image: "nginx:*", Fault: "CrashLoopBackOff"}},
+			steps: []step{
+				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
+				{at: 500 * ms, phase: corev1.PodPending, reason: "ErrImagePull", wake: 1500 * ms},
 			},
 		},
 		{
@@ -146,8 +188,8 @@ func TestPodStatus_lifecycle(t *testing.T) {
 				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
 				{at: 500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true},
 				{at: 2 * time.Second, edit: func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx:404" },
-					phase: corev1.PodRunning, reason: "ErrImagePull", wake: 3 * time.Second, image: "docker.io/library/nginx:404"},
-				{at: 3 * time.Second, phase: corev1.PodRunning, reason: "ImagePullBackOff"},
+					phase: corev1.PodRunning, reason: "ErrImagePull", wake: 3 * time.Second, image: "nginx:404"},
+				{at: 3 * time.Second, phase: corev1.PodRunning, reason: "ImagePullBackOff", wake: 12 * time.Second},
 			},
 		},
 		{
@@ -295,9 +337,10 @@ func TestPodStatus_unchangedPodIsNotRewritten(t *testing.T) {
 	}
 }
 
-func TestPodStatus_resumesFromStatusAlone(t *testing.T) {
-	// A simulator restarted mid-rollout has no clock for a pod; it must not restart
-	// containers or lose track of a pending readiness.
+// restartingInPlace is a pod that ran nginx:1.14.2 from t0 and, at t0+2s, is restarting
+// in place on nginx:1.16.1 (not ready for the startup delay), with its simulator and clock.
+func restartingInPlace(t *testing.T) (*simulator, *corev1.Pod, *podClock, addresses) {
+	t.Helper()
 	sim := newSimulator(t)
 	pod := newPod("nginx:1.14.2")
 	clk := newPodClock()
@@ -306,6 +349,13 @@ func TestPodStatus_resumesFromStatusAlone(t *testing.T) {
 	pod.Status, _ = sim.podStatus(pod, clk, addrs, t0.Add(time.Second))
 	pod.Spec.Containers[0].Image = "nginx:1.16.1"
 	pod.Status, _ = sim.podStatus(pod, clk, addrs, t0.Add(2*time.Second))
+	return sim, pod, clk, addrs
+}
+
+func TestPodStatus_resumesFromStatusAlone(t *testing.T) {
+	// A simulator restarted mid-rollout has no clock for a pod; it must not restart
+	// containers or lose track of a pending readiness.
+	sim, pod, _, addrs := restartingInPlace(t)
 
 	fresh := newPodClock()
 	st, wake := sim.podStatus(pod, fresh, addrs, t0.Add(2*time.Second+100*time.Millisecond))
@@ -323,4 +373,61 @@ func TestPodStatus_resumesFromStatusAlone(t *testing.T) {
 
 func equalStatus(a, b corev1.PodStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+func TestPodStatus_pullFailureMessages(t *testing.T) {
+	sim := newSimulator(t)
+	pod := newPod("nginx:1.161")
+	clk := newPodClock()
+	addrs := addresses{hostIP: "127.1.0.1", podIP: "10.244.0.2"}
+	const pullErr = `rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nginx:1.161": failed to resolve reference "docker.io/library/nginx:1.161": docker.io/library/nginx:1.161: not found`
+	steps := []struct {
+		at              time.Duration
+		reason, message string
+	}{
+		{0, "ContainerCreating", ""},
+		{500 * time.Millisecond, "ErrImagePull", pullErr},
+		{2 * time.Second, "ImagePullBackOff", `Back-off pulling image "nginx:1.161": ErrImagePull: ` + pullErr},
+	}
+	for _, s := range steps {
+		pod.Status, _ = sim.podStatus(pod, clk, addrs, t0.Add(s.at))
+		w := pod.Status.ContainerStatuses[0].State.Waiting
+		if w == nil || w.Reason != s.reason || w.Message != s.message {
+			t.Errorf("at %s: waiting %+v\nwant %s: %s", s.at, w, s.reason, s.message)
+		}
+	}
+
+	// An image written without a tag is named with :latest, as the kubelet does.
+	reg, err := NewRegistry(UnknownImagesFail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.registry = reg
+	pod, clk = newPod("example.com/app"), newPodClock()
+	for _, at := range []time.Duration{0, 500 * time.Millisecond, 2 * time.Second} {
+		pod.Status, _ = sim.podStatus(pod, clk, addrs, t0.Add(at))
+	}
+	if w := pod.Status.ContainerStatuses[0].State.Waiting; w == nil || !strings.HasPrefix(w.Message, `Back-off pulling image "example.com/app:latest": ErrImagePull: rpc error: code = NotFound`) {
+		t.Errorf("unknown repository with --unknown-images=fail: %+v", w)
+	}
+
+	pod, clk = newPod("Nginx:1.16.1"), newPodClock()
+	for _, at := range []time.Duration{0, 500 * time.Millisecond} {
+		pod.Status, _ = sim.podStatus(pod, clk, addrs, t0.Add(at))
+	}
+	if w := pod.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "InvalidImageName" ||
+		w.Message != `Failed to apply default image tag "Nginx:1.16.1": couldn't parse image name "Nginx:1.16.1": invalid reference format: repository name (library/Nginx) must be lowercase` {
+		t.Errorf("malformed image: %+v", w)
+	}
+}
+
+func TestPodStatus_aPodThatEndsOnItsOwnReportsEndedConditions(t *testing.T) {
+	pod := newPod("app:crash")
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod = simulated(t, pod, []FaultRule{{Image: "*:crash", Fault: "CrashLoopBackOff"}}, 0, 500*time.Millisecond, 1500*time.Millisecond)
+	if pod.Status.Phase != corev1.PodFailed || conditionState(pod.Status, corev1.PodReady) != "False/PodFailed" ||
+		conditionState(pod.Status, corev1.PodReadyToStartContainers) != "False/" {
+		t.Errorf("a restartPolicy Never pod whose container failed: phase %s, Ready %s, ReadyToStartContainers %s",
+			pod.Status.Phase, conditionState(pod.Status, corev1.PodReady), conditionState(pod.Status, corev1.PodReadyToStartContainers))
+	}
 }

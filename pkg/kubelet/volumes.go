@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -255,18 +253,18 @@ func hasStarted(pod *corev1.Pod) bool {
 	return false
 }
 
-// volumeGate watches claims, volumes and nodes for the kubelet, re-queues the pods a
-// change concerns, and records the FailedMount events.
+// volumeGate watches claims and volumes for the kubelet, re-queues the pods a change
+// concerns, and records the FailedMount events (on the kubelet's recorder of each node:
+// the event source names the host).
 type volumeGate struct {
-	claims  corelisters.PersistentVolumeClaimLister
-	volumes corelisters.PersistentVolumeLister
-	nodes   corelisters.NodeLister
-	factory informers.SharedInformerFactory
-	synced  []cache.InformerSynced
-	events  record.EventBroadcaster
+	claims    corelisters.PersistentVolumeClaimLister
+	volumes   corelisters.PersistentVolumeLister
+	nodes     corelisters.NodeLister
+	recorders map[string]record.EventRecorder
+	factory   informers.SharedInformerFactory
+	synced    []cache.InformerSynced
 
-	mu        sync.Mutex
-	recorders map[string]record.EventRecorder // per node: the event source names the host
+	mu sync.Mutex
 	// reported is, per pod, the FailedMount events last recorded and when, so that a
 	// burst of informer updates does not repeat them faster than the kubelet's retries;
 	// a new failure is reported at once.
@@ -282,13 +280,11 @@ type mountReport struct {
 // queue those pods when a claim or volume changes.
 func newVolumeGate(k *Kubelet, client kubernetes.Interface) (*volumeGate, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
-	claims, volumes, nodes := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes(), factory.Core().V1().Nodes()
+	claims, volumes := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
 	g := &volumeGate{
-		claims: claims.Lister(), volumes: volumes.Lister(), nodes: nodes.Lister(), factory: factory,
-		synced:    []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced, nodes.Informer().HasSynced},
-		events:    record.NewBroadcaster(),
-		recorders: map[string]record.EventRecorder{},
-		reported:  map[types.UID]mountReport{},
+		claims: claims.Lister(), volumes: volumes.Lister(), nodes: k.nodeLister, recorders: k.recorders, factory: factory,
+		synced:   []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced},
+		reported: map[types.UID]mountReport{},
 	}
 	err := k.informer.AddIndexers(cache.Indexers{claimIndex: func(obj any) ([]string, error) {
 		pod, ok := obj.(*corev1.Pod)
@@ -333,13 +329,11 @@ func newVolumeGate(k *Kubelet, client kubernetes.Interface) (*volumeGate, error)
 	return g, nil
 }
 
-// start runs the gate's informers and event recording until ctx ends.
-func (g *volumeGate) start(ctx context.Context, client kubernetes.Interface) {
-	g.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+// start runs the gate's informers until ctx ends.
+func (g *volumeGate) start(ctx context.Context) {
 	g.factory.Start(ctx.Done())
 	go func() {
 		<-ctx.Done()
-		g.events.Shutdown()
 		g.factory.Shutdown()
 	}()
 }
@@ -385,12 +379,11 @@ func (g *volumeGate) report(pod *corev1.Pod, messages []string, now time.Time) {
 		return
 	}
 	g.reported[pod.UID] = mountReport{at: now, what: what}
+	g.mu.Unlock()
 	rec, ok := g.recorders[pod.Spec.NodeName]
 	if !ok {
-		rec = g.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: pod.Spec.NodeName})
-		g.recorders[pod.Spec.NodeName] = rec
+		return // not one of this simulator's nodes
 	}
-	g.mu.Unlock()
 	for _, m := range messages {
 		rec.Event(pod, corev1.EventTypeWarning, reasonFailedMount, m)
 	}

@@ -20,7 +20,8 @@ import (
 
 // Given an embedded cluster, when a user runs bare pods with kubectl, then the real
 // scheduler binds them and the simulated kubelet runs them, fails to pull a missing
-// image, and leaves an unschedulable pod Pending; deleting a namespace deletes its pods.
+// image, rejects a pod bound to a node that cannot run it, stops a deleted pod before
+// it goes, and leaves an unschedulable pod Pending; deleting a namespace deletes its pods.
 func TestBarePods(t *testing.T) {
 	c := clustertest.Start(t)
 	ctx := context.Background()
@@ -113,6 +114,120 @@ spec:
 		}
 	})
 
+	t.Run("an image tag that does not exist (the walkthrough's nginx:1.161) fails ErrImagePull then ImagePullBackOff", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "typo.yaml", heldPod("typo", "nginx:1.161")))
+		const pullErr = `rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nginx:1.161": ` +
+			`failed to resolve reference "docker.io/library/nginx:1.161": docker.io/library/nginx:1.161: not found`
+		for _, want := range []struct{ reason, message string }{
+			{"ErrImagePull", pullErr},
+			{"ImagePullBackOff", `Back-off pulling image "nginx:1.161": ErrImagePull: ` + pullErr},
+		} {
+			p := waitPod(t, c.Client, "default", "typo", "waiting "+want.reason, func(p *corev1.Pod) bool {
+				return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+					p.Status.ContainerStatuses[0].State.Waiting.Reason == want.reason
+			})
+			cs := p.Status.ContainerStatuses[0]
+			if cs.State.Waiting.Message != want.message || cs.Image != "nginx:1.161" || p.Status.Phase != corev1.PodPending || isPodReady(p) {
+				t.Errorf("%s: image %q message %q, %s; want %q, Pending and not ready", want.reason, cs.Image, cs.State.Waiting.Message, podState(p), want.message)
+			}
+		}
+
+		// Deleted while Pending: nothing runs, so it stops at once, Failed, its container
+		// ContainerStatusUnknown; a finalizer keeps the object with that status.
+		mustKubectl(t, c.KubeconfigPath, "delete", "pod", "typo", "--wait=false")
+		p := waitPod(t, c.Client, "default", "typo", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if term := p.Status.ContainerStatuses[0].State.Terminated; term == nil || term.Reason != "ContainerStatusUnknown" || term.ExitCode != 137 {
+			t.Errorf("the never-started container of a deleted pod: %+v, want terminated ContainerStatusUnknown 137", p.Status.ContainerStatuses[0].State)
+		}
+		release(t, c, "typo")
+	})
+
+	t.Run("a pod bound by nodeName to a node with too little cpu is rejected: Failed OutOfcpu", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "greedy.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: greedy
+spec:
+  nodeName: kroll-node-0
+  containers:
+  - name: app
+    image: nginx:1.14.2
+    resources:
+      requests:
+        cpu: "64"
+`))
+		p := waitPod(t, c.Client, "default", "greedy", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		msg := p.Status.Message
+		if p.Status.Reason != "OutOfcpu" || !strings.HasPrefix(msg, "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: ") ||
+			!strings.HasSuffix(msg, ", capacity: 32000") {
+			t.Errorf("greedy: reason %q message %q; want OutOfcpu, requested 64000 of capacity 32000", p.Status.Reason, msg)
+		}
+		if len(p.Status.ContainerStatuses) != 0 || p.Status.PodIP != "" {
+			t.Errorf("a rejected pod started something: containers %+v, IP %q", p.Status.ContainerStatuses, p.Status.PodIP)
+		}
+		eventually(t, 30*time.Second, "the kubelet's OutOfcpu event", func(ctx context.Context) (bool, string) {
+			events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=greedy,reason=OutOfcpu"})
+			if err != nil || len(events.Items) == 0 {
+				return false, fmt.Sprint(err)
+			}
+			e := events.Items[0]
+			return e.Type == corev1.EventTypeWarning && e.Source.Component == "kubelet" && e.Source.Host == "kroll-node-0" &&
+				strings.HasPrefix(e.Message, "Node didn't have enough resource: cpu"), fmt.Sprintf("%s %s %+v %s", e.Type, e.Reason, e.Source, e.Message)
+		})
+	})
+
+	t.Run("a second pod on a node with the same host port is rejected: Failed NodePorts", func(t *testing.T) {
+		for _, name := range []string{"port-a", "port-b"} {
+			mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, name+".yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  nodeName: kroll-node-1
+  containers:
+  - name: app
+    image: nginx:1.14.2
+    ports:
+    - containerPort: 21017
+      hostPort: 21017
+`, name)))
+			if name == "port-a" {
+				waitPod(t, c.Client, "default", "port-a", "Running and Ready", isPodReady)
+			}
+		}
+		p := waitPod(t, c.Client, "default", "port-b", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if p.Status.Reason != "NodePorts" || p.Status.Message != "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" {
+			t.Errorf("port-b: reason %q message %q", p.Status.Reason, p.Status.Message)
+		}
+		if a, err := c.Client.CoreV1().Pods("default").Get(ctx, "port-a", metav1.GetOptions{}); err != nil || !isPodReady(a) {
+			t.Errorf("port-a after port-b's rejection: %v %s", err, podState(a))
+		}
+	})
+
+	t.Run("a deleted pod a finalizer holds stops (containers terminated and not Ready and Succeeded) and stays until the finalizer goes", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "held.yaml", heldPod("held", "nginx:1.14.2")))
+		running := waitPod(t, c.Client, "default", "held", "Running and Ready", isPodReady)
+		mustKubectl(t, c.KubeconfigPath, "delete", "pod", "held", "--wait=false")
+		p := waitPod(t, c.Client, "default", "held", "stopped", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		cs := p.Status.ContainerStatuses[0]
+		term := cs.State.Terminated
+		if term == nil || term.ExitCode != 0 || term.Reason != "Completed" || cs.Ready || term.ContainerID != running.Status.ContainerStatuses[0].ContainerID {
+			t.Errorf("held's container: %+v ready %v; want terminated Completed, exit 0, not ready", cs.State, cs.Ready)
+		}
+		for _, ct := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == ct && (cond.Status != corev1.ConditionFalse || cond.Reason != "PodCompleted") {
+					t.Errorf("%s: %s/%s, want False/PodCompleted", ct, cond.Status, cond.Reason)
+				}
+			}
+		}
+		time.Sleep(time.Second) // the object stays, with that status
+		if p, err := c.Client.CoreV1().Pods("default").Get(ctx, "held", metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil || p.Status.Phase != corev1.PodSucceeded {
+			t.Fatalf("held a second later: %v %s", err, podState(p))
+		}
+		release(t, c, "held")
+	})
+
 	t.Run("a pod no node has room for stays Pending with FailedScheduling", func(t *testing.T) {
 		mustKubectl(t, c.KubeconfigPath, "run", "huge", "--image=nginx", "--overrides",
 			`{"apiVersion":"v1","spec":{"containers":[{"name":"huge","image":"nginx","resources":{"requests":{"cpu":"1000"}}}]}}`)
@@ -150,6 +265,33 @@ spec:
 			_, nsErr := c.Client.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
 			return err == nil && len(pods.Items) == 0 && apierrors.IsNotFound(nsErr), "pods or namespace remain"
 		})
+	})
+}
+
+// heldPod is a pod named name of image that a finalizer keeps after its deletion.
+func heldPod(name, image string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  finalizers: [kroll.dev/e2e-hold]
+spec:
+  containers:
+  - name: app
+    image: %s
+`, name, image)
+}
+
+// release removes the finalizers of default/name and waits until the pod is gone.
+func release(t *testing.T, c *cluster.Cluster, name string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := c.Client.CoreV1().Pods("default").Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, name+" to be gone", func(ctx context.Context) (bool, string) {
+		_, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
 

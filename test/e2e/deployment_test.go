@@ -16,22 +16,12 @@ import (
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 	"github.com/kroll-dev/kroll/pkg/history"
-	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
 
 var (
 	progressingReason = regexp.MustCompile(`Progressing=True/\w+`)
 	rsName            = regexp.MustCompile(`rs \S+ `)
 )
-
-// The spec's walkthrough uses nginx:1.161 as the typo that never pulls.
-var typoImage = clustertest.WithKubelet(func(k *kubelet.Config) {
-	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "nginx:1.161", Fault: "ImagePullBackOff"})
-	if err != nil {
-		panic(err)
-	}
-	k.Faults = rules
-})
 
 // scene is one scenario's cluster and namespace.
 type scene struct {
@@ -376,5 +366,5 @@ var deploymentScenarios = []scenario{
 // scenario of the spec is driven with kubectl, then every observed state keeps the
 // bounds, and both controllers end with the same revisions, conditions and sizes.
 func TestDeploymentScenarios(t *testing.T) {
-	runCompared(t, "scenario", deploymentScenarios, typoImage)
+	runCompared(t, "scenario", deploymentScenarios)
 }

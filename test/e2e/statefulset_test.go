@@ -3,14 +3,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
@@ -408,7 +413,106 @@ var statefulSetScenarios = []scenario{
 		s.waitSTS(t, "web-0=r3 web-1=r3 web-2=r3")
 		return s.stsSummary(t)
 	}},
+	recreateRejectedScenario,
 }
+
+// portHolder is a bare pod holding host port 21017 on kroll-node-0.
+const portHolder = `apiVersion: v1
+kind: Pod
+metadata:
+  name: port-holder
+spec:
+  nodeName: kroll-node-0
+  containers:
+  - name: app
+    image: registry.k8s.io/e2e-test-images/agnhost:2.63.0
+    ports:
+    - containerPort: 21017
+      hostPort: 21017
+`
+
+// pinnedStatefulSet is web of one replica bound to kroll-node-0 by nodeName (past the
+// scheduler, which would avoid the port conflict), wanting host port 21017 there too.
+func pinnedStatefulSet() string {
+	m := statefulSetManifest(1, "")
+	m = strings.Replace(m, "    spec:\n      containers:\n", "    spec:\n      nodeName: kroll-node-0\n      containers:\n", 1)
+	return strings.Replace(m, "          name: web\n", "          name: web\n        - containerPort: 21017\n          hostPort: 21017\n          name: conflict\n", 1)
+}
+
+// podHistory records, from a watch, the incarnations (UIDs) of one pod name, and the
+// reason the kubelet gave for each one it rejected.
+type podHistory struct {
+	mu       sync.Mutex
+	uids     []types.UID
+	rejected map[types.UID]string
+}
+
+func watchPodName(t *testing.T, client kubernetes.Interface, namespace, name string) *podHistory {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := client.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &podHistory{rejected: map[types.UID]string{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			h.mu.Lock()
+			if !slices.Contains(h.uids, p.UID) {
+				h.uids = append(h.uids, p.UID)
+			}
+			if p.Status.Phase == corev1.PodFailed && strings.HasPrefix(p.Status.Message, "Pod was rejected: ") {
+				h.rejected[p.UID] = p.Status.Reason
+			}
+			h.mu.Unlock()
+		}
+	}()
+	return h
+}
+
+// snapshot returns the incarnations seen so far and the rejected ones' reasons.
+func (h *podHistory) snapshot() ([]types.UID, map[types.UID]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.uids), maps.Clone(h.rejected)
+}
+
+// Upstream's conformance test "Should recreate evicted statefulset": a StatefulSet pod
+// its node rejects (here for a host port another pod holds) is Failed; the controller
+// deletes it and creates it again, and again, until the port is free and it runs.
+var recreateRejectedScenario = scenario{name: "a pod its node rejects is deleted and recreated until it fits", run: func(t *testing.T, s *scene) string {
+	s.apply(t, portHolder)
+	waitPod(t, s.c.Client, s.ns, "port-holder", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	history := watchPodName(t, s.c.Client, s.ns, "web-0")
+	s.apply(t, pinnedStatefulSet())
+	eventually(t, time.Minute, "web-0 rejected for its host port, deleted and created again", func(context.Context) (bool, string) {
+		uids, rejected := history.snapshot()
+		nodePorts := 0
+		for _, reason := range rejected {
+			if reason == "NodePorts" {
+				nodePorts++
+			}
+		}
+		return nodePorts >= 1 && len(uids) >= 2, fmt.Sprintf("%d incarnations, rejections %v", len(uids), rejected)
+	})
+	if err := s.c.Client.CoreV1().Pods(s.ns).Delete(context.Background(), "port-holder", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	s.waitSTS(t, "web-0=r1")
+	uids, rejected := history.snapshot()
+	pods := s.pods(t, "app=nginx")
+	if len(pods) != 1 || pods[0].UID == uids[0] || rejected[pods[0].UID] != "" || pods[0].Status.Phase != corev1.PodRunning {
+		t.Errorf("web-0 once the port is free: %+v; want a new incarnation, Running", pods)
+	}
+	t.Logf("web-0 had %d incarnations, %d rejected, before the port was free", len(uids), len(rejected))
+	return s.stsSummary(t)
+}}
 
 func TestStatefulSetScenarios(t *testing.T) {
 	runCompared(t, "sts", statefulSetScenarios)

@@ -235,7 +235,9 @@ func TestKrollUp(t *testing.T) {
 	})
 
 	t.Run("bad flags are one clear line and exit 1", func(t *testing.T) {
-		for _, bad := range [][]string{{"--nodes", "-1"}, {"--workload-controllers", "mine"}, {"--node-memory", "lots"}, {"--fault", "*:x=Melt"}, {"--nope"}} {
+		badCatalog := writeFile(t, "catalog.yaml", "repositories:\n- name: Team/App\n  tags: [v1]\n")
+		for _, bad := range [][]string{{"--nodes", "-1"}, {"--workload-controllers", "mine"}, {"--node-memory", "lots"}, {"--fault", "*:x=Melt"}, {"--nope"},
+			{"--unknown-images", "maybe"}, {"--image-catalog", badCatalog}, {"--image-catalog", filepath.Join(t.TempDir(), "missing.yaml")}} {
 			code, stderr := runKroll(t, bin, append([]string{"up", "--data-dir", filepath.Join(t.TempDir(), "x")}, bad...)...)
 			if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "kroll: ") {
 				t.Errorf("kroll up %v: exit %d, stderr %q; want exit 1 and one line", bad, code, stderr)

@@ -34,6 +34,12 @@ func WithKubelet(edit func(*kubelet.Config)) Option {
 	return func(c *cluster.Config) { edit(&c.Kubelet) }
 }
 
+// WithImageRegistry makes the simulated nodes pull from r (a catalogue of their own,
+// or unknown repositories failing) instead of the built-in catalogue.
+func WithImageRegistry(r *kubelet.Registry) Option {
+	return func(c *cluster.Config) { c.Kubelet.Registry = r }
+}
+
 // WithAPIServerArgs adds kube-apiserver flags.
 func WithAPIServerArgs(args ...string) Option {
 	return func(c *cluster.Config) { c.APIServerArgs = append(c.APIServerArgs, args...) }
