@@ -9,7 +9,7 @@ import (
 func TestUp_emptyDataDirIsRefused(t *testing.T) {
 	defaults := kubelet.DefaultConfig()
 	o := &upOptions{dataDir: "", kubelet: defaults, nodes: defaults.Nodes, nodePods: defaults.Pods,
-		nodeCPU: defaults.CPU.String(), nodeMemory: defaults.Memory.String(), workloadControllers: "kroll"}
+		nodeCPU: defaults.CPU.String(), nodeMemory: defaults.Memory.String(), workloadControllers: "kroll", unknownImages: "pull"}
 	if _, err := o.clusterConfig(); err == nil || err.Error() != "--data-dir must not be empty; pass a directory for the cluster's state, such as .kroll" {
 		t.Errorf("clusterConfig with --data-dir \"\": %v", err)
 	}

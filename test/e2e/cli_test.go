@@ -21,6 +21,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
@@ -353,7 +354,7 @@ spec:
 		t.Errorf("statefulset status json: %+v %v", st, err)
 	}
 	if err := json.Unmarshal([]byte(kroll.must("rollout", "status", "daemonset/agent", "--watch=false", "-o", "json")), &st); err != nil ||
-		st.Phase != "Complete" || st.InPlace != "InPlaceUpdating" || st.Updated != 3 {
+		st.Phase != "Complete" || st.InPlace != inplace.ReasonComplete || st.Updated != 3 {
 		t.Errorf("daemonset status json: %+v %v", st, err)
 	}
 	if p := kroll.must("rollout", "plan", "daemonset/agent", "--image", "agent=agent:3"); !strings.Contains(p, "in-place") {

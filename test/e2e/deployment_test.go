@@ -182,6 +182,27 @@ var deploymentScenarios = []scenario{
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=3 nginx:1.161=1")
 		time.Sleep(2 * time.Second) // stuck: stays so
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=3 nginx:1.161=1")
+		// As the page shows it: rollout status waits on 1 of 3 new replicas, and the one
+		// new pod is stuck in an image pull loop beside 3 running old ones.
+		if out, err := s.tryKubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=3s"); err == nil ||
+			!strings.Contains(out, `rollout to finish: 1 out of 3 new replicas have been updated...`) {
+			t.Errorf("rollout status of the stuck rollout: err %v, output %q; want it waiting on 1 out of 3 new replicas", err, out)
+		}
+		eventually(t, time.Minute, "3 pods Running and 1 in ImagePullBackOff", func(context.Context) (bool, string) {
+			out := s.kubectl(t, "get", "pods", "--no-headers")
+			running, backOff := 0, 0
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				f := strings.Fields(line)
+				switch {
+				case len(f) < 3:
+				case f[1] == "1/1" && f[2] == "Running":
+					running++
+				case f[1] == "0/1" && f[2] == "ImagePullBackOff":
+					backOff++
+				}
+			}
+			return running == 3 && backOff == 1, out
+		})
 		hist := s.kubectl(t, "rollout", "history", "deployment/nginx-deployment")
 		for _, line := range []string{"1         <none>", "2         image updated to 1.16.1", "3         image updated to 1.161"} {
 			if !strings.Contains(hist, line) {
