@@ -45,12 +45,11 @@ func rollbackTo(d *appsv1.Deployment) (revision int64, ok bool) {
 // re-entrant: nothing else moves until the annotation is gone.
 //
 // kroll.dev/ settings stay as d has them (see history.KeepSettings).
-func (c *Controller) rollback(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, revision int64) error {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, true)
-	if err != nil {
+func (c *Controller) rollback(ctx context.Context, p *pass, revision int64) error {
+	if err := c.createNewReplicaSet(ctx, p); err != nil {
 		return err
 	}
-	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
+	d, all := p.d, p.all()
 	if revision == 0 {
 		if revision = history.LastRevision(all); revision == 0 {
 			c.recorder.Eventf(d, corev1.EventTypeWarning, reasonRollbackRevisionNotFound, "Unable to find last revision.")

@@ -19,7 +19,8 @@ import (
 // and updatedReplicas from their status; unavailable from spec minus available), the
 // conditions carried over, and Available set by whether replicas−maxUnavailable are
 // available.
-func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) appsv1.DeploymentStatus {
+func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
+	all, newRS, d := p.all(), p.newRS, p.d
 	var replicas, ready, available, updated, terminatingSum int32
 	terminatingKnown := true // unknown as soon as one ReplicaSet does not report it
 	for _, rs := range all {
@@ -54,13 +55,7 @@ func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Rep
 		Conditions:          append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...),
 	}
 	now := c.now()
-	var oldRSs []*appsv1.ReplicaSet
-	for _, rs := range all {
-		if rs != nil && rs != newRS {
-			oldRSs = append(oldRSs, rs)
-		}
-	}
-	setInPlaceCondition(&status, d, oldRSs, now)
+	setInPlaceCondition(&status, p, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {
@@ -74,8 +69,9 @@ func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Rep
 // lastUpdateTime) on any progress, ProgressDeadlineExceeded when there was none for
 // progressDeadlineSeconds; and a ReplicaFailure condition mirrored from its ReplicaSets
 // (the new one's first). If nothing changed, it schedules the next deadline check.
-func (c *Controller) syncRolloutStatus(ctx context.Context, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
-	status := c.calculateStatus(all, newRS, d)
+func (c *Controller) syncRolloutStatus(ctx context.Context, p *pass) error {
+	all, newRS, d := p.all(), p.newRS, p.d
+	status := c.calculateStatus(p)
 	if !rollout.HasProgressDeadline(d) {
 		removeCondition(&status, appsv1.DeploymentProgressing)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,10 +25,11 @@ import (
 // ReplicaSets are claimed (adopted by selector, released when no longer selected); a
 // Deployment being deleted only gets its status updated; its kroll.dev/ settings are
 // kept on every ReplicaSet (so that an undo keeps them); pausing and resuming are
-// recorded in the Progressing condition; a paused Deployment is only scaled (in
-// proportion across its ReplicaSets); a rollback asked for by the deprecated
-// annotation is carried out; a Deployment whose replicas changed is only scaled;
-// otherwise its strategy rolls it forward one step.
+// recorded in the Progressing condition; the new ReplicaSet's revision and annotations
+// are brought up to date and the in-place verdict is judged (the pass, once); a paused
+// Deployment is only scaled (in proportion across its ReplicaSets); a rollback asked
+// for by the deprecated annotation is carried out; a Deployment whose replicas changed
+// is only scaled; otherwise its strategy rolls it forward one step.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -58,11 +58,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if d.DeletionTimestamp != nil {
-		newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
+		p, err := c.syncReplicaSets(ctx, d, rsList)
 		if err != nil {
 			return err
 		}
-		return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
 	if wrote, err := c.keepSettings(ctx, d, rsList); err != nil || wrote {
 		return err
@@ -70,22 +70,24 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if d, err = c.recordPause(ctx, d); err != nil {
 		return err
 	}
+	p, err := c.syncReplicaSets(ctx, d, rsList)
+	if err != nil {
+		return err
+	}
 	if d.Spec.Paused {
-		return c.scaleOnly(ctx, d, rsList)
+		return c.scaleOnly(ctx, p)
 	}
 	// Not re-entrant: the ReplicaSets move on only once the annotation is gone.
 	if revision, ok := rollbackTo(d); ok {
-		return c.rollback(ctx, d, rsList, revision)
+		return c.rollback(ctx, p, revision)
 	}
-	if scaling, err := c.isScalingEvent(ctx, d, rsList); err != nil {
-		return err
-	} else if scaling {
-		return c.scaleOnly(ctx, d, rsList)
+	if p.scalingEvent() {
+		return c.scaleOnly(ctx, p)
 	}
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		return c.rolloutRecreate(ctx, d, rsList)
+		return c.rolloutRecreate(ctx, p)
 	}
-	return c.rolloutRolling(ctx, d, rsList)
+	return c.rolloutRolling(ctx, p)
 }
 
 // claimReplicaSets returns the ReplicaSets d controls, after adopting orphans its
@@ -172,43 +174,22 @@ func (c *Controller) recordPause(ctx context.Context, d *appsv1.Deployment) (*ap
 	return c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 }
 
-// isScalingEvent tells a change of replicas alone: some ReplicaSet with pods was sized
-// for a different number of replicas than d wants now.
-func (c *Controller) isScalingEvent(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (bool, error) {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
-	if err != nil {
-		return false, err
-	}
-	for _, rs := range rollout.Active(append(oldRSs, newRS)) {
-		desired, err := strconv.ParseInt(rs.Annotations[rollout.DesiredReplicasAnnotation], 10, 32)
-		if err != nil {
-			continue
-		}
-		if int32(desired) != rollout.DesiredReplicas(d) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// scaleOnly resizes d's ReplicaSets for its replicas without rolling anything forward
-// (paused, or a change of replicas), cleans up history when paused, and writes status.
-func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
-	if err != nil {
-		return err
-	}
+// scaleOnly resizes p's ReplicaSets for its Deployment's replicas without rolling
+// anything forward (paused, or a change of replicas), cleans up history when paused,
+// and writes status.
+func (c *Controller) scaleOnly(ctx context.Context, p *pass) error {
+	d := p.d
 	// Pods an in-place update took out of service are moved on even now (none is
 	// started): one kind of change per pass, so the resize waits for the next one.
-	if pass, err := c.advanceInPlace(ctx, d, newRS, oldRSs, false); err != nil || pass.acted {
+	if ip, err := c.advanceInPlace(ctx, p, false); err != nil || ip.acted {
 		if err != nil {
 			return err
 		}
-		return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
-	if plan, ok := rollout.ProportionalScale(d, newRS, oldRSs); ok {
+	if plan, ok := rollout.ProportionalScale(d, p.newRS, p.oldRSs); ok {
 		byName := map[string]*appsv1.ReplicaSet{}
-		for _, rs := range append(oldRSs, newRS) {
+		for _, rs := range p.all() {
 			if rs != nil {
 				byName[rs.Name] = rs
 			}
@@ -220,11 +201,11 @@ func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rsList
 		}
 	}
 	if d.Spec.Paused {
-		if err := c.cleanupHistory(ctx, d, oldRSs); err != nil {
+		if err := c.cleanupHistory(ctx, d, p.oldRSs); err != nil {
 			return err
 		}
 	}
-	return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+	return c.writeStatus(ctx, d, c.calculateStatus(p))
 }
 
 // scaleReplicaSet sets rs's replicas to size, with the desired/max-replicas
