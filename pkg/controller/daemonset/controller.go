@@ -33,6 +33,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -210,9 +211,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	// Where ds belongs, decided once per sync for every step below.
-	fits := make(map[string]fit, len(nodes))
+	fits := make(map[string]placement.Fit, len(nodes))
 	for _, n := range nodes {
-		fits[n.Name] = nodeFit(ds, n)
+		fits[n.Name] = placement.NodeFit(ds, n)
 	}
 	pods, err := c.claimPods(ctx, ds, selector)
 	if err != nil {
@@ -224,7 +225,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
-		if n := TargetNode(p); n != "" {
+		if n := placement.TargetNode(p); n != "" {
 			byNode[n] = append(byNode[n], p)
 		}
 	}
@@ -244,14 +245,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			desired := 0
 			var states []onNode
 			for _, n := range nodes {
-				if fits[n.Name].shouldRun {
+				if fits[n.Name].ShouldRun {
 					desired++
 				}
 				if list, ok := byNode[n.Name]; ok {
-					states = append(states, splitPods(ds, n.Name, fits[n.Name].shouldRun, list, hash))
+					states = append(states, splitPods(ds, n.Name, fits[n.Name].ShouldRun, list, hash))
 				}
 			}
-			maxUnavailable, maxSurge, ferr := Fenceposts(ds, desired)
+			maxUnavailable, maxSurge, ferr := rollout.DaemonSetFenceposts(ds.Spec.UpdateStrategy.RollingUpdate, desired)
 			if ferr != nil {
 				return ferr
 			}
@@ -295,9 +296,9 @@ func (c *Controller) failedMayGo(key string, ds *appsv1.DaemonSet, node string) 
 func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 	switch p.Status.Phase {
 	case corev1.PodFailed:
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, TargetNode(p))
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, placement.TargetNode(p))
 	case corev1.PodSucceeded:
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SucceededDaemonPod", "Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, TargetNode(p))
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SucceededDaemonPod", "Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, placement.TargetNode(p))
 	}
 }
 
@@ -307,7 +308,7 @@ func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 // pods for nodes that are gone.
 //
 // failedMayGo says whether a failed pod on a node may be deleted now (its back-off).
-func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]fit, byNode map[string][]*corev1.Pod, hash string, failedMayGo func(node string) bool) (creates []string, deletes []*corev1.Pod) {
+func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, failedMayGo func(node string) bool) (creates []string, deletes []*corev1.Pod) {
 	surge := false
 	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ru != nil && ru.MaxSurge != nil {
 		surge = ru.MaxSurge.String() != "0" && ru.MaxSurge.String() != "0%"
@@ -318,9 +319,9 @@ func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]fit, byN
 		f := fits[n.Name]
 		pods := byNode[n.Name]
 		switch {
-		case f.shouldRun && len(pods) == 0:
+		case f.ShouldRun && len(pods) == 0:
 			creates = append(creates, n.Name)
-		case f.shouldContinue:
+		case f.ShouldContinue:
 			var running []*corev1.Pod
 			for _, p := range pods {
 				switch {
@@ -439,8 +440,8 @@ func newPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 		// Opted in to in-place updates: the pod serves only once kroll says so.
 		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: inplace.ReadinessGate})
 	}
-	pod.Spec.Tolerations = withDaemonTolerations(&pod.Spec)
-	pod.Spec.Affinity = pinnedTo(pod.Spec.Affinity, node)
+	pod.Spec.Tolerations = placement.WithDaemonTolerations(&pod.Spec)
+	pod.Spec.Affinity = placement.PinnedTo(pod.Spec.Affinity, node)
 	return pod
 }
 
@@ -601,7 +602,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, p
 // has a pod, and whether its oldest pod is ready, available and updated; per node that
 // should not, whether it has one anyway (misscheduled). observedGeneration moves only
 // when this sync acted on the generation (expectations satisfied).
-func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict) error {
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict) error {
 	now := c.now()
 	var st appsv1.DaemonSetStatus
 	for _, n := range nodes {
@@ -611,7 +612,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 				pods = append(pods, p)
 			}
 		}
-		if !fits[n.Name].shouldRun {
+		if !fits[n.Name].ShouldRun {
 			if len(pods) > 0 {
 				st.NumberMisscheduled++
 			}

@@ -1,13 +1,11 @@
 package daemonset
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
@@ -76,31 +74,6 @@ func splitPods(ds *appsv1.DaemonSet, node string, shouldRun bool, pods []*corev1
 		}
 	}
 	return n
-}
-
-// fenceposts resolves a DaemonSet's maxUnavailable and maxSurge against the number of
-// nodes that should run it; both round up, and both 0 means 1 unavailable.
-func Fenceposts(ds *appsv1.DaemonSet, desired int) (maxUnavailable, maxSurge int, err error) {
-	ru := ds.Spec.UpdateStrategy.RollingUpdate
-	unavailable, surge := intstr.FromInt32(1), intstr.FromInt32(0)
-	if ru != nil {
-		if ru.MaxUnavailable != nil {
-			unavailable = *ru.MaxUnavailable
-		}
-		if ru.MaxSurge != nil {
-			surge = *ru.MaxSurge
-		}
-	}
-	if maxUnavailable, err = intstr.GetScaledValueFromIntOrPercent(&unavailable, desired, true); err != nil {
-		return 0, 0, fmt.Errorf("maxUnavailable: %w", err)
-	}
-	if maxSurge, err = intstr.GetScaledValueFromIntOrPercent(&surge, desired, true); err != nil {
-		return 0, 0, fmt.Errorf("maxSurge: %w", err)
-	}
-	if maxUnavailable == 0 && maxSurge == 0 {
-		maxUnavailable = 1
-	}
-	return maxUnavailable, maxSurge, nil
 }
 
 // updatePlan is one step of a rolling update: old pods to delete, nodes to give an
