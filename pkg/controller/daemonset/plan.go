@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -74,6 +75,79 @@ func splitPods(ds *appsv1.DaemonSet, node string, shouldRun bool, pods []*corev1
 		}
 	}
 	return n
+}
+
+// manage decides placement: a pod for each node that should run one and has none; the
+// deletion of finished pods, of extra pods (a node keeps its oldest, or with surge its
+// oldest updated and oldest old), of pods on nodes they no longer fit, and of unplaced
+// pods for nodes that are gone.
+//
+// failedMayGo says whether a failed pod on a node may be deleted now (its back-off).
+func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, failedMayGo func(node string) bool) (creates []string, deletes []*corev1.Pod) {
+	surge := false
+	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ru != nil && ru.MaxSurge != nil {
+		surge = ru.MaxSurge.String() != "0" && ru.MaxSurge.String() != "0%"
+	}
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = true
+		f := fits[n.Name]
+		pods := byNode[n.Name]
+		switch {
+		case f.ShouldRun && len(pods) == 0:
+			creates = append(creates, n.Name)
+		case f.ShouldContinue:
+			var running []*corev1.Pod
+			for _, p := range pods {
+				switch {
+				case p.DeletionTimestamp != nil:
+				case p.Status.Phase == corev1.PodFailed:
+					if failedMayGo(n.Name) {
+						deletes = append(deletes, p)
+					}
+				case p.Status.Phase == corev1.PodSucceeded:
+					deletes = append(deletes, p)
+				default:
+					running = append(running, p)
+				}
+			}
+			if !surge {
+				if len(running) > 1 {
+					deletes = append(deletes, running[1:]...)
+				}
+				continue
+			}
+			var keptNew, keptOld bool
+			for _, p := range running {
+				updated := isUpdated(ds, p, hash)
+				switch {
+				case updated && !keptNew:
+					keptNew = true
+				case !updated && !keptOld:
+					keptOld = true
+				default:
+					deletes = append(deletes, p)
+				}
+			}
+		case len(pods) > 0:
+			for _, p := range pods {
+				if p.DeletionTimestamp == nil {
+					deletes = append(deletes, p)
+				}
+			}
+		}
+	}
+	for node, pods := range byNode {
+		if known[node] {
+			continue
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+				deletes = append(deletes, p)
+			}
+		}
+	}
+	return creates, deletes
 }
 
 // updatePlan is one step of a rolling update: old pods to delete, nodes to give an
