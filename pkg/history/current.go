@@ -41,10 +41,12 @@ func (e *CollisionError) Error() string {
 // it controls (owned, sorted oldest first: SortRevisions), and the collision count that
 // revision's name was found under (the owner's status count, or more).
 //
-//   - A revision recording the template (TemplatePatch, byte for byte) is reused; if
-//     another revision has a number as high or higher, it is renumbered to the newest
-//     (one above the others), so that `kubectl rollout undo` makes no new revision.
-//     With revisions 1 (v1), 2 (v2) and 3 (v1), undo to v2 renumbers 2 to 4.
+//   - A revision recording the template (TemplatePatch, byte for byte) is reused; if it
+//     is not the newest, it is renumbered to be (one above the others), so that
+//     `kubectl rollout undo` makes no new revision. With revisions 1 (v1), 2 (v2) and
+//     3 (v1), undo to v2 renumbers 2 to 4. On a tie of numbers the kinds differ as
+//     upstream's do: a StatefulSet's revision that sorts last (by creation time, then
+//     name) is the newest; a DaemonSet's is renumbered.
 //   - Otherwise a revision is created, numbered one above the others and named by the
 //     kind's hash under the collision count. A name held by a revision of other data
 //     is a collision: the count goes up and a new name is tried — at once for a
@@ -87,7 +89,7 @@ func CurrentRevision[O Owner](ctx context.Context, client RevisionClient, owner 
 			}
 		}
 	}
-	if cur.Revision <= newestOther {
+	if k.stale(cur, owned, newestOther) {
 		cur, err = renumber(ctx, client, cur, newestOther+1)
 	}
 	return cur, deref(count), err
@@ -113,6 +115,12 @@ type revisionKind struct {
 	// reencoded, when set, tells whether a revision of other bytes records the template
 	// all the same (written by an older serializer).
 	reencoded func(*appsv1.ControllerRevision) bool
+	// stale tells whether cur, the newest revision of the template among owned (sorted),
+	// must be renumbered to be the newest of all. Upstream's two controllers ask it
+	// differently, and they differ on a tie: a StatefulSet's is stale unless it sorts
+	// last (a tie broken by creation time and name leaves it alone), a DaemonSet's unless
+	// its number is above every other revision's.
+	stale func(cur *appsv1.ControllerRevision, owned []*appsv1.ControllerRevision, newestOther int64) bool
 }
 
 // kindOf is owner's revisionKind, its revisions recording data.
@@ -130,6 +138,9 @@ func kindOf[O Owner](owner O, data []byte) revisionKind {
 			// The latest revision differs only in how an older version serialized it
 			// (Kubernetes ≤ 1.33 wrote "creationTimestamp":null): it is still the template.
 			reencoded: func(r *appsv1.ControllerRevision) bool { return sameOnceReencoded(o, r, data) },
+			stale: func(cur *appsv1.ControllerRevision, owned []*appsv1.ControllerRevision, _ int64) bool {
+				return owned[len(owned)-1] != cur
+			},
 		}
 	case *appsv1.DaemonSet:
 		// Named "<ds>-<pod-template hash>", as its pods are labelled
@@ -140,6 +151,9 @@ func kindOf[O Owner](owner O, data []byte) revisionKind {
 			hash:       func(c *int32) string { return TemplateHash(&o.Spec.Template, c) },
 			name:       func(hash string) string { return o.Name + "-" + hash },
 			collisions: o.Status.CollisionCount, attempts: 1, dropDuplicates: true,
+			stale: func(cur *appsv1.ControllerRevision, _ []*appsv1.ControllerRevision, newestOther int64) bool {
+				return cur.Revision <= newestOther
+			},
 		}
 	}
 	panic(fmt.Sprintf("no revisions for %T", owner))

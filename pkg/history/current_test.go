@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -153,6 +154,37 @@ func TestCurrentRevision(t *testing.T) {
 			},
 			want: "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3", wantActions: "[delete logs-old]",
 		},
+		{
+			name: "StatefulSet, a tie of numbers and its revision sorts last (created later): the newest already, no write",
+			stored: []*appsv1.ControllerRevision{
+				createdAt(revisionOf(t, web(v2), 2, 0), 1), createdAt(revisionOf(t, web(v1), 2, 0), 2),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, web(v1), bySortRevisions(f))
+			},
+			want: "web-677f98675c #2", wantActions: "[]",
+		},
+		{
+			name: "StatefulSet, a tie of numbers and its revision sorts first: renumbered 3",
+			stored: []*appsv1.ControllerRevision{
+				createdAt(revisionOf(t, web(v1), 2, 0), 1), createdAt(revisionOf(t, web(v2), 2, 0), 2),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, web(v1), bySortRevisions(f))
+			},
+			want: "web-677f98675c #3", wantActions: "[update web-677f98675c #3]",
+		},
+		{
+			name: "DaemonSet, a tie of numbers: renumbered 3 however it sorts",
+			stored: []*appsv1.ControllerRevision{
+				createdAt(revisionOf(t, logsSet(v2), 2, 0), 1), createdAt(revisionOf(t, logsSet(v1), 2, 0), 2),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, logsSet(v1), bySortRevisions(f))
+			},
+			want:        "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3",
+			wantActions: "[update logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3]",
+		},
 	} {
 		f := newFakeRevisions(tt.stored...)
 		got, collisions, err := tt.run(f)
@@ -205,4 +237,17 @@ func sorted(f *fakeRevisions) []*appsv1.ControllerRevision {
 func renamed(r *appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
 	r.Name = name
 	return r
+}
+
+// createdAt gives r a creation time minute m of a fixed hour.
+func createdAt(r *appsv1.ControllerRevision, m int) *appsv1.ControllerRevision {
+	r.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 10, m, 0, 0, time.UTC))
+	return r
+}
+
+// bySortRevisions is f's revisions in the controllers' order (SortRevisions).
+func bySortRevisions(f *fakeRevisions) []*appsv1.ControllerRevision {
+	out := sorted(f)
+	SortRevisions(out)
+	return out
 }
