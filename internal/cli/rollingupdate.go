@@ -16,11 +16,12 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/kroll-dev/kroll/internal/failpoint"
 	"github.com/kroll-dev/kroll/pkg/rollingupdate"
 )
 
 func newRollingUpdateCommand(stdin io.Reader, stdout io.Writer) *cobra.Command {
-	o := rollingupdate.Options{Out: stdout}
+	o := rollingupdate.Options{Out: stdout, Hit: failpoint.Hit}
 	var file, maxSurge, maxUnavailable, pullPolicy, dryRun string
 	var connection *clientFlags
 	cmd := &cobra.Command{

@@ -6,6 +6,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 
@@ -26,4 +29,24 @@ func DeleteStaleRevisions(ctx context.Context, client kubernetes.Interface, revs
 		}
 	}
 	return utilerrors.NewAggregate(errs)
+}
+
+// ClaimRevisions returns owner's ControllerRevisions among listed (those its selector
+// matches, from the cache), oldest first (history.SortRevisions), after adopting the
+// orphans: so that a StatefulSet or DaemonSet deleted with --cascade=orphan and made
+// again finds its history, and undo sees it. See Claim; the first error stops it.
+// fresh reads owner from the API server.
+func ClaimRevisions(ctx context.Context, client kubernetes.Interface, owner metav1.Object, kind schema.GroupVersionKind, selector labels.Selector,
+	fresh func(ctx context.Context) (metav1.Object, error), listed []*appsv1.ControllerRevision) ([]*appsv1.ControllerRevision, error) {
+	owned, err := Claim[*appsv1.ControllerRevision]{
+		Owner: owner, Kind: kind, Selects: Matching[*appsv1.ControllerRevision](selector), Fresh: fresh,
+		Patch: func(ctx context.Context, r *appsv1.ControllerRevision, patch []byte) (*appsv1.ControllerRevision, error) {
+			return client.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		},
+	}.Claim(ctx, listed)
+	if err != nil {
+		return nil, err
+	}
+	history.SortRevisions(owned)
+	return owned, nil
 }

@@ -72,6 +72,13 @@ func RevisionName(owner, hash string) string {
 // template's labels, annotated with the owner's annotations, controlled by owner.
 func NewRevision(owner metav1.Object, gvk schema.GroupVersionKind, templateLabels map[string]string, data []byte, revision int64, collisionCount int32, hashLabel string) *appsv1.ControllerRevision {
 	hash := RevisionHash(data, collisionCount)
+	return newRevision(owner, gvk, templateLabels, data, revision, hashLabel, hash, RevisionName(owner.GetName(), hash))
+}
+
+// newRevision is revision number revision of owner (kind gvk), holding data, named
+// name and labelled hashLabel=hash and with the pod template's labels, annotated with
+// the owner's annotations, controlled by owner.
+func newRevision(owner metav1.Object, gvk schema.GroupVersionKind, templateLabels map[string]string, data []byte, revision int64, hashLabel, hash, name string) *appsv1.ControllerRevision {
 	labels := make(map[string]string, len(templateLabels)+1)
 	for k, v := range templateLabels {
 		labels[k] = v
@@ -79,7 +86,7 @@ func NewRevision(owner metav1.Object, gvk schema.GroupVersionKind, templateLabel
 	labels[hashLabel] = hash
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            RevisionName(owner.GetName(), hash),
+			Name:            name,
 			Namespace:       owner.GetNamespace(),
 			Labels:          labels,
 			Annotations:     RevisionAnnotations(owner.GetAnnotations()),

@@ -1,5 +1,8 @@
 // Package history keeps workload revisions: the revision annotations of a
-// Deployment's ReplicaSets, and the pod-template hash that names them.
+// Deployment's ReplicaSets, and the pod-template hash that names them (revisions.go);
+// the ControllerRevisions of StatefulSets and DaemonSets: their data, names and hashes
+// (controllerrevisions.go), and the revision of an owner's template now, found,
+// renumbered or created through a narrow client (current.go).
 package history
 
 import (

@@ -14,8 +14,10 @@
 //     the pull retried under back-off. Other repositories pull (or fail, if so configured).
 //   - Volumes (volumes.go): a pod whose claims are not bound to volumes usable on its
 //     node waits in ContainerCreating, with FailedMount events, until they are.
-//   - Running: ContainerCreating for a startup delay, Running and Ready (gated by the
-//     pod's readiness gates), restarts of a container whose image changed in place.
+//   - Running (status.go, the pod's status as a pure function of its spec, its status
+//     and the time; containers.go, each container's states; conditions.go, the pod's
+//     conditions): ContainerCreating for a startup delay, Running and Ready (gated by
+//     the pod's readiness gates), restarts of a container whose image changed in place.
 //   - Termination (termination.go): a deleted pod serves until its grace period (capped)
 //     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
 //     and is deleted with a zero grace period; a finalizer keeps it with that status.

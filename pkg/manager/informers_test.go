@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kroll-dev/kroll/pkg/controller/daemonset"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -106,7 +106,7 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 	for name, ask := range map[string]func(*corev1.Pod) any{
 		"available":  func(p *corev1.Pod) any { return rollout.IsPodAvailable(p, 10, now) },
 		"active":     func(p *corev1.Pod) any { return rollout.IsPodActive(p) },
-		"node":       func(p *corev1.Pod) any { return daemonset.TargetNode(p) },
+		"node":       func(p *corev1.Pod) any { return placement.TargetNode(p) },
 		"gate":       func(p *corev1.Pod) any { return inplace.GateStatus(p) },
 		"state":      func(p *corev1.Pod) any { s, ok := inplace.StateOf(p); return [2]any{s.Revision, ok} },
 		"next step":  func(p *corev1.Pod) any { s, _ := inplace.NextStep(p, inplace.Want{Images: target}, 0, now); return s },

@@ -59,4 +59,17 @@
 // refused with the holder's identity and command. A lease not renewed for
 // LockDuration, or held by a process of this machine that has exited (a client that
 // was killed), is taken over, so that a re-run after a crash starts at once.
+//
+// # Files
+//
+// options.go holds what the command line states and its checks; updater.go runs one
+// update (Run) and holds its API helpers; resolve.go reads the controllers and finds
+// where the update stands (a resolution); start.go, scale.go and finish.go carry out
+// steps 1–2, 3 and 4 (with the rename and the rollback's end); plan.go is the pure
+// arithmetic of one scaling step (Step); controllers.go builds and compares the
+// controllers; lock.go and watch.go are the leases and the informer view.
+//
+// Options.Hit is called at each point between two writes where a crash must leave a
+// resumable state; the CLI passes its failpoints (KROLL_FAILPOINTS) so that crash
+// tests can kill the command there.
 package rollingupdate

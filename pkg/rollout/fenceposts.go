@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -51,4 +52,30 @@ func scaled(v *intstr.IntOrString, desired int32, roundUp bool) (int32, error) {
 	// every pod at once, and so does the cap; without it a 2147483647% surge of 2000
 	// wrapped around to -20 and the rollout never started.
 	return int32(min(int64(n), math.MaxInt32-int64(max(desired, 0)))), nil
+}
+
+// DaemonSetFenceposts resolves a DaemonSet's maxUnavailable and maxSurge (ru; nil or
+// unset: 1 and 0) against desired, the number of nodes that should run it. Unlike a
+// Deployment's, both round up, as upstream's DaemonSet controller rounds them: 25% of
+// 5 nodes is 2 unavailable (1.25 up). Both 0 means 1 unavailable.
+func DaemonSetFenceposts(ru *appsv1.RollingUpdateDaemonSet, desired int) (maxUnavailable, maxSurge int, err error) {
+	unavailable, surge := intstr.FromInt32(1), intstr.FromInt32(0)
+	if ru != nil {
+		if ru.MaxUnavailable != nil {
+			unavailable = *ru.MaxUnavailable
+		}
+		if ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+	}
+	if maxUnavailable, err = intstr.GetScaledValueFromIntOrPercent(&unavailable, desired, true); err != nil {
+		return 0, 0, fmt.Errorf("maxUnavailable: %w", err)
+	}
+	if maxSurge, err = intstr.GetScaledValueFromIntOrPercent(&surge, desired, true); err != nil {
+		return 0, 0, fmt.Errorf("maxSurge: %w", err)
+	}
+	if maxUnavailable == 0 && maxSurge == 0 {
+		maxUnavailable = 1
+	}
+	return maxUnavailable, maxSurge, nil
 }

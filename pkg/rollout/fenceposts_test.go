@@ -3,6 +3,7 @@ package rollout
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -51,5 +52,28 @@ func TestResolveFenceposts_rejectsBadValues(t *testing.T) {
 	}
 	if _, err := ResolveFenceposts(nil, &neg, 10); err == nil {
 		t.Error("maxUnavailable -1 accepted")
+	}
+}
+
+func rollingUpdate(maxUnavailable, maxSurge string) *appsv1.RollingUpdateDaemonSet {
+	u, s := intstr.Parse(maxUnavailable), intstr.Parse(maxSurge)
+	return &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &u, MaxSurge: &s}
+}
+
+func TestDaemonSetFenceposts(t *testing.T) {
+	for _, tt := range []struct {
+		unavailable, surge string
+		nodes              int
+		wantU, wantS       int
+	}{
+		{"1", "0", 5, 1, 0},
+		{"25%", "0", 5, 2, 0}, // 1.25 rounds up
+		{"0", "20%", 5, 0, 1},
+		{"0", "0", 5, 1, 0},
+	} {
+		u, s, err := DaemonSetFenceposts(rollingUpdate(tt.unavailable, tt.surge), tt.nodes)
+		if err != nil || u != tt.wantU || s != tt.wantS {
+			t.Errorf("%s/%s of %d nodes: %d/%d (%v), want %d/%d", tt.unavailable, tt.surge, tt.nodes, u, s, err, tt.wantU, tt.wantS)
+		}
 	}
 }

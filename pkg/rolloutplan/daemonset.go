@@ -9,9 +9,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kroll-dev/kroll/pkg/controller/daemonset"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -80,7 +80,7 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
 		if p != nil && p.DeletionTimestamp == nil && rollout.IsPodActive(p) {
-			if n := daemonset.TargetNode(p); n != "" {
+			if n := placement.TargetNode(p); n != "" {
 				byNode[n] = append(byNode[n], p)
 			}
 		}
@@ -94,8 +94,8 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	initial := map[string]bool{}
 	for _, n := range sorted {
-		shouldRun, shouldContinue := daemonset.NodeFit(next, n)
-		ns := &dsNode{name: n.Name, shouldRun: shouldRun, shouldContinue: shouldContinue}
+		fit := placement.NodeFit(next, n)
+		ns := &dsNode{name: n.Name, shouldRun: fit.ShouldRun, shouldContinue: fit.ShouldContinue}
 		list := byNode[n.Name]
 		sort.SliceStable(list, func(i, j int) bool { return list[i].CreationTimestamp.Before(&list[j].CreationTimestamp) })
 		for _, p := range list {
@@ -212,7 +212,7 @@ func (s *dsSim) fenceposts() (maxUnavailable, maxSurge int, err error) {
 			desired++
 		}
 	}
-	return daemonset.Fenceposts(s.ds, desired)
+	return rollout.DaemonSetFenceposts(s.ds.Spec.UpdateStrategy.RollingUpdate, desired)
 }
 
 func (s *dsSim) newPod(n *dsNode) (*nodePod, PodOp) {

@@ -1,14 +1,13 @@
 package daemonset
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -78,29 +77,77 @@ func splitPods(ds *appsv1.DaemonSet, node string, shouldRun bool, pods []*corev1
 	return n
 }
 
-// fenceposts resolves a DaemonSet's maxUnavailable and maxSurge against the number of
-// nodes that should run it; both round up, and both 0 means 1 unavailable.
-func Fenceposts(ds *appsv1.DaemonSet, desired int) (maxUnavailable, maxSurge int, err error) {
-	ru := ds.Spec.UpdateStrategy.RollingUpdate
-	unavailable, surge := intstr.FromInt32(1), intstr.FromInt32(0)
-	if ru != nil {
-		if ru.MaxUnavailable != nil {
-			unavailable = *ru.MaxUnavailable
+// manage decides placement: a pod for each node that should run one and has none; the
+// deletion of finished pods, of extra pods (a node keeps its oldest, or with surge its
+// oldest updated and oldest old), of pods on nodes they no longer fit, and of unplaced
+// pods for nodes that are gone.
+//
+// failedMayGo says whether a failed pod on a node may be deleted now (its back-off).
+func manage(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, failedMayGo func(node string) bool) (creates []string, deletes []*corev1.Pod) {
+	surge := false
+	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ru != nil && ru.MaxSurge != nil {
+		surge = ru.MaxSurge.String() != "0" && ru.MaxSurge.String() != "0%"
+	}
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = true
+		f := fits[n.Name]
+		pods := byNode[n.Name]
+		switch {
+		case f.ShouldRun && len(pods) == 0:
+			creates = append(creates, n.Name)
+		case f.ShouldContinue:
+			var running []*corev1.Pod
+			for _, p := range pods {
+				switch {
+				case p.DeletionTimestamp != nil:
+				case p.Status.Phase == corev1.PodFailed:
+					if failedMayGo(n.Name) {
+						deletes = append(deletes, p)
+					}
+				case p.Status.Phase == corev1.PodSucceeded:
+					deletes = append(deletes, p)
+				default:
+					running = append(running, p)
+				}
+			}
+			if !surge {
+				if len(running) > 1 {
+					deletes = append(deletes, running[1:]...)
+				}
+				continue
+			}
+			var keptNew, keptOld bool
+			for _, p := range running {
+				updated := isUpdated(ds, p, hash)
+				switch {
+				case updated && !keptNew:
+					keptNew = true
+				case !updated && !keptOld:
+					keptOld = true
+				default:
+					deletes = append(deletes, p)
+				}
+			}
+		case len(pods) > 0:
+			for _, p := range pods {
+				if p.DeletionTimestamp == nil {
+					deletes = append(deletes, p)
+				}
+			}
 		}
-		if ru.MaxSurge != nil {
-			surge = *ru.MaxSurge
+	}
+	for node, pods := range byNode {
+		if known[node] {
+			continue
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+				deletes = append(deletes, p)
+			}
 		}
 	}
-	if maxUnavailable, err = intstr.GetScaledValueFromIntOrPercent(&unavailable, desired, true); err != nil {
-		return 0, 0, fmt.Errorf("maxUnavailable: %w", err)
-	}
-	if maxSurge, err = intstr.GetScaledValueFromIntOrPercent(&surge, desired, true); err != nil {
-		return 0, 0, fmt.Errorf("maxSurge: %w", err)
-	}
-	if maxUnavailable == 0 && maxSurge == 0 {
-		maxUnavailable = 1
-	}
-	return maxUnavailable, maxSurge, nil
+	return creates, deletes
 }
 
 // updatePlan is one step of a rolling update: old pods to delete, nodes to give an

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kroll-dev/kroll/pkg/placement"
 )
 
 func newDaemonSet(maxUnavailable, maxSurge string) *appsv1.DaemonSet {
@@ -95,61 +97,16 @@ func TestPlanRollingUpdate(t *testing.T) {
 	}
 }
 
-func TestFenceposts(t *testing.T) {
-	for _, tt := range []struct {
-		unavailable, surge string
-		nodes              int
-		wantU, wantS       int
-	}{
-		{"1", "0", 5, 1, 0},
-		{"25%", "0", 5, 2, 0}, // 1.25 rounds up
-		{"0", "20%", 5, 0, 1},
-		{"0", "0", 5, 1, 0},
-	} {
-		u, s, err := Fenceposts(newDaemonSet(tt.unavailable, tt.surge), tt.nodes)
-		if err != nil || u != tt.wantU || s != tt.wantS {
-			t.Errorf("%s/%s of %d nodes: %d/%d (%v), want %d/%d", tt.unavailable, tt.surge, tt.nodes, u, s, err, tt.wantU, tt.wantS)
-		}
-	}
-}
-
-func TestNodeFit(t *testing.T) {
-	ds := newDaemonSet("1", "0")
-	ds.Spec.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
-	ssd := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"disk": "ssd"}}}
-	hdd := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"disk": "hdd"}}}
-	tainted := ssd.DeepCopy()
-	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
-	evicting := ssd.DeepCopy()
-	evicting.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}}
-	cordoned := ssd.DeepCopy()
-	cordoned.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
-	for _, tt := range []struct {
-		name string
-		node *corev1.Node
-		want fit
-	}{
-		{"matching node", ssd, fit{true, true}},
-		{"nodeSelector mismatch", hdd, fit{false, false}},
-		{"NoSchedule taint: no new pod, the running one stays", tainted, fit{false, true}},
-		{"NoExecute taint: neither", evicting, fit{false, false}},
-		{"cordoned: daemons tolerate it", cordoned, fit{true, true}},
-	} {
-		if got := nodeFit(ds, tt.node); got != tt.want {
-			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestNewPod(t *testing.T) {
 	ds := newDaemonSet("1", "0")
 	pod := newPod(ds, "kroll-node-3", "abc")
 	if pod.GenerateName != "logs-" || pod.Labels[RevisionLabel] != "abc" || pod.Labels[TemplateGenerationLabel] != "2" || !metav1.IsControlledBy(pod, ds) {
 		t.Errorf("pod %s labels %v owners %v", pod.GenerateName, pod.Labels, pod.OwnerReferences)
 	}
-	if TargetNode(pod) != "kroll-node-3" || pod.Spec.NodeName != "" {
-		t.Errorf("pod targets %q (nodeName %q); want node affinity to kroll-node-3, left to the scheduler", TargetNode(pod), pod.Spec.NodeName)
+	if placement.TargetNode(pod) != "kroll-node-3" || pod.Spec.NodeName != "" {
+		t.Errorf("pod targets %q (nodeName %q); want node affinity to kroll-node-3, left to the scheduler", placement.TargetNode(pod), pod.Spec.NodeName)
 	}
+	daemonTolerations := placement.WithDaemonTolerations(&corev1.PodSpec{})
 	if len(pod.Spec.Tolerations) != len(daemonTolerations) {
 		t.Errorf("%d tolerations, want the %d daemon ones", len(pod.Spec.Tolerations), len(daemonTolerations))
 	}

@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -101,54 +99,17 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 	if err != nil {
 		return nil, err
 	}
-	var claimed []*appsv1.ReplicaSet
-	var errs []error
-	checked, adoptable := false, error(nil)
-	for _, rs := range all {
-		matches := selector.Matches(labels.Set(rs.Labels))
-		if ref := metav1.GetControllerOf(rs); ref != nil {
-			if ref.UID != d.UID {
-				continue
-			}
-			if matches {
-				claimed = append(claimed, rs)
-			} else if d.DeletionTimestamp == nil {
-				patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-					"ownerReferences": []map[string]any{{"$patch": "delete", "uid": d.UID}}, "uid": rs.UID}})
-				if _, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-					errs = append(errs, err)
-				}
-			}
-			continue
-		}
-		if !matches || d.DeletionTimestamp != nil || rs.DeletionTimestamp != nil {
-			continue
-		}
-		if !checked {
-			adoptable, checked = c.checkAdoptable(ctx, d), true
-		}
-		if adoptable != nil {
-			errs = append(errs, adoptable)
-			continue
-		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}, "uid": rs.UID}})
-		adopted, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		if err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		claimed = append(claimed, adopted)
-	}
-	return claimed, utilerrors.NewAggregate(errs)
-}
-
-// checkAdoptable re-reads d from the API server before ReplicaSets are adopted.
-func (c *Controller) checkAdoptable(ctx context.Context, d *appsv1.Deployment) error {
-	fresh, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-	return controller.CheckAdoptable(d, fresh, err, "Deployment")
+	return controller.Claim[*appsv1.ReplicaSet]{
+		Owner: d, Kind: appsv1.SchemeGroupVersion.WithKind("Deployment"), Selects: controller.Matching[*appsv1.ReplicaSet](selector),
+		// Re-read from the API server before ReplicaSets are adopted.
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		},
+		Patch: func(ctx context.Context, rs *appsv1.ReplicaSet, patch []byte) (*appsv1.ReplicaSet, error) {
+			return c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		},
+		KeepGoing: true,
+	}.Claim(ctx, all)
 }
 
 // recordPause sets the Progressing condition to Unknown/DeploymentPaused when d is

@@ -197,24 +197,6 @@ func (c *Controller) deletePod(obj any) {
 	c.queue.Add(key)
 }
 
-// candidatePods are the pods a sync of rs looks at: those it controls and the orphans
-// of its namespace.
-func (c *Controller) candidatePods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
-	var pods []*corev1.Pod
-	for _, key := range []string{string(rs.UID), controller.OrphanIndexKey(rs.Namespace)} {
-		objs, err := c.podIndexer.ByIndex(controller.PodControllerIndex, key)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok && p.Namespace == rs.Namespace {
-				pods = append(pods, p)
-			}
-		}
-	}
-	return pods, nil
-}
-
 // relatedPods are the active pods of every ReplicaSet with the same controller as rs
 // (a Deployment's ReplicaSets), for preferring doubled-up pods on scale-down.
 func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
@@ -240,16 +222,6 @@ func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// checkAdoptable re-reads rs from the API server (not the cache) before pods are
-// adopted: a ReplicaSet that was just deleted or replaced must not take pods.
-func (c *Controller) checkAdoptable(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	fresh, err := c.kind.getFresh(ctx, rs.Namespace, rs.Name)
-	if err != nil {
-		return err
-	}
-	return controller.CheckAdoptable(rs, fresh, nil, c.kind.name)
 }
 
 func isNotFoundOrGone(err error) bool {

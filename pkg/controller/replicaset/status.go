@@ -1,11 +1,12 @@
 package replicaset
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"time"
 
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"

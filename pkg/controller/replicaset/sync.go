@@ -101,7 +101,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // podsOf returns rs's active pods, after adopting and releasing (see claimPods), and
 // its pods that are terminating.
 func (c *Controller) podsOf(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector) (active, terminating []*corev1.Pod, err error) {
-	candidates, err := c.candidatePods(rs)
+	candidates, err := controller.ClaimCandidates(c.podIndexer, rs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,44 +120,22 @@ func (c *Controller) podsOf(ctx context.Context, rs *appsv1.ReplicaSet, selector
 // claimPods returns the active pods rs controls after adopting orphans its selector
 // matches and releasing pods it controls but no longer selects.
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	var claimed []*corev1.Pod
-	var errs []error
-	var adoptable error
-	checked := false
-	for _, pod := range pods {
-		matches := selector.Matches(labels.Set(pod.Labels))
-		if ref := metav1.GetControllerOf(pod); ref != nil {
-			if ref.UID != rs.UID {
-				continue
-			}
-			if matches {
-				claimed = append(claimed, pod)
-			} else if rs.DeletionTimestamp == nil {
-				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, controller.ReleasePatch(rs.UID, pod.UID)); err != nil && !isNotFoundOrGone(err) && !apierrors.IsInvalid(err) {
-					errs = append(errs, err)
-				}
-			}
-			continue
-		}
-		if !matches || rs.DeletionTimestamp != nil || pod.DeletionTimestamp != nil {
-			continue
-		}
-		if !checked {
-			adoptable, checked = c.checkAdoptable(ctx, rs), true
-		}
-		if adoptable != nil {
-			errs = append(errs, fmt.Errorf("cannot adopt pod %s/%s: %w", pod.Namespace, pod.Name, adoptable))
-			continue
-		}
-		if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, controller.AdoptPatch(rs, c.kind.gvk(), pod.UID)); err != nil {
-			if !isNotFoundOrGone(err) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		claimed = append(claimed, pod)
-	}
-	return claimed, utilerrors.NewAggregate(errs)
+	return controller.Claim[*corev1.Pod]{
+		Owner: rs, Kind: c.kind.gvk(), Selects: controller.Selector(selector),
+		// Re-read from the API server (not the cache) before pods are adopted: a
+		// ReplicaSet that was just deleted or replaced must not take pods.
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.kind.getFresh(ctx, rs.Namespace, rs.Name)
+		},
+		Patch: func(ctx context.Context, pod *corev1.Pod, patch []byte) (*corev1.Pod, error) {
+			return pod, c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+		},
+		Gone:      isNotFoundOrGone,
+		KeepGoing: true,
+		Unadoptable: func(pod *corev1.Pod, err error) error {
+			return fmt.Errorf("cannot adopt pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		},
+	}.Claim(ctx, pods)
 }
 
 // resize creates or deletes pods so rs has spec.replicas active pods, counting the

@@ -25,7 +25,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
-	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -224,16 +223,6 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 	}.Claim(ctx, c.podIndex)
 }
 
-// adoptRevision makes set the controller of an orphaned revision.
-func (c *Controller) adoptRevision(ctx context.Context, set *appsv1.StatefulSet, r *appsv1.ControllerRevision) error {
-	_, err := c.client.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType,
-		controller.AdoptPatch(set, controllerKind, r.UID), metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
 // history lists the set's ControllerRevisions (adopting orphans its selector matches),
 // oldest first.
 func (c *Controller) history(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
@@ -241,30 +230,9 @@ func (c *Controller) history(ctx context.Context, set *appsv1.StatefulSet, selec
 	if err != nil {
 		return nil, err
 	}
-	var out []*appsv1.ControllerRevision
-	var adoptable error
-	checked := false
-	for _, r := range all {
-		ref := metav1.GetControllerOf(r)
-		switch {
-		case ref != nil && ref.UID == set.UID:
-			out = append(out, r)
-		case ref == nil && set.DeletionTimestamp == nil:
-			if !checked {
-				fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-				adoptable, checked = controller.CheckAdoptable(set, fresh, err, "StatefulSet"), true
-			}
-			if adoptable != nil {
-				continue
-			}
-			if err := c.adoptRevision(ctx, set, r); err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-	}
-	history.SortRevisions(out)
-	return out, nil
+	return controller.ClaimRevisions(ctx, c.client, set, controllerKind, selector, func(ctx context.Context) (metav1.Object, error) {
+		return c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	}, all)
 }
 
 // truncateHistory deletes the oldest revisions beyond revisionHistoryLimit that neither

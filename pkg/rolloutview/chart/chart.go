@@ -4,27 +4,19 @@
 //
 // Both formats come from one scene, a list of lines, polylines and labels in pixel
 // coordinates, so they cannot drift apart: composing decides where everything goes,
-// the two writers only decide how to put it on paper. Everything is a pure function of
+// the two writers (svg.go, png.go) only decide how to put it on paper. Everything is a pure function of
 // the timeline and the options, so the same input gives the same bytes (golden tests
 // rely on that).
 package chart
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"image"
 	"image/color"
-	"image/draw"
 	"image/png"
-	"math"
 	"strings"
 	"time"
-	"unicode"
-
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
 
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -386,192 +378,4 @@ func addLegend(s *scene, f frame) {
 
 // SVG writer.
 
-// writeSVG uses fixed one-decimal coordinates so the output is byte-for-byte stable.
-func writeSVG(s scene, title string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="%d">`+"\n",
-		s.width, s.height, s.width, s.height, textSize)
-	if title != "" {
-		// For screen readers and browser tabs.
-		fmt.Fprintf(&b, "<title>%s</title>\n", escape(title))
-	}
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="%s"/>`+"\n", s.width, s.height, background.hex())
-	for _, shape := range s.shapes {
-		switch sh := shape.(type) {
-		case line:
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f"`,
-				sh.from.x, sh.from.y, sh.to.x, sh.to.y, sh.color.hex(), sh.width)
-			if sh.dashed {
-				fmt.Fprintf(&b, ` stroke-dasharray="%d %d"`, dashOn, dashPeriod-dashOn)
-			}
-			b.WriteString("/>\n")
-		case polyline:
-			b.WriteString(`<polyline points="`)
-			for i, p := range sh.points {
-				if i > 0 {
-					b.WriteByte(' ')
-				}
-				fmt.Fprintf(&b, "%.1f,%.1f", p.x, p.y)
-			}
-			// Square caps and miter joins match the PNG's square brush.
-			fmt.Fprintf(&b, `" fill="none" stroke="%s" stroke-width="%.1f" stroke-linecap="square"/>`+"\n", sh.color.hex(), sh.width)
-		case label:
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f"`, sh.at.x, sh.at.y)
-			switch sh.anchor {
-			case anchorMiddle:
-				b.WriteString(` text-anchor="middle"`)
-			case anchorEnd:
-				b.WriteString(` text-anchor="end"`)
-			}
-			if sh.size != textSize {
-				fmt.Fprintf(&b, ` font-size="%g"`, sh.size)
-			}
-			if sh.bold {
-				b.WriteString(` font-weight="bold"`)
-			}
-			fmt.Fprintf(&b, ` fill="%s">%s</text>`+"\n", sh.color.hex(), escape(sh.text))
-		}
-	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
-}
-
-// escape makes s safe as XML character data (the title comes from the caller).
-func escape(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder never fails
-	return b.String()
-}
-
 // PNG writer.
-
-// The dash pattern, in pixels, shared with the SVG's stroke-dasharray.
-const dashOn, dashPeriod = 6, 10
-
-func rasterize(s scene) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, s.width, s.height))
-	draw.Draw(img, img.Bounds(), background.uniform(), image.Point{}, draw.Src)
-	for _, shape := range s.shapes {
-		switch sh := shape.(type) {
-		case line:
-			stroke(img, pixel(sh.from), pixel(sh.to), sh.color.rgba(), brush(sh.width), sh.dashed)
-		case polyline:
-			for i := 1; i < len(sh.points); i++ {
-				stroke(img, pixel(sh.points[i-1]), pixel(sh.points[i]), sh.color.rgba(), brush(sh.width), false)
-			}
-		case label:
-			text(img, sh)
-		}
-	}
-	return img
-}
-
-func pixel(p point) image.Point {
-	return image.Point{int(math.Round(p.x)), int(math.Round(p.y))}
-}
-
-func brush(width float64) int { return max(1, int(math.Round(width))) }
-
-// stroke walks from a to b with Bresenham's algorithm and stamps a width×width square at
-// each step. Nearly all lines here are horizontal or vertical, where a square brush gives
-// exactly the width an SVG stroke has.
-func stroke(img *image.RGBA, a, b image.Point, c color.RGBA, width int, dashed bool) {
-	dx, dy := abs(b.X-a.X), -abs(b.Y-a.Y)
-	sx, sy := sign(b.X-a.X), sign(b.Y-a.Y)
-	err := dx + dy
-	p := a
-	for i := 0; ; i++ {
-		if !dashed || i%dashPeriod < dashOn {
-			stamp(img, p, c, width)
-		}
-		if p == b {
-			return
-		}
-		e2 := 2 * err
-		if e2 >= dy {
-			err += dy
-			p.X += sx
-		}
-		if e2 <= dx {
-			err += dx
-			p.Y += sy
-		}
-	}
-}
-
-// stamp centers the square like an SVG stroke straddles its path: a 2px line at y covers
-// the rows y-1 and y.
-func stamp(img *image.RGBA, p image.Point, c color.RGBA, width int) {
-	lo := -width / 2
-	for y := lo; y < lo+width; y++ {
-		for x := lo; x < lo+width; x++ {
-			img.SetRGBA(p.X+x, p.Y+y, c) // ignores points outside the image
-		}
-	}
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-func sign(n int) int {
-	switch {
-	case n < 0:
-		return -1
-	case n > 0:
-		return 1
-	}
-	return 0
-}
-
-// text draws a label in basicfont's single 7×13 size; bold is the text drawn twice, one
-// pixel apart.
-func text(img *image.RGBA, l label) {
-	face := basicfont.Face7x13
-	s := toASCII(l.text)
-	d := font.Drawer{Dst: img, Src: l.color.uniform(), Face: face}
-	x, y := pixel(l.at).X, pixel(l.at).Y
-	switch w := d.MeasureString(s).Round(); l.anchor {
-	case anchorMiddle:
-		x -= w / 2
-	case anchorEnd:
-		x -= w
-	}
-	d.Dot = fixed.P(x, y)
-	d.DrawString(s)
-	if l.bold {
-		d.Dot = fixed.P(x+1, y)
-		d.DrawString(s)
-	}
-}
-
-// asciiFallbacks spell the non-ASCII characters likely in a title (the CLI puts an arrow
-// between workload and revision) the way one would type them.
-var asciiFallbacks = map[rune]string{
-	'→': "->", '←': "<-", '↔': "<->", '⇒': "=>",
-	'–': "-", '—': "-", '…': "...", '•': "*", '·': "*", '×': "x",
-	'≤': "<=", '≥': ">=", '≠': "!=",
-	'‘': "'", '’': "'", '“': `"`, '”': `"`,
-}
-
-// toASCII replaces what basicfont cannot draw (it has printable ASCII only, and would
-// draw a box for the rest).
-func toASCII(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= ' ' && r <= '~':
-			b.WriteRune(r)
-		case asciiFallbacks[r] != "":
-			b.WriteString(asciiFallbacks[r])
-		case unicode.IsSpace(r):
-			b.WriteByte(' ')
-		default:
-			b.WriteByte('?')
-		}
-	}
-	return b.String()
-}

@@ -1,4 +1,9 @@
-package daemonset
+// Package placement says where a DaemonSet's pods belong: the nodes its template fits
+// (nodeName, nodeSelector, required node affinity, and the node's taints against the
+// template's tolerations plus the daemon ones upstream adds), and how a daemon pod is
+// pinned to its node for the scheduler. kroll's DaemonSet controller places pods by it,
+// and `kroll rollout plan` plans with it, so that the two agree on every node.
+package placement
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,9 +27,9 @@ var daemonTolerations = []corev1.Toleration{
 // hostNetworkToleration is added too when the pod uses the host's network.
 var hostNetworkToleration = corev1.Toleration{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
-// withDaemonTolerations returns tolerations with the daemon ones added (an equal one is
-// not added twice).
-func withDaemonTolerations(spec *corev1.PodSpec) []corev1.Toleration {
+// WithDaemonTolerations returns spec's tolerations with the daemon ones added (an equal
+// one is not added twice).
+func WithDaemonTolerations(spec *corev1.PodSpec) []corev1.Toleration {
 	out := append([]corev1.Toleration(nil), spec.Tolerations...)
 	add := daemonTolerations
 	if spec.HostNetwork {
@@ -45,9 +50,9 @@ func withDaemonTolerations(spec *corev1.PodSpec) []corev1.Toleration {
 	return out
 }
 
-// pinnedTo returns affinity with its required node affinity replaced by one term that
+// PinnedTo returns affinity with its required node affinity replaced by one term that
 // selects node by name: the scheduler places the pod there (and checks it fits).
-func pinnedTo(affinity *corev1.Affinity, node string) *corev1.Affinity {
+func PinnedTo(affinity *corev1.Affinity, node string) *corev1.Affinity {
 	out := affinity.DeepCopy()
 	if out == nil {
 		out = &corev1.Affinity{}
@@ -63,7 +68,7 @@ func pinnedTo(affinity *corev1.Affinity, node string) *corev1.Affinity {
 	return out
 }
 
-// targetNode is the node a daemon pod is for: where it runs, else the node its
+// TargetNode is the node a daemon pod is for: where it runs, else the node its
 // required affinity names.
 func TargetNode(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" {
@@ -83,24 +88,24 @@ func TargetNode(pod *corev1.Pod) string {
 	return ""
 }
 
-// fit says whether ds's pod belongs on node: shouldRun, a pod should be placed there;
-// shouldContinue, a pod already there may stay.
-type fit struct{ shouldRun, shouldContinue bool }
+// Fit says whether a DaemonSet's pod belongs on a node: ShouldRun, a pod should be
+// placed there; ShouldContinue, a pod already there may stay.
+type Fit struct{ ShouldRun, ShouldContinue bool }
 
-// nodeFit decides fit: the template's nodeName (if any) and its nodeSelector and
+// NodeFit decides Fit: the template's nodeName (if any) and its nodeSelector and
 // required node affinity must match the node, and its tolerations (with the daemon
 // ones) must tolerate the node's NoSchedule and NoExecute taints — for a running pod,
 // only the NoExecute ones.
-func nodeFit(ds *appsv1.DaemonSet, node *corev1.Node) fit {
+func NodeFit(ds *appsv1.DaemonSet, node *corev1.Node) Fit {
 	spec := &ds.Spec.Template.Spec
 	if spec.NodeName != "" && spec.NodeName != node.Name {
-		return fit{}
+		return Fit{}
 	}
 	probe := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: spec.NodeSelector, Affinity: spec.Affinity}}
 	if ok, err := nodeaffinity.GetRequiredNodeAffinity(probe).Match(node); err != nil || !ok {
-		return fit{}
+		return Fit{}
 	}
-	tolerations := withDaemonTolerations(spec)
+	tolerations := WithDaemonTolerations(spec)
 	logger := klog.Background()
 	_, untoleratedNoExecute := schedhelpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoExecute
@@ -108,11 +113,5 @@ func nodeFit(ds *appsv1.DaemonSet, node *corev1.Node) fit {
 	_, untolerated := schedhelpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoExecute || t.Effect == corev1.TaintEffectNoSchedule
 	}, false)
-	return fit{shouldRun: !untolerated, shouldContinue: !untoleratedNoExecute}
-}
-
-// NodeFit is nodeFit for callers outside the controller (kroll rollout plan).
-func NodeFit(ds *appsv1.DaemonSet, node *corev1.Node) (shouldRun, shouldContinue bool) {
-	f := nodeFit(ds, node)
-	return f.shouldRun, f.shouldContinue
+	return Fit{ShouldRun: !untolerated, ShouldContinue: !untoleratedNoExecute}
 }

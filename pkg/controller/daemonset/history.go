@@ -1,0 +1,78 @@
+package daemonset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/history"
+)
+
+// constructHistory finds or creates the ControllerRevision of ds's template and gives
+// it the newest number (see history.CurrentRevision); it returns the template's hash.
+// A revision is named "<ds>-<hash>" with the pod-template hash (as a Deployment's
+// ReplicaSets are) and holds the template patch kubectl applies on undo. A name taken
+// by another template counts a collision in ds's status, and the sync is tried again.
+func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) (string, error) {
+	all, err := c.revisions.ControllerRevisions(ds.Namespace).List(selector)
+	if err != nil {
+		return "", err
+	}
+	owned, err := controller.ClaimRevisions(ctx, c.client, ds, controllerKind, selector, func(ctx context.Context) (metav1.Object, error) {
+		return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	}, all)
+	if err != nil {
+		return "", err
+	}
+	cur, _, err := history.CurrentRevision(ctx, c.client.AppsV1().ControllerRevisions(ds.Namespace), ds, owned)
+	var collision *history.CollisionError
+	if errors.As(err, &collision) {
+		next := ds.DeepCopy()
+		next.Status.CollisionCount = &collision.Collisions
+		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("found a hash collision for DaemonSet %q; collision count is now %d", ds.Name, collision.Collisions)
+	}
+	if err != nil {
+		return "", err
+	}
+	if h := cur.Labels[RevisionLabel]; h != "" {
+		return h, nil
+	}
+	return history.TemplateHash(&ds.Spec.Template, ds.Status.CollisionCount), nil
+}
+
+// cleanupHistory deletes the oldest revisions beyond revisionHistoryLimit that no pod
+// runs.
+func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string) error {
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return nil
+	}
+	all, err := c.revisions.ControllerRevisions(ds.Namespace).List(selector)
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, p := range pods {
+		live[p.Labels[RevisionLabel]] = true
+	}
+	var owned []*appsv1.ControllerRevision
+	for _, r := range all {
+		if metav1.IsControlledBy(r, ds) {
+			if r.Labels[RevisionLabel] == hash || live[r.Labels[RevisionLabel]] {
+				continue
+			}
+			owned = append(owned, r)
+		}
+	}
+	history.SortRevisions(owned)
+	return controller.DeleteStaleRevisions(ctx, c.client, owned, nil, ds.Spec.RevisionHistoryLimit)
+}

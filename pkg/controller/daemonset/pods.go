@@ -1,0 +1,124 @@
+package daemonset
+
+import (
+	"context"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/placement"
+)
+
+// failedMayGo tells whether a failed pod of ds on node may be deleted now; if not, ds
+// is looked at again when its back-off ends.
+func (c *Controller) failedMayGo(key string, ds *appsv1.DaemonSet, node string) bool {
+	id, now := key+"/"+node, c.now()
+	if c.failedBackoff.IsInBackOffSinceUpdate(id, now) {
+		c.queue.EnqueueAfter(ds, c.failedBackoff.Get(id))
+		return false
+	}
+	c.failedBackoff.Next(id, now)
+	return true
+}
+
+// podEventFor records the Failed/Succeeded events upstream gives before deleting a
+// finished daemon pod.
+func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
+	switch p.Status.Phase {
+	case corev1.PodFailed:
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, placement.TargetNode(p))
+	case corev1.PodSucceeded:
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SucceededDaemonPod", "Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, placement.TargetNode(p))
+	}
+}
+
+// syncNodes creates a pod for each node in creates (slow start, at most burstReplicas)
+// and deletes the pods in deletes, under expectations.
+func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, creates []string, deletes []*corev1.Pod, hash string) error {
+	if len(creates) > burstReplicas {
+		creates = creates[:burstReplicas]
+	}
+	deleteKeys := make([]string, len(deletes))
+	for i, p := range deletes {
+		deleteKeys[i] = p.Namespace + "/" + p.Name
+	}
+	c.expectations.Expect(key, len(creates), deleteKeys)
+	var next atomic.Int32
+	created, createErr := controller.SlowStartBatch(len(creates), 1, func() error {
+		node := creates[next.Add(1)-1]
+		_, err := c.podControl.CreatePod(ctx, ds, newPod(ds, node, hash))
+		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
+		}
+		return err
+	})
+	for i := created; i < len(creates); i++ {
+		c.expectations.CreationObserved(key)
+	}
+	var errs []error
+	if createErr != nil {
+		errs = append(errs, createErr)
+	}
+	for i, p := range deletes {
+		if err := c.podControl.DeletePod(ctx, ds, p); err != nil {
+			c.expectations.DeletionObserved(key, deleteKeys[i])
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// newPod is ds's pod for node: the template, labelled with hash and the template
+// generation, with the daemon tolerations and pinned to node by affinity.
+func newPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
+	t := ds.Spec.Template.DeepCopy()
+	labels := map[string]string{}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	labels[RevisionLabel] = hash
+	if gen, ok := ds.Annotations[TemplateGenerationAnnotation]; ok {
+		labels[TemplateGenerationLabel] = gen
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    ds.Name + "-",
+			Namespace:       ds.Namespace,
+			Labels:          labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
+		},
+		Spec: t.Spec,
+	}
+	if mode, _ := inplace.ModeOf(ds.Annotations); mode != inplace.Off && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+		// Opted in to in-place updates: the pod serves only once kroll says so.
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: inplace.ReadinessGate})
+	}
+	pod.Spec.Tolerations = placement.WithDaemonTolerations(&pod.Spec)
+	pod.Spec.Affinity = placement.PinnedTo(pod.Spec.Affinity, node)
+	return pod
+}
+
+// claimPods returns the pods ds controls, after adopting orphans its selector matches
+// and releasing pods it controls but no longer selects.
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	return controller.PodClaim{
+		Owner: ds, Kind: controllerKind, Selects: controller.Selector(selector),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		},
+		Patch: func(ctx context.Context, name string, patch []byte) error {
+			return c.podControl.PatchPod(ctx, ds.Namespace, name, patch)
+		},
+	}.Claim(ctx, c.podIndex)
+}

@@ -1,0 +1,257 @@
+package kubelet
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// container computes one app container's next status; see podStatus for the states.
+func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.ContainerStatus, clk *podClock, created time.Time, delay time.Duration, now time.Time, w *wake) corev1.ContainerStatus {
+	image := normalizeImage(c.Image)
+	plan := s.planImage(pod, c.Image)
+	fault := plan.fault
+
+	if old != nil && normalizeImage(old.Image) != image && !isFirstCreation(old) {
+		// The image changed under a container that exists: kill and start again.
+		next := *old.DeepCopy()
+		if r := old.State.Running; r != nil {
+			next.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: reasonCompleted, StartedAt: r.StartedAt, FinishedAt: metav1.Time{Time: now}, ContainerID: old.ContainerID,
+			}}
+		}
+		if !plan.pull.OK {
+			next.ImageID, next.ContainerID, next.Ready, next.Started = "", "", false, ptrBool(false)
+			delete(clk.since, c.Name)
+			return s.pullFailure(c, plan.pull, &next, clk, now, w)
+		}
+		if old.State.Running == nil && old.RestartCount == 0 && old.LastTerminationState.Terminated == nil {
+			// Never ran (say, stuck pulling a bad image): this is its first creation.
+			clk.since[c.Name] = now
+			return s.creatingOrStart(pod, c, image, plan, nil, clk, now, delay, w)
+		}
+		return s.startInstance(pod, c, image, &next, now, next.RestartCount+1, s.readinessDelay(fault, delay), delay, clk, w)
+	}
+
+	switch {
+	case old == nil || isFirstCreation(old):
+		if _, ok := clk.since[c.Name]; !ok {
+			clk.since[c.Name] = clk.admitted
+		}
+		return s.creatingOrStart(pod, c, image, plan, old, clk, now, delay, w)
+
+	case old.State.Running != nil:
+		started := clk.sinceOr(c.Name, old.State.Running.StartedAt.Time)
+		if fault.Kind == FaultCrashLoop {
+			crashAt := started.Add(max(delay, minRunBeforeCrash))
+			if !now.Before(crashAt) {
+				next := *old.DeepCopy()
+				next.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					ExitCode: 1, Reason: reasonError, StartedAt: old.State.Running.StartedAt, FinishedAt: metav1.Time{Time: now}, ContainerID: old.ContainerID,
+				}}
+				if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+					next.State = corev1.ContainerState{Terminated: next.LastTerminationState.Terminated}
+					next.LastTerminationState = corev1.ContainerState{}
+					next.Ready, next.Started = false, ptrBool(false)
+					return next
+				}
+				backOff := s.backOff(old.RestartCount)
+				next.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+					Reason:  reasonCrashLoopBackOff,
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOff, c.Name, pod.Name, pod.Namespace, pod.UID),
+				}}
+				next.Ready, next.Started = false, ptrBool(false)
+				clk.since[c.Name] = now
+				w.offer(now.Add(backOff))
+				return next
+			}
+			w.offer(crashAt)
+		}
+		readyAt, ok := clk.readyAt[c.Name]
+		if !ok && !old.Ready {
+			// No memory of this instance (the simulator restarted): derive from the status.
+			base := time.Duration(0)
+			if t := old.LastTerminationState.Terminated; t != nil && t.Reason == reasonCompleted {
+				base = delay // restarted for an image change
+			}
+			if rd := s.readinessDelay(fault, base); rd >= 0 {
+				readyAt, ok = started.Add(rd), true
+			}
+		}
+		ready := fault.Kind != FaultNeverReady && (old.Ready || (ok && !now.Before(readyAt)))
+		if !ready && ok && fault.Kind != FaultNeverReady {
+			w.offer(readyAt)
+		}
+		next := *old.DeepCopy()
+		next.Ready, next.Started = ready, ptrBool(ready || fault.Kind == FaultNeverReady)
+		return next
+
+	case old.State.Waiting != nil && old.State.Waiting.Reason == reasonCrashLoopBackOff:
+		finished := now
+		if t := old.LastTerminationState.Terminated; t != nil {
+			finished = t.FinishedAt.Time
+		}
+		finished = clk.sinceOr(c.Name, finished)
+		restartAt := finished.Add(s.backOff(old.RestartCount))
+		if now.Before(restartAt) {
+			w.offer(restartAt)
+			return *old.DeepCopy()
+		}
+		return s.startInstance(pod, c, image, old.DeepCopy(), now, old.RestartCount+1, s.readinessDelay(fault, 0), delay, clk, w)
+
+	case old.State.Waiting != nil && !plan.pull.OK:
+		return s.pullFailure(c, plan.pull, old, clk, now, w)
+
+	case old.State.Waiting != nil:
+		// Waiting on a fault that no longer applies (the rules changed): start.
+		return s.startInstance(pod, c, image, old.DeepCopy(), now, old.RestartCount, s.readinessDelay(fault, 0), delay, clk, w)
+	}
+	return *old.DeepCopy() // terminated for good (restartPolicy Never)
+}
+
+// creatingOrStart handles a container's first creation: ContainerCreating until the
+// startup delay has passed, then a failed pull or a running first instance.
+func (s *simulator) creatingOrStart(pod *corev1.Pod, c corev1.Container, image string, plan imagePlan, old *corev1.ContainerStatus, clk *podClock, now time.Time, delay time.Duration, w *wake) corev1.ContainerStatus {
+	due := clk.since[c.Name].Add(delay)
+	if now.Before(due) {
+		w.offer(due)
+		return waitingStatus(c.Name, c.Image, reasonContainerCreating, "", old)
+	}
+	if !plan.pull.OK {
+		clk.since[c.Name] = now
+		return s.pullFailure(c, plan.pull, old, clk, now, w)
+	}
+	return s.startInstance(pod, c, image, &corev1.ContainerStatus{}, now, 0, s.readinessDelay(plan.fault, 0), delay, clk, w)
+}
+
+// startInstance reports a new instance of c running since now, with restartCount,
+// ready after readyDelay (never, when negative).
+func (s *simulator) startInstance(pod *corev1.Pod, c corev1.Container, image string, base *corev1.ContainerStatus, now time.Time, restartCount int32, readyDelay, delay time.Duration, clk *podClock, w *wake) corev1.ContainerStatus {
+	clk.since[c.Name] = now
+	delete(clk.readyAt, c.Name)
+	ready := false
+	if readyDelay >= 0 {
+		clk.readyAt[c.Name] = now.Add(readyDelay)
+		ready = readyDelay == 0
+		if !ready {
+			w.offer(now.Add(readyDelay))
+		}
+	}
+	fault := s.planImage(pod, c.Image).fault
+	if fault.Kind == FaultCrashLoop {
+		w.offer(now.Add(max(delay, minRunBeforeCrash)))
+	}
+	cs := *base
+	cs.Name = c.Name
+	cs.Image, cs.ImageID = image, imageID(image)
+	cs.ContainerID = containerID(string(pod.UID), c.Name, restartCount)
+	cs.RestartCount = restartCount
+	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Time{Time: now}}}
+	cs.Ready, cs.Started = ready, ptrBool(ready || fault.Kind == FaultNeverReady)
+	return cs
+}
+
+// pullFailure reports a container whose image does not pull. A malformed reference
+// waits InvalidImageName for good. Otherwise the kubelet pulls again and again with the
+// back-off it uses for crashes, 10s·2ⁿ up to 5m: after each attempt it shows
+// ErrImagePull with the registry's error until its next sync (here max(startup delay,
+// 1s), at most half the back-off), then ImagePullBackOff, quoting that error, until the
+// next attempt. With the 10s default: ErrImagePull at 0s, ImagePullBackOff at 1s,
+// ErrImagePull at 10s, ImagePullBackOff at 11s, ErrImagePull at 30s, 70s, 150s, 310s, …
+func (s *simulator) pullFailure(c corev1.Container, pull PullResult, old *corev1.ContainerStatus, clk *podClock, now time.Time, w *wake) corev1.ContainerStatus {
+	if pull.Reason == reasonInvalidImageName {
+		return waitingStatus(c.Name, c.Image, reasonInvalidImageName, pull.Message, old)
+	}
+	attempt, ok := clk.since[c.Name]
+	if !ok {
+		attempt = now
+		clk.since[c.Name] = now
+	}
+	backOff := s.backOff(0)
+	for n := int32(1); !now.Before(attempt.Add(backOff)); n++ {
+		attempt = attempt.Add(backOff)
+		backOff = s.backOff(n)
+	}
+	if shown := attempt.Add(min(max(s.startupDelay, time.Second), backOff/2)); now.Before(shown) {
+		w.offer(shown)
+		return waitingStatus(c.Name, c.Image, reasonErrImagePull, pull.Message, old)
+	}
+	w.offer(attempt.Add(backOff))
+	return waitingStatus(c.Name, c.Image, reasonImagePullBackOff,
+		fmt.Sprintf("Back-off pulling image %q: %s: %s", withDefaultTag(c.Image), reasonErrImagePull, pull.Message), old)
+}
+
+// readinessDelay is how long a fresh instance takes to pass readiness: the fault's own
+// delay, otherwise base; negative for an instance that never does.
+func (s *simulator) readinessDelay(f Fault, base time.Duration) time.Duration {
+	switch f.Kind {
+	case FaultNeverReady:
+		return -1
+	case FaultReadyAfter:
+		return f.After
+	}
+	return base
+}
+
+// backOff is the wait before restart number restarts+1: base·2^restarts, at most 5m.
+func (s *simulator) backOff(restarts int32) time.Duration {
+	d := s.crashBackOff
+	for i := int32(0); i < restarts && d < maxCrashLoopBackOff; i++ {
+		d *= 2
+	}
+	return min(d, maxCrashLoopBackOff)
+}
+
+// isFirstCreation tells a container still waiting for its very first instance.
+func isFirstCreation(cs *corev1.ContainerStatus) bool {
+	return cs.State.Waiting != nil && cs.State.Waiting.Reason == reasonContainerCreating && cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil
+}
+
+func findStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// waitingStatus is a container waiting for reason, keeping what old knew of past instances.
+func waitingStatus(name, image, reason, message string, old *corev1.ContainerStatus) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: name}
+	if old != nil {
+		cs.RestartCount, cs.LastTerminationState = old.RestartCount, *old.LastTerminationState.DeepCopy()
+	}
+	cs.Image = image
+	cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+	cs.Started = ptrBool(false)
+	return cs
+}
+
+func runningStatus(pod *corev1.Pod, name, image string, since time.Time, ready bool, restarts int32, old *corev1.ContainerStatus) corev1.ContainerStatus {
+	if old != nil && old.State.Running != nil && old.Image == image {
+		return *old.DeepCopy()
+	}
+	return corev1.ContainerStatus{
+		Name: name, Image: image, ImageID: imageID(image), ContainerID: containerID(string(pod.UID), name, restarts),
+		RestartCount: restarts, Ready: ready, Started: ptrBool(true),
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Time{Time: since}}},
+	}
+}
+
+func completedStatus(pod *corev1.Pod, name, image string, at time.Time, old *corev1.ContainerStatus) corev1.ContainerStatus {
+	if old != nil && old.State.Terminated != nil && old.Image == image {
+		return *old.DeepCopy()
+	}
+	id := containerID(string(pod.UID), name, 0)
+	return corev1.ContainerStatus{
+		Name: name, Image: image, ImageID: imageID(image), ContainerID: id, Started: ptrBool(false),
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Reason: reasonCompleted, StartedAt: metav1.Time{Time: at}, FinishedAt: metav1.Time{Time: at}, ContainerID: id,
+		}},
+	}
+}
+
+func ptrBool(b bool) *bool { return &b }
