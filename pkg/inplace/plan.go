@@ -1,6 +1,7 @@
 package inplace
 
 import (
+	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -99,7 +100,7 @@ func (p HandOverPlan) Empty() bool {
 //  2. Old pods out of service for their grace period (a State) are handed over once it
 //     is over.
 //  3. With v.Start, more old pods are picked: those not available first (they cost
-//     nothing), then available ones, by the old ReplicaSets' order, while fewer than
+//     nothing), then available ones, each by name, while fewer than
 //     max(1, MaxUnavailable) of Desired are without a serving pod. A serving pod counts
 //     up to the available replicas its ReplicaSet reports: a pod that has left, or is
 //     back in service, is reported only at its ReplicaSet's next sync, and the bound
@@ -298,8 +299,8 @@ func (h passView) tally(rs ReplicaSetPods, out sets.Set[string]) int32 {
 	return min(n, rs.RS.Status.AvailableReplicas)
 }
 
-// pick chooses old pods to update: those not serving first (they cost nothing), then
-// serving ones while fewer than max(1, MaxUnavailable) of Desired are without a
+// pick chooses old pods to update, by name: those not serving first (they cost
+// nothing), then serving ones while fewer than max(1, MaxUnavailable) of Desired are without a
 // serving pod. Pods out of service by a write the cache does not show yet are left.
 func (h passView) pick(candidates []*corev1.Pod, serving int32) []*corev1.Pod {
 	var pods []*corev1.Pod
@@ -308,6 +309,9 @@ func (h passView) pick(candidates []*corev1.Pod, serving int32) []*corev1.Pod {
 			pods = append(pods, pod)
 		}
 	}
+	// By name, so that the order is the same whatever order the cache lists pods in, and
+	// `kroll rollout plan` can say which pods go in which batch.
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	pods = NotServingFirst(pods, h.serving)
 	return WithinBudget(pods, h.serving, int(max(1, h.MaxUnavailable)), int(h.Desired-serving))
 }

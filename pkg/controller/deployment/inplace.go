@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,48 +15,6 @@ import (
 // The in-place hand-over is decided by inplace.PlanHandOver (the protocol is in the
 // package doc of pkg/inplace); this file reads its view from the caches and applies
 // its plan.
-
-// setInPlaceCondition brings the InPlaceUpdate condition of status up to date: gone
-// when d is not opted in, the verdict on the change while old pods remain, complete
-// once a change made in place has reached every pod (status is the rollout's new
-// status), and otherwise left as it is.
-func setInPlaceCondition(status *appsv1.DeploymentStatus, p *pass, now time.Time) {
-	if inPlaceMode(p.d) == inplace.Off {
-		removeCondition(status, inplace.ConditionType)
-		return
-	}
-	cur := rollout.Condition(status, inplace.ConditionType)
-	v := p.verdict
-	if !p.judged {
-		if cur == nil || !rollout.Complete(p.d, status) {
-			return
-		}
-		done := inplace.Finish(&inplace.Condition{Reason: cur.Reason})
-		if done == nil {
-			return
-		}
-		v = *done
-	}
-	if cur != nil && cur.Status == v.Status && cur.Reason == v.Reason && cur.Message != v.Message {
-		removeCondition(status, inplace.ConditionType) // same reason, other fields: say so
-	}
-	setCondition(status, newCondition(inplace.ConditionType, v.Status, v.Reason, v.Message, now))
-}
-
-// announceVerdict records p's verdict as an event, once: when it is not what the
-// Deployment's InPlaceUpdate condition says already.
-func (c *Controller) announceVerdict(p *pass) {
-	if !p.judged {
-		return
-	}
-	var cur *inplace.Condition
-	if cond := rollout.Condition(&p.d.Status, inplace.ConditionType); cond != nil {
-		cur = &inplace.Condition{Status: cond.Status, Reason: cond.Reason, Message: cond.Message}
-	}
-	if inplace.IsNews(p.verdict, cur) {
-		c.recorder.Eventf(p.d, p.verdict.EventType, p.verdict.Reason, "%s", p.verdict.Message)
-	}
-}
 
 // inPlacePass is what advanceInPlace did.
 type inPlacePass struct {
