@@ -150,7 +150,7 @@ func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev
 	if from, err := c.podTemplate(ds, p); err == nil {
 		target.From = from
 	}
-	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, grace, now)
+	r, err := inplace.Writer{Pods: c.podControl}.Step(ctx, p, target, grace, now)
 	if r.TookOut {
 		c.takenOut.Record(p, now)
 	}

@@ -48,6 +48,10 @@ type Controller struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 	now      func() time.Time
+	// writes writes Deployments and ReplicaSets; pods writes pods: the in-place steps
+	// this controller makes itself (taking pods out of service and putting them back).
+	writes writer
+	pods   controller.PodControl
 
 	dLister    appslisters.DeploymentLister
 	rsLister   appslisters.ReplicaSetLister
@@ -67,6 +71,8 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		client:     client,
 		recorder:   recorder,
 		now:        time.Now,
+		writes:     apiWriter{client: client},
+		pods:       controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
 		dLister:    dInformer.Lister(),
 		rsLister:   rsInformer.Lister(),
 		podLister:  podInformer.Lister(),

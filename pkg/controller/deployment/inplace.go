@@ -82,7 +82,7 @@ func (c *Controller) handOverView(p *pass, start bool) inplace.HandOverView {
 // remembers the pods it takes out of service or gives away until the cache shows it.
 // acted says a write was made.
 func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.HandOverPlan) (acted bool, err error) {
-	writer, now := inplace.Writer{Client: c.client}, c.now()
+	writer, now := inplace.Writer{Pods: c.pods}, c.now()
 	for _, pod := range plan.PutBack {
 		if err := writer.PutBack(ctx, pod); err != nil {
 			return acted, err

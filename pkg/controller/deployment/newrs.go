@@ -52,7 +52,7 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 	changed := history.SetNewReplicaSetAnnotations(d, next, revision)
 	if changed || next.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
 		next.Spec.MinReadySeconds = d.Spec.MinReadySeconds
-		return c.client.AppsV1().ReplicaSets(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+		return c.writes.updateReplicaSet(ctx, next)
 	}
 	needsUpdate := setDeploymentRevision(d, next.Annotations[history.RevisionAnnotation])
 	if rollout.HasProgressDeadline(d) && rollout.Condition(&d.Status, appsv1.DeploymentProgressing) == nil {
@@ -63,7 +63,7 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 		needsUpdate = true
 	}
 	if needsUpdate {
-		if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.writes.updateStatus(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -105,7 +105,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.Rep
 		rs.Annotations[k] = v
 	}
 
-	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+	created, err := c.writes.createReplicaSet(ctx, rs)
 	alreadyExisted := false
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -121,7 +121,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.Rep
 			d.Status.CollisionCount = new(int32)
 		}
 		*d.Status.CollisionCount++
-		if _, uerr := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); uerr == nil {
+		if _, uerr := c.writes.updateStatus(ctx, d); uerr == nil {
 			klog.FromContext(ctx).V(2).Info("Hash collision; raised collisionCount", "deployment", klog.KObj(d), "collisionCount", *d.Status.CollisionCount)
 		}
 		return nil, err
@@ -131,7 +131,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.Rep
 		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 		if rollout.HasProgressDeadline(d) {
 			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonReplicaSetCreateError, msg, c.now()))
-			_, _ = c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			_, _ = c.writes.updateStatus(ctx, d)
 		}
 		c.recorder.Eventf(d, corev1.EventTypeWarning, reasonReplicaSetCreateError, "%s", msg)
 		return nil, err
@@ -146,7 +146,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.Rep
 		needsUpdate = true
 	}
 	if needsUpdate {
-		if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.writes.updateStatus(ctx, d); err != nil {
 			return created, err
 		}
 	}
@@ -198,7 +198,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, d *appsv1.Deployment, o
 		if rs.Status.Replicas != 0 || *rs.Spec.Replicas != 0 || rs.Generation > rs.Status.ObservedGeneration {
 			continue
 		}
-		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &rs.UID}})
+		err := c.writes.deleteReplicaSet(ctx, rs)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

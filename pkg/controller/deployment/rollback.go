@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -80,7 +79,7 @@ func (c *Controller) rollback(ctx context.Context, p *pass, revision int64) erro
 // clearRollbackTo removes RollbackToAnnotation and writes d (with whatever rollback set).
 func (c *Controller) clearRollbackTo(ctx context.Context, d *appsv1.Deployment) error {
 	delete(d.Annotations, RollbackToAnnotation)
-	_, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+	_, err := c.writes.updateDeployment(ctx, d)
 	return err
 }
 
@@ -95,7 +94,7 @@ func (c *Controller) keepSettings(ctx context.Context, d *appsv1.Deployment, rsL
 		next := d.DeepCopy()
 		delete(next.Annotations, inplace.LeavingAnnotation)
 		delete(next.Annotations, inplace.ArrivingAnnotation)
-		_, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+		_, err := c.writes.updateDeployment(ctx, next)
 		return true, err
 	}
 	for _, rs := range rsList {
@@ -103,7 +102,7 @@ func (c *Controller) keepSettings(ctx context.Context, d *appsv1.Deployment, rsL
 		if !history.KeepSettings(d, next) {
 			continue
 		}
-		if _, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.writes.updateReplicaSet(ctx, next); err != nil {
 			return true, fmt.Errorf("keep the settings of deployment %s/%s on replica set %s: %w", d.Namespace, d.Name, rs.Name, err)
 		}
 		wrote = true

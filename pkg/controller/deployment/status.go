@@ -164,7 +164,7 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 		Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
 		Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
 	}, c.now())
-	_, err := c.client.AppsV1().Deployments(next.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	_, err := c.writes.updateStatus(ctx, next)
 	return err
 }
 

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -46,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.recorder.Eventf(d, corev1.EventTypeWarning, "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.")
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
-			_, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			_, err := c.writes.updateStatus(ctx, d)
 			return err
 		}
 		return nil
@@ -106,7 +105,7 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 			return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		},
 		Patch: func(ctx context.Context, rs *appsv1.ReplicaSet, patch []byte) (*appsv1.ReplicaSet, error) {
-			return c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			return c.writes.patchReplicaSet(ctx, rs.Namespace, rs.Name, patch)
 		},
 		KeepGoing: true,
 	}.Claim(ctx, all)
@@ -132,7 +131,7 @@ func (c *Controller) recordPause(ctx context.Context, d *appsv1.Deployment) (*ap
 	default:
 		return d, nil
 	}
-	return c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	return c.writes.updateStatus(ctx, d)
 }
 
 // scaleOnly resizes p's ReplicaSets for its Deployment's replicas without rolling
@@ -208,7 +207,7 @@ func (c *Controller) resizeReplicaSet(ctx context.Context, d *appsv1.Deployment,
 	for k, v := range want {
 		next.Annotations[k] = v
 	}
-	updated, err := c.client.AppsV1().ReplicaSets(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	updated, err := c.writes.updateReplicaSet(ctx, next)
 	if err != nil {
 		return rs, false, err
 	}

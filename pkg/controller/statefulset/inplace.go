@@ -41,7 +41,7 @@ func (c *Controller) settleInPlace(ctx context.Context, set *appsv1.StatefulSet,
 		if _, mid := inplace.StateOf(p); !mid && inplace.GateStatus(p) == corev1.ConditionTrue {
 			continue
 		}
-		r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
+		r, err := inplace.Writer{Pods: c.pods}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
 		if err != nil {
 			return true, err
 		}
@@ -143,7 +143,7 @@ func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet,
 		return mode == inplace.Only, nil // announced by inPlaceVerdict
 	}
 	target, _ := revs.target(set, p, revs.update.Name) // the update revision is always known
-	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
+	r, err := inplace.Writer{Pods: c.pods}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
 	if r.TookOut {
 		c.takenOut.Record(p, now)
 	}

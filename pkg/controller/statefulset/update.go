@@ -209,7 +209,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		if ordered && !isHealthy(set, p, now) && p != firstUnhealthy {
 			return status, nil
 		}
-		if err := c.pods.delete(ctx, set, p); err != nil {
+		if err := c.pods.DeletePod(ctx, set, p); err != nil {
 			return status, err
 		}
 		if ordered {
@@ -238,7 +238,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		} else if inPlace {
 			continue
 		}
-		if err := c.pods.delete(ctx, set, p); err != nil {
+		if err := c.pods.DeletePod(ctx, set, p); err != nil {
 			return status, err
 		}
 		deletedCurrent(p, revs, &status)
@@ -268,7 +268,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 	switch {
 	case isFinished(p):
 		if !isTerminating(p) {
-			return true, c.pods.delete(ctx, set, p)
+			return true, c.pods.DeletePod(ctx, set, p)
 		}
 		return true, nil
 	case !isCreated(p):
@@ -278,7 +278,8 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
 			return true, err
 		}
-		return true, c.pods.create(ctx, set, p)
+		_, err := c.pods.CreatePod(ctx, set, p)
+		return true, err
 	case p.Status.Phase == corev1.PodPending:
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
 			return true, err
@@ -287,7 +288,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 	if ordered && !isHealthy(set, p, now) {
 		if !isTerminating(p) && abandoned(p, revs) && isUnavailable(set, p, now) {
 			// A pod of an abandoned revision that serves nothing: do not wait for it.
-			return true, c.pods.delete(ctx, set, p)
+			return true, c.pods.DeletePod(ctx, set, p)
 		}
 		return true, nil
 	}
@@ -295,7 +296,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
 			return false, err
 		}
-		return false, c.pods.update(ctx, set, p, func(pod *corev1.Pod) {
+		return false, c.pods.UpdatePod(ctx, set, p, func(pod *corev1.Pod) {
 			setIdentity(set, pod, ordinal)
 			setStorage(set, pod, ordinal)
 		})
