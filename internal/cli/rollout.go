@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -372,8 +373,8 @@ func span(t timeline.Timeline) time.Duration {
 
 func (k *kubectlVerbs) newRolloutPlanCommand() *cobra.Command {
 	var (
-		file   string
-		images []string
+		file, output string
+		images       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan [TYPE/NAME] (-f FILE | --image CONTAINER=IMAGE ...)",
@@ -386,13 +387,22 @@ maxUnavailable, partition, and in-place eligibility.
 The change is either a manifest (-f), taken as the API server would store it after
 'kroll apply --server-side --force-conflicts' (a server-side dry run), or new images
 (--image, as 'kroll set image' takes them; * names every container). The plan assumes
-each batch completes before the next starts.`,
+each batch completes before the next starts.
+
+The batches come from the planners kroll's controllers decide with (pkg/rollout and
+pkg/inplace), replayed on a model of the workload. -o json prints the plan as one
+object (kind, object, strategy, from, to, changes, inPlace, batches of ops, notes,
+maxPods, minAvailable).`,
 		Example: `  kroll rollout plan -f web-v2.yaml
-  kroll rollout plan deployment/web --image app=nginx:1.26`,
+  kroll rollout plan deployment/web --image app=nginx:1.26
+  kroll rollout plan deployment/web --image app=nginx:1.26 -o json`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (file == "") == (len(images) == 0) {
 				return fmt.Errorf("give the change as -f FILE or as --image CONTAINER=IMAGE (one of them)")
+			}
+			if output != "" && output != "json" {
+				return fmt.Errorf("unknown output format %q: use -o json", output)
 			}
 			client, ns, err := k.client()
 			if err != nil {
@@ -440,11 +450,20 @@ each batch completes before the next starts.`,
 			if err != nil {
 				return err
 			}
+			if output == "json" {
+				b, err := json.MarshalIndent(plan, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(k.streams.Out, string(b))
+				return nil
+			}
 			fmt.Fprint(k.streams.Out, plan.Text())
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "Manifest of the changed workload ('-' reads stdin)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json (the plan as one object). Default: text")
 	cmd.Flags().StringArrayVar(&images, "image", nil, "CONTAINER=IMAGE: the change is this image (repeatable; * is every container)")
 	return cmd
 }

@@ -1,8 +1,3 @@
-// Package inplace is the machinery kroll's controllers share to update pods in place
-// (the proposal "Support deployment controller in-place update"): which template
-// changes can be applied to a running pod, the readiness gate that takes a pod out of
-// service while it changes, the record on the pod from which an update resumes, and
-// the records of a hand-over of pods between a Deployment's ReplicaSets.
 package inplace
 
 import (

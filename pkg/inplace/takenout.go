@@ -24,11 +24,18 @@ func (t *TakenOut) Record(p *corev1.Pod, now time.Time) {
 	t.m.Store(p.UID, takenOutAt{resourceVersion: p.ResourceVersion, at: now})
 }
 
-// Out tells whether p is out of service for an in-place update: mid-update by its
-// record or gate, patched and not yet restarted, or taken out by a write the cache
-// does not show yet (for at most a minute, should the write have been lost).
+// OutOfServiceNow tells whether the cache shows p out of service for an in-place
+// update: mid-update by its record or gate, or patched and not yet restarted.
+func OutOfServiceNow(p *corev1.Pod) bool {
+	_, mid := StateOf(p)
+	return mid || GateStatus(p) == corev1.ConditionFalse || Restarting(p)
+}
+
+// Out tells whether p is out of service for an in-place update: as the cache shows it
+// (OutOfServiceNow), or taken out by a write the cache does not show yet (for at most
+// a minute, should the write have been lost).
 func (t *TakenOut) Out(p *corev1.Pod, now time.Time) bool {
-	if _, mid := StateOf(p); mid || GateStatus(p) == corev1.ConditionFalse || Restarting(p) {
+	if OutOfServiceNow(p) {
 		t.m.Delete(p.UID) // the cache shows the update: it speaks for itself
 		return true
 	}

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Target is what a pod is updated in place to: the workload's template, the revision
@@ -50,9 +48,16 @@ func (t Target) Want() Want {
 	return w
 }
 
+// Patcher is what in-place updates write through: patches of a pod and of its status
+// subresource (controller.PodControl is one).
+type Patcher interface {
+	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
+	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error
+}
+
 // Writer makes the writes of in-place updates.
 type Writer struct {
-	Client kubernetes.Interface
+	Pods Patcher
 }
 
 // Result is what a Step did.
@@ -162,12 +167,10 @@ func ignoreNotFound(err error) error {
 
 func (w Writer) patch(ctx context.Context, p *corev1.Pod, patch map[string]any, subresource string) error {
 	b, _ := json.Marshal(patch)
-	var sub []string
-	if subresource != "" {
-		sub = []string{subresource}
+	if subresource == "status" {
+		return w.Pods.PatchPodStatus(ctx, p.Namespace, p.Name, b)
 	}
-	_, err := w.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, sub...)
-	return err
+	return w.Pods.PatchPod(ctx, p.Namespace, p.Name, b)
 }
 
 // gatePatch is the status part of a patch that sets the in-place readiness condition.

@@ -139,10 +139,8 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 	case !rolling, v.Reason == inplace.ReasonBlocked:
 	case v.Proceeds():
 		s.inPlace(maxUnavailable)
-	case maxSurge > 0:
-		s.surge(maxSurge)
 	default:
-		s.replace(maxUnavailable)
+		s.rolling(maxUnavailable, maxSurge)
 	}
 	plan.Batches = s.batches
 	plan.bounds(initial)
@@ -290,85 +288,38 @@ func (s *dsSim) unplaced() []string {
 	return out
 }
 
-// replace is the rolling update without surge: old pods not available at once, then
-// available ones while fewer than maxUnavailable nodes lack an available pod; each
-// replaced in one batch (deleted, and created again by the placement step).
-func (s *dsSim) replace(maxUnavailable int) {
-	for range len(s.nodes) + 1 {
-		unavailable := 0
-		var ops []PodOp
-		var candidates []*dsNode
-		for _, n := range s.nodes {
-			switch {
-			case n.old == nil && n.updated == nil:
-				// No pod here, nor one to place (placement came first): not the rollout's.
-			case n.updated != nil:
-				if !n.updated.available {
-					unavailable++
-				}
-			case !n.old.available:
-				ops = append(ops, s.swap(n)...)
-				unavailable++
-			case unavailable < maxUnavailable:
-				candidates = append(candidates, n)
-			}
-		}
-		room := min(max(maxUnavailable-unavailable, 0), len(candidates))
-		for _, n := range candidates[:room] {
-			ops = append(ops, s.swap(n)...)
-		}
-		if !s.flush(ops) {
-			return
-		}
-	}
-}
-
-// swap deletes n's old pod and, where the DaemonSet still places pods, creates the new
-// one.
-func (s *dsSim) swap(n *dsNode) []PodOp {
-	ops := []PodOp{deleteOp(n, n.old)}
-	n.old = nil
-	if n.shouldRun {
-		p, op := s.newPod(n)
-		n.updated = p
-		ops = append(ops, op)
-	}
-	return ops
-}
-
-// surge is the rolling update with maxSurge: the new pod next to the old one on up to
-// maxSurge nodes at a time (nodes whose old pod is not available do not wait), the
-// old pod deleted once the new one is available.
-func (s *dsSim) surge(maxSurge int) {
+// rolling replays the rolling update, one step a batch, with the controller's planner
+// (rollout.DaemonSetUpdate) on the model's nodes: without surge, each old pod it lets go
+// is deleted and created again at the new revision in one batch ("replace"); with
+// surge, the new pod is created beside the old one, and the old one deleted in the
+// batch after, with the next nodes' creates.
+func (s *dsSim) rolling(maxUnavailable, maxSurge int) {
 	for range 2*len(s.nodes) + 1 {
-		var ops []PodOp
-		var candidates []*dsNode
-		surging := 0
+		var view []rollout.DaemonNode
+		byName := map[string]*dsNode{}
 		for _, n := range s.nodes {
-			switch {
-			case n.updated == nil && n.old == nil:
-			case n.updated == nil && !n.shouldRun:
-				if !n.old.available {
-					ops = append(ops, deleteOp(n, n.old))
-					n.old = nil
-				}
-			case n.updated == nil && !n.old.available:
-				p, op := s.newPod(n)
+			if n.old == nil && n.updated == nil {
+				continue // no pod here, nor one to place (placement came first): not the rollout's
+			}
+			byName[n.name] = n
+			view = append(view, rollout.DaemonNode{Name: n.name, ShouldRun: n.shouldRun,
+				HasOld: n.old != nil, OldAvailable: n.old != nil && n.old.available,
+				HasUpdated: n.updated != nil, UpdatedAvailable: n.updated != nil && n.updated.available})
+		}
+		step := rollout.DaemonSetUpdate(view, maxUnavailable, maxSurge)
+		var ops []PodOp
+		for _, name := range step.DeleteOld {
+			n := byName[name]
+			ops = append(ops, deleteOp(n, n.old))
+			n.old = nil
+			if maxSurge == 0 && n.shouldRun {
+				p, op := s.newPod(n) // the placement step's replacement
 				n.updated = p
 				ops = append(ops, op)
-			case n.updated == nil:
-				if surging < maxSurge {
-					candidates = append(candidates, n)
-				}
-			case !n.updated.available:
-				surging++
-			case n.old != nil:
-				ops = append(ops, deleteOp(n, n.old))
-				n.old = nil
 			}
 		}
-		room := min(max(maxSurge-surging, 0), len(candidates))
-		for _, n := range candidates[:room] {
+		for _, name := range step.Surge {
+			n := byName[name]
 			p, op := s.newPod(n)
 			n.updated = p
 			ops = append(ops, op)
@@ -379,37 +330,28 @@ func (s *dsSim) surge(maxSurge int) {
 	}
 }
 
-// inPlace updates old pods in place, those not available first, then by node, while
-// no more than maxUnavailable nodes are without an available pod.
+// inPlace updates old pods in place as the controller picks them
+// (inplace.WithinBudget): those not available first, then by node, while no more than
+// maxUnavailable nodes are without an available pod.
 func (s *dsSim) inPlace(maxUnavailable int) {
 	for range len(s.nodes) + 1 {
 		unavailable := 0
-		var first, rest []*dsNode
+		var old []*dsNode
 		for _, n := range s.nodes {
 			for _, p := range []*nodePod{n.old, n.updated} {
 				if p != nil && !p.available {
 					unavailable++
 				}
 			}
-			switch {
-			case n.old == nil:
-			case !n.old.available:
-				first = append(first, n)
-			default:
-				rest = append(rest, n)
+			if n.old != nil {
+				old = append(old, n)
 			}
 		}
+		serving := func(n *dsNode) bool { return n.old.available }
 		var ops []PodOp
-		for _, n := range append(first, rest...) {
-			available := n.old.available
-			if available && unavailable >= maxUnavailable {
-				break
-			}
+		for _, n := range inplace.WithinBudget(inplace.NotServingFirst(old, serving), serving, maxUnavailable, unavailable) {
 			ops = append(ops, PodOp{Op: InPlace, Pod: n.old.name, Node: n.name, Revision: s.revision})
 			n.updated, n.old = &nodePod{name: n.old.name, revision: s.revision, available: true}, nil
-			if available {
-				unavailable++
-			}
 		}
 		if !s.flush(ops) {
 			return

@@ -47,59 +47,61 @@ const (
 
 // PodOp is one operation on one pod.
 type PodOp struct {
-	Op Op
+	Op Op `json:"op"`
 	// Pod names the pod: an existing pod's name; a StatefulSet's ordinal name ("web-2")
 	// for a pod it creates; for other new pods a description such as
 	// "web-6f9c7d (new 3)", unique within the plan.
-	Pod string
+	Pod string `json:"pod"`
 	// Node is the node of a DaemonSet's pod; empty for the other kinds.
-	Node string
+	Node string `json:"node,omitempty"`
 	// Revision is the revision the pod runs after the operation (create, in-place) or ran
 	// (delete): the ReplicaSet's name for a Deployment, the ControllerRevision's name for
 	// a StatefulSet or a DaemonSet.
-	Revision string
+	Revision string `json:"revision"`
 }
 
 // Batch is what happens at once; the next batch starts when this one has completed.
 type Batch struct {
-	Ops []PodOp
+	Ops []PodOp `json:"ops"`
 }
 
 // Plan is what a change to one workload does to its pods.
 type Plan struct {
 	// Kind is the workload's kind: "Deployment", "StatefulSet" or "DaemonSet".
-	Kind string
+	Kind string `json:"kind"`
 	// Object is the workload as kubectl names it: "deployment/web".
-	Object string
+	Object string `json:"object"`
 	// Strategy is how the pods change, with the bounds resolved for the changed object:
 	// "RollingUpdate (maxSurge 3, maxUnavailable 2)", "Recreate", "OnDelete",
 	// "InPlaceIfPossible (maxUnavailable 2)", …
-	Strategy string
+	Strategy string `json:"strategy"`
 	// From and To are the revisions before and after: a Deployment's revision numbers
 	// ("1", "2"), a StatefulSet's or DaemonSet's ControllerRevision names. Equal when the
 	// template does not change; From is empty for a workload without revisions yet.
-	From, To string
+	From string `json:"from"`
+	To   string `json:"to"`
 	// Changes says what differs between the object and the changed one, one line each:
 	// "image app: nginx:1.25 → nginx:1.26", "replicas: 3 → 5",
 	// "spec.containers[app].env changed". Empty when nothing that matters here differs.
-	Changes []string
+	Changes []string `json:"changes"`
 	// InPlace is the verdict on an in-place update, when the changed object opts in with
 	// kroll.dev/update-strategy: "applies (…): old pods are updated where they run, …",
 	// "falls back to RollingUpdate: …",
 	// "blocked (InPlaceOnly): …". Empty otherwise, and when no old pod is left to judge.
-	InPlace string
+	InPlace string `json:"inPlace,omitempty"`
 	// Batches are the pod operations in order; none when nothing changes, under OnDelete,
 	// or when an in-place update is blocked.
-	Batches []Batch
+	Batches []Batch `json:"batches"`
 	// Notes say what the batches do not: why there are none, pods left alone (below a
 	// partition), where a rollout stops.
-	Notes []string
+	Notes []string `json:"notes"`
 	// MaxPods is the most pods that exist at once during the plan, and MinAvailable the
 	// fewest available pods; both counted right after each batch's operations are made
 	// (new pods exist but are not yet available, deleted pods are gone, pods updated in
 	// place are out of service), before the batch completes. With no batches: the pods
 	// now.
-	MaxPods, MinAvailable int
+	MaxPods      int `json:"maxPods"`
+	MinAvailable int `json:"minAvailable"`
 }
 
 // Assumption is printed under every plan with batches.

@@ -323,53 +323,56 @@ func (s *setSim) scale() bool {
 	}
 }
 
-// rollingUpdate replays the update part: stale pods from the highest ordinal down to
-// the partition, one per batch, or with maxUnavailable as many as it allows.
+// rollingUpdate replays the update part with the controller's planner
+// (rollout.StatefulSetUpdate), one pass a batch: stale pods from the highest ordinal
+// down to the partition, one at a time or as many as maxUnavailable allows, each
+// replaced (deleted and created again at the new revision) or updated in place.
 func (s *setSim) rollingUpdate() {
 	start, n := s.start(), s.replicas()
-	low := start + partition(s.set)
-	withMax := s.set.Spec.UpdateStrategy.RollingUpdate != nil && s.set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable != nil
-	for {
-		var ops []PodOp
-		unavailable := 0
-		for o := start; o < start+n; o++ {
-			if !s.byOrdinal[o].available {
-				unavailable++
-			}
+	var maxUnavailable *int
+	if ru := s.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		m := s.maxUnavailable()
+		maxUnavailable = &m
+	}
+	for range n + 1 {
+		slots := make([]rollout.SetSlot, n)
+		for i := range slots {
+			p := s.byOrdinal[start+i]
+			slots[i] = rollout.SetSlot{Stale: p.revision != s.update, Unavailable: !p.available}
 		}
-		for o := start + n - 1; o >= low; o-- {
-			p := s.byOrdinal[o]
-			if p.revision == s.update {
-				if !p.available && !withMax {
-					s.stuck = fmt.Sprintf("%s is at the new revision but not available: the update waits for it", p.name)
-					break
-				}
-				continue
-			}
-			wasOut := !p.available
-			if withMax && !wasOut && unavailable >= s.maxUnavailable() {
-				break
-			}
+		var ops []PodOp
+		for _, i := range rollout.StatefulSetUpdate(slots, partition(s.set), maxUnavailable) {
+			p := s.byOrdinal[start+i]
 			if s.inPlace {
 				ops = append(ops, PodOp{Op: InPlace, Pod: p.name, Revision: s.update})
 			} else {
 				ops = append(ops, PodOp{Op: Delete, Pod: p.name, Revision: p.revision}, PodOp{Op: Create, Pod: p.name, Revision: s.update})
 			}
-			s.byOrdinal[o] = &setPod{name: p.name, revision: s.update, available: true}
-			if !wasOut {
-				unavailable++
-			}
-			if !withMax {
-				break
-			}
+			s.byOrdinal[start+i] = &setPod{name: p.name, revision: s.update, available: true}
 		}
 		if len(ops) == 0 {
-			if withMax && s.stuck == "" && s.staleInRange() {
-				s.stuck = "pods at the new revision that are not available take up maxUnavailable: the update waits for them"
-			}
+			s.explainStop(slots, maxUnavailable != nil)
 			return
 		}
 		s.batches = append(s.batches, Batch{Ops: ops})
+	}
+}
+
+// explainStop says why the rolling update stops with stale pods left at or above the
+// partition: a pod at the new revision that is not available, waited for.
+func (s *setSim) explainStop(slots []rollout.SetSlot, withMax bool) {
+	if !s.staleInRange() {
+		return
+	}
+	if withMax {
+		s.stuck = "pods at the new revision that are not available take up maxUnavailable: the update waits for them"
+		return
+	}
+	for i := len(slots) - 1; i >= partition(s.set); i-- {
+		if slots[i].Unavailable {
+			s.stuck = fmt.Sprintf("%s is at the new revision but not available: the update waits for it", s.byOrdinal[s.start()+i].name)
+			return
+		}
 	}
 }
 

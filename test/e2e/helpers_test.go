@@ -105,10 +105,16 @@ func waitPod(t testing.TB, client kubernetes.Interface, namespace, name, what st
 	return pod
 }
 
-// writeFile writes a manifest for kubectl to a file in the test's temp dir.
+// writeFile writes a manifest for kubectl to a file in a temp dir of the test's. Not
+// t.TempDir: its path holds the test's name, and kubectl -f splits paths on commas.
 func writeFile(t testing.TB, name, content string) string {
 	t.Helper()
-	path := t.TempDir() + "/" + name
+	dir, err := os.MkdirTemp("", "kroll-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := dir + "/" + name
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}

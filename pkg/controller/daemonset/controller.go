@@ -71,7 +71,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 	revisions appsinformers.ControllerRevisionInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
-		podControl: controller.NewPodControl(client, recorder),
+		podControl: controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
 		sets:       sets.Lister(), nodes: nodes.Lister(), revisions: revisions.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced,

@@ -65,18 +65,11 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 	if !v.Proceeds() {
 		return v.Reason == inplace.ReasonBlocked, &v, nil
 	}
-	// Unavailable pods first: taking them out of service costs nothing.
-	sortUnavailableFirst(old, ds.Spec.MinReadySeconds, now)
-	for _, p := range old {
-		available := c.serving(ds, p, now)
-		if available && unavailable >= maxUnavailable {
-			break
-		}
+	// Pods not serving first: taking them out of service costs nothing.
+	serving := func(p *corev1.Pod) bool { return c.serving(ds, p, now) }
+	for _, p := range inplace.WithinBudget(inplace.NotServingFirst(old, serving), serving, maxUnavailable, unavailable) {
 		if err := c.stepPod(ctx, ds, p, hash, grace, now); err != nil {
 			return true, &v, err
-		}
-		if available {
-			unavailable++
 		}
 	}
 	return true, &v, nil
@@ -157,7 +150,7 @@ func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev
 	if from, err := c.podTemplate(ds, p); err == nil {
 		target.From = from
 	}
-	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, grace, now)
+	r, err := inplace.Writer{Pods: c.podControl}.Step(ctx, p, target, grace, now)
 	if r.TookOut {
 		c.takenOut.Record(p, now)
 	}
@@ -165,16 +158,4 @@ func (c *Controller) stepPod(ctx context.Context, ds *appsv1.DaemonSet, p *corev
 		c.queue.EnqueueAfter(ds, r.After)
 	}
 	return err
-}
-
-func sortUnavailableFirst(pods []*corev1.Pod, minReadySeconds int32, now time.Time) {
-	var first, rest []*corev1.Pod
-	for _, p := range pods {
-		if rollout.IsPodAvailable(p, minReadySeconds, now) {
-			rest = append(rest, p)
-		} else {
-			first = append(first, p)
-		}
-	}
-	copy(pods, append(first, rest...))
 }

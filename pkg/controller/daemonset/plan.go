@@ -157,69 +157,23 @@ type updatePlan struct {
 	creates []string
 }
 
-// planRollingUpdate is the next step of ds's rolling update over nodes (sorted by name).
-//
-// Without surge, old pods are deleted — never more than maxUnavailable nodes without an
-// available pod: a node without pods, with two, or with an updated pod not yet
-// available counts as unavailable; an old pod that is not available is replaced at
-// once (it serves nothing); available old pods go while room is left. The manage step
-// then creates their replacements. With 3 nodes and maxUnavailable 1: one old pod goes
-// per step, the next once its replacement is available.
-//
-// With surge, an updated pod is started next to the old one first — on at most
-// maxSurge nodes at a time (nodes whose old pod is not available do not wait) — and
-// the old pod is deleted once the updated one is available.
+// planRollingUpdate is the next step of ds's rolling update over nodes (sorted by
+// name): rollout.DaemonSetUpdate, the planner `kroll rollout plan` replays too, read
+// from the nodes' pods and turned back into the pods to delete and the nodes to give an
+// updated pod.
 func planRollingUpdate(ds *appsv1.DaemonSet, nodes []onNode, maxUnavailable, maxSurge int, now time.Time) updatePlan {
-	available := func(p *corev1.Pod) bool { return rollout.IsPodAvailable(p, ds.Spec.MinReadySeconds, now) }
-	var plan updatePlan
-	if maxSurge == 0 {
-		unavailable := 0
-		var candidates []*corev1.Pod
-		for _, n := range nodes {
-			switch {
-			case !n.ok, n.old == nil && n.updated == nil, n.old != nil && n.updated != nil:
-				unavailable++
-			case n.updated != nil:
-				if !available(n.updated) {
-					unavailable++
-				}
-			case !available(n.old):
-				plan.deletes = append(plan.deletes, n.old)
-				unavailable++
-			case unavailable < maxUnavailable:
-				candidates = append(candidates, n.old)
-			}
-		}
-		room := min(max(maxUnavailable-unavailable, 0), len(candidates))
-		plan.deletes = append(plan.deletes, candidates[:room]...)
-		return plan
+	available := func(p *corev1.Pod) bool { return p != nil && rollout.IsPodAvailable(p, ds.Spec.MinReadySeconds, now) }
+	view := make([]rollout.DaemonNode, len(nodes))
+	old := map[string]*corev1.Pod{}
+	for i, n := range nodes {
+		view[i] = rollout.DaemonNode{Name: n.node, Extra: !n.ok, ShouldRun: n.shouldRun,
+			HasOld: n.old != nil, OldAvailable: available(n.old), HasUpdated: n.updated != nil, UpdatedAvailable: available(n.updated)}
+		old[n.node] = n.old
 	}
-	surging := 0
-	var candidates []string
-	for _, n := range nodes {
-		switch {
-		case !n.ok:
-			surging++
-		case n.updated == nil && n.old == nil:
-		case n.updated == nil && !n.shouldRun:
-			// No new pod goes where the DaemonSet no longer places pods (a taint added
-			// since); an old pod that serves nothing there goes.
-			if !available(n.old) {
-				plan.deletes = append(plan.deletes, n.old)
-			}
-		case n.updated == nil && !available(n.old):
-			plan.creates = append(plan.creates, n.node)
-		case n.updated == nil:
-			if surging < maxSurge {
-				candidates = append(candidates, n.node)
-			}
-		case !available(n.updated):
-			surging++
-		case n.old != nil:
-			plan.deletes = append(plan.deletes, n.old)
-		}
+	step := rollout.DaemonSetUpdate(view, maxUnavailable, maxSurge)
+	plan := updatePlan{creates: step.Surge}
+	for _, node := range step.DeleteOld {
+		plan.deletes = append(plan.deletes, old[node])
 	}
-	room := min(max(maxSurge-surging, 0), len(candidates))
-	plan.creates = append(plan.creates, candidates[:room]...)
 	return plan
 }

@@ -7,53 +7,16 @@
 // Deployment back when that change has been observed (house style: "one kind of change
 // per pass").
 //
-// # In-place updates: handing a pod from one ReplicaSet to another
+// # In-place updates
 //
-// A Deployment annotated kroll.dev/update-strategy (see pkg/inplace) whose change
-// allows it is rolled out without creating or deleting a pod: each pod moves from its
-// old ReplicaSet A to the new one B with its new images. Kubernetes cannot change a
-// pod's owner and two ReplicaSets' sizes in one transaction, so the hand-over is
-// recorded on the two ReplicaSets (kroll.dev/in-place-leaving on A and
-// kroll.dev/in-place-arriving on B, pod names, written only by this controller), and
-// kroll's ReplicaSet controller keeps one rule:
-//
-//	A pod its ReplicaSet names leaving, or one it names arriving, counts towards it
-//	having enough pods and never towards having too many; and it takes over an
-//	arriving pod, in one write, only while the pod's ReplicaSet names it leaving.
-//
-// Every state of the hand-over below is then stable for both ReplicaSets (A with N
-// pods, B with k; m of A's pods move):
-//
-//  1. Give away: A names the m pods leaving and shrinks to N−m, in one write. A: N
-//     pods, N−m of them not leaving = N−m replicas. Pods go first that are unavailable,
-//     then available ones within maxUnavailable (at least 1); maxSurge does not apply.
-//  2. Take in: once A's status shows it observed that write (observedGeneration), B
-//     names the m pods arriving and grows to k+m, in one write. B: k pods + m arriving
-//     = k+m replicas, so it creates none.
-//  3. Take over: B's ReplicaSet controller writes each arriving pod once: B's
-//     controllerRef in place of A's, B's pod-template-hash and labels, B's images. The
-//     write carries the pod's resourceVersion, so it is made at most once. The kubelet
-//     restarts the containers on the new images; the pod counts as out of service from
-//     step 1 until they run and are ready.
-//  4. Tidy: the names of pods that have moved (or are gone) leave both records with
-//     the next write to each ReplicaSet. The Deployment and ReplicaSet controllers
-//     share their informers, so a ReplicaSet controller that sees a record without a
-//     name already sees the pod where it went.
-//
-// With a grace period (kroll.dev/in-place-grace-period) and the readiness gate, a pod
-// is first taken out of service (gate False, and a State recorded on it, which also
-// keeps its ReplicaSet from deleting it), handed over once the period is over, and put
-// back (gate True, State removed) once the kubelet reports the new images running and
-// ready: three writes. Without a grace period, the take-over is the pod's one write.
-//
-// Every step is decided afresh from the cache (records, States, owners, sizes,
-// observed generations), never from memory, so a controller restarted anywhere
-// resumes where the last one stopped. `kubectl rollout undo` is the same hand-over
-// back to the older ReplicaSet; pods already on their way finish moving first. A
+// A Deployment annotated kroll.dev/update-strategy whose change allows it is rolled out
+// without creating or deleting a pod: each pod is handed from its old ReplicaSet to the
+// new one with its new images, recorded on both ReplicaSets. The protocol, and the pure
+// planner that decides each pass of it (inplace.PlanHandOver), are in pkg/inplace;
+// inplace.go here reads the planner's view from the caches and applies its plan. A
 // change that cannot be made in place falls back to the rolling update
 // (InPlaceIfPossible) or touches no pod (InPlaceOnly); the InPlaceUpdate condition and
-// an event name the fields. Pods of opted-in Deployments are created with the
-// readiness gate, which this controller sets True once their containers are ready.
+// an event name the fields.
 package deployment
 
 import (
@@ -85,6 +48,10 @@ type Controller struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 	now      func() time.Time
+	// writes writes Deployments and ReplicaSets; pods writes pods: the in-place steps
+	// this controller makes itself (taking pods out of service and putting them back).
+	writes writer
+	pods   controller.PodControl
 
 	dLister    appslisters.DeploymentLister
 	rsLister   appslisters.ReplicaSetLister
@@ -104,6 +71,8 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		client:     client,
 		recorder:   recorder,
 		now:        time.Now,
+		writes:     apiWriter{client: client},
+		pods:       controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
 		dLister:    dInformer.Lister(),
 		rsLister:   rsInformer.Lister(),
 		podLister:  podInformer.Lister(),
@@ -218,7 +187,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 func (c *Controller) updatePod(oldObj, curObj any) {
 	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
 	_, wasMid := inplace.StateOf(old)
-	if !wasMid && !needsSettling(cur) {
+	if !wasMid && !inplace.NeedsSettling(cur) {
 		return
 	}
 	if d := c.deploymentOfPod(cur); d != nil {

@@ -16,31 +16,32 @@ import (
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
-// replicaSets splits d's ReplicaSets into the new one (the oldest whose template is
-// d's, ignoring the hash label; nil if none and create is false) and the old ones, and
-// brings the new one's revision and annotations up to date. With create, a missing new
-// ReplicaSet is created at the size the strategy allows now.
-func (c *Controller) replicaSets(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, create bool) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet, error) {
-	sorted := rollout.ByCreation(rsList)
-	var existing *appsv1.ReplicaSet
-	var oldRSs []*appsv1.ReplicaSet
-	for _, rs := range sorted {
-		if existing == nil && history.EqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template) {
-			existing = rs
-			continue
-		}
-		oldRSs = append(oldRSs, rs)
+// syncReplicaSets makes d's pass (see newPass) and brings its new ReplicaSet, if it
+// has one, up to date: its revision (raised when a rollback brought it back), d's
+// annotations and minReadySeconds, and d's revision annotation. It writes when those
+// differ.
+func (c *Controller) syncReplicaSets(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (*pass, error) {
+	p := newPass(d, rsList)
+	if p.newRS == nil {
+		return p, nil
 	}
-	revision := history.MaxRevision(oldRSs) + 1
-	if existing != nil {
-		newRS, err := c.syncNewReplicaSet(ctx, d, existing, revision)
-		return newRS, oldRSs, err
+	var err error
+	p.newRS, err = c.syncNewReplicaSet(ctx, d, p.newRS, p.revision)
+	return p, err
+}
+
+// createNewReplicaSet creates p's new ReplicaSet if it has none yet, at the size the
+// strategy allows now (see createReplicaSet).
+func (c *Controller) createNewReplicaSet(ctx context.Context, p *pass) error {
+	if p.newRS != nil {
+		return nil
 	}
-	if !create {
-		return nil, oldRSs, nil
+	rs, err := c.createReplicaSet(ctx, p)
+	if err != nil {
+		return err
 	}
-	newRS, err := c.createNewReplicaSet(ctx, d, oldRSs, revision)
-	return newRS, oldRSs, err
+	p.newRS = rs
+	return nil
 }
 
 // syncNewReplicaSet gives an existing new ReplicaSet its revision (raising it when a
@@ -51,7 +52,7 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 	changed := history.SetNewReplicaSetAnnotations(d, next, revision)
 	if changed || next.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
 		next.Spec.MinReadySeconds = d.Spec.MinReadySeconds
-		return c.client.AppsV1().ReplicaSets(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+		return c.writes.updateReplicaSet(ctx, next)
 	}
 	needsUpdate := setDeploymentRevision(d, next.Annotations[history.RevisionAnnotation])
 	if rollout.HasProgressDeadline(d) && rollout.Condition(&d.Status, appsv1.DeploymentProgressing) == nil {
@@ -62,18 +63,19 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 		needsUpdate = true
 	}
 	if needsUpdate {
-		if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.writes.updateStatus(ctx, d); err != nil {
 			return nil, err
 		}
 	}
 	return next, nil
 }
 
-// createNewReplicaSet creates the ReplicaSet of d's current template, named
+// createReplicaSet creates the ReplicaSet of p's Deployment's current template, named
 // "<deployment>-<pod-template-hash>". If that name is taken by a ReplicaSet with another
 // template (a hash collision), status.collisionCount is raised, which changes the hash
 // on the next try.
-func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, revision int64) (*appsv1.ReplicaSet, error) {
+func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.ReplicaSet, error) {
+	d, oldRSs, revision := p.d, p.oldRSs, p.revision
 	hash := history.TemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	template := *d.Spec.Template.DeepCopy()
 	template.Labels = withLabel(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
@@ -93,7 +95,7 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: template},
 	}
 	size := rollout.NewReplicaSetReplicas(d, append(append([]*appsv1.ReplicaSet{}, oldRSs...), rs), rs, c.seenPods)
-	if v, ok := inPlaceVerdict(d, oldRSs); ok && (v.Proceeds() || v.Reason == inplace.ReasonBlocked) {
+	if v := p.verdict; p.judged && (v.Proceeds() || v.Reason == inplace.ReasonBlocked) {
 		// No surge: the old pods come over in place (or, blocked, stay where they are).
 		size = max(0, rollout.DesiredReplicas(d)-rollout.SpecReplicas(oldRSs))
 	}
@@ -103,7 +105,7 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 		rs.Annotations[k] = v
 	}
 
-	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+	created, err := c.writes.createReplicaSet(ctx, rs)
 	alreadyExisted := false
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -119,7 +121,7 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 			d.Status.CollisionCount = new(int32)
 		}
 		*d.Status.CollisionCount++
-		if _, uerr := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); uerr == nil {
+		if _, uerr := c.writes.updateStatus(ctx, d); uerr == nil {
 			klog.FromContext(ctx).V(2).Info("Hash collision; raised collisionCount", "deployment", klog.KObj(d), "collisionCount", *d.Status.CollisionCount)
 		}
 		return nil, err
@@ -129,7 +131,7 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 		if rollout.HasProgressDeadline(d) {
 			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonReplicaSetCreateError, msg, c.now()))
-			_, _ = c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			_, _ = c.writes.updateStatus(ctx, d)
 		}
 		c.recorder.Eventf(d, corev1.EventTypeWarning, reasonReplicaSetCreateError, "%s", msg)
 		return nil, err
@@ -144,7 +146,7 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 		needsUpdate = true
 	}
 	if needsUpdate {
-		if _, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.writes.updateStatus(ctx, d); err != nil {
 			return created, err
 		}
 	}
@@ -196,7 +198,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, d *appsv1.Deployment, o
 		if rs.Status.Replicas != 0 || *rs.Spec.Replicas != 0 || rs.Generation > rs.Status.ObservedGeneration {
 			continue
 		}
-		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &rs.UID}})
+		err := c.writes.deleteReplicaSet(ctx, rs)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

@@ -13,23 +13,20 @@ import (
 // rolloutRecreate moves a Recreate Deployment one step: scale every old ReplicaSet to
 // 0; then wait until no old pod exists at all (terminating ones included), so old and
 // new never run together; then create and scale up the new ReplicaSet.
-func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
-	if err != nil {
-		return err
-	}
-	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
-	// An in-place hand-over under way when d turned to Recreate finishes first, and
-	// its records go (else they would keep pods from being deleted).
-	if _, err := c.finishHandOvers(ctx, d, all); err != nil {
-		return err
-	}
-	if _, err := c.settleWhereTheyAre(ctx, newRS, oldRSs); err != nil { // pods with the in-place gate
-		return err
+func (c *Controller) rolloutRecreate(ctx context.Context, p *pass) error {
+	d := p.d
+	// An in-place hand-over under way when d turned to Recreate finishes first, and its
+	// records go (else they would keep pods from being deleted); pods with the in-place
+	// gate are put in service.
+	if ip, err := c.advanceInPlace(ctx, p, false); err != nil || ip.acted {
+		if err != nil {
+			return err
+		}
+		return c.syncRolloutStatus(ctx, p)
 	}
 
 	scaledDown := false
-	for _, rs := range rollout.Active(oldRSs) {
+	for _, rs := range rollout.Active(p.oldRSs) {
 		scaled, _, err := c.scaleReplicaSet(ctx, d, rs, 0)
 		if err != nil {
 			return err
@@ -37,28 +34,25 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 		scaledDown = scaledDown || scaled
 	}
 	if scaledDown {
-		return c.syncRolloutStatus(ctx, all, newRS, d)
+		return c.syncRolloutStatus(ctx, p)
 	}
-	if running, err := c.oldPodsExist(d, oldRSs); err != nil {
+	if running, err := c.oldPodsExist(d, p.oldRSs); err != nil {
 		return err
 	} else if running {
-		return c.syncRolloutStatus(ctx, all, newRS, d)
+		return c.syncRolloutStatus(ctx, p)
 	}
-	if newRS == nil {
-		if newRS, oldRSs, err = c.replicaSets(ctx, d, rsList, true); err != nil {
-			return err
-		}
-		all = append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
+	if err := c.createNewReplicaSet(ctx, p); err != nil {
+		return err
 	}
-	if _, _, err := c.scaleReplicaSet(ctx, d, newRS, rollout.DesiredReplicas(d)); err != nil {
+	if _, _, err := c.scaleReplicaSet(ctx, d, p.newRS, rollout.DesiredReplicas(d)); err != nil {
 		return err
 	}
 	if rollout.Complete(d, &d.Status) {
-		if err := c.cleanupHistory(ctx, d, oldRSs); err != nil {
+		if err := c.cleanupHistory(ctx, d, p.oldRSs); err != nil {
 			return err
 		}
 	}
-	return c.syncRolloutStatus(ctx, all, newRS, d)
+	return c.syncRolloutStatus(ctx, p)
 }
 
 // oldPodsExist tells whether any pod of an old ReplicaSet is still around and not

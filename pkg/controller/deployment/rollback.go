@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -45,12 +44,11 @@ func rollbackTo(d *appsv1.Deployment) (revision int64, ok bool) {
 // re-entrant: nothing else moves until the annotation is gone.
 //
 // kroll.dev/ settings stay as d has them (see history.KeepSettings).
-func (c *Controller) rollback(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, revision int64) error {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, true)
-	if err != nil {
+func (c *Controller) rollback(ctx context.Context, p *pass, revision int64) error {
+	if err := c.createNewReplicaSet(ctx, p); err != nil {
 		return err
 	}
-	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
+	d, all := p.d, p.all()
 	if revision == 0 {
 		if revision = history.LastRevision(all); revision == 0 {
 			c.recorder.Eventf(d, corev1.EventTypeWarning, reasonRollbackRevisionNotFound, "Unable to find last revision.")
@@ -81,7 +79,7 @@ func (c *Controller) rollback(ctx context.Context, d *appsv1.Deployment, rsList 
 // clearRollbackTo removes RollbackToAnnotation and writes d (with whatever rollback set).
 func (c *Controller) clearRollbackTo(ctx context.Context, d *appsv1.Deployment) error {
 	delete(d.Annotations, RollbackToAnnotation)
-	_, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+	_, err := c.writes.updateDeployment(ctx, d)
 	return err
 }
 
@@ -96,7 +94,7 @@ func (c *Controller) keepSettings(ctx context.Context, d *appsv1.Deployment, rsL
 		next := d.DeepCopy()
 		delete(next.Annotations, inplace.LeavingAnnotation)
 		delete(next.Annotations, inplace.ArrivingAnnotation)
-		_, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+		_, err := c.writes.updateDeployment(ctx, next)
 		return true, err
 	}
 	for _, rs := range rsList {
@@ -104,7 +102,7 @@ func (c *Controller) keepSettings(ctx context.Context, d *appsv1.Deployment, rsL
 		if !history.KeepSettings(d, next) {
 			continue
 		}
-		if _, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.writes.updateReplicaSet(ctx, next); err != nil {
 			return true, fmt.Errorf("keep the settings of deployment %s/%s on replica set %s: %w", d.Namespace, d.Name, rs.Name, err)
 		}
 		wrote = true

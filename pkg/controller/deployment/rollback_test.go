@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,56 @@ func TestSync_settingsAreKeptOnEveryReplicaSet(t *testing.T) {
 	got, _ := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
 	if _, left := got.Annotations[inplace.LeavingAnnotation]; left || strings.Join(f.writes(), ",") != "update deployments web" {
 		t.Errorf("writes %v, annotations %v: want the record taken off the Deployment", f.writes(), got.Annotations)
+	}
+}
+
+// fakeWriter records the controller's writes instead of making them.
+type fakeWriter struct{ writes []string }
+
+var _ writer = &fakeWriter{}
+
+func (f *fakeWriter) updateDeployment(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	f.writes = append(f.writes, "update deployment "+d.Name)
+	return d, nil
+}
+func (f *fakeWriter) updateStatus(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	f.writes = append(f.writes, "update status "+d.Name)
+	return d, nil
+}
+func (f *fakeWriter) createReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	f.writes = append(f.writes, "create replicaset "+rs.Name)
+	return rs, nil
+}
+func (f *fakeWriter) updateReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	f.writes = append(f.writes, "update replicaset "+rs.Name)
+	return rs, nil
+}
+func (f *fakeWriter) patchReplicaSet(_ context.Context, _, name string, _ []byte) (*appsv1.ReplicaSet, error) {
+	f.writes = append(f.writes, "patch replicaset "+name)
+	return &appsv1.ReplicaSet{}, nil
+}
+func (f *fakeWriter) deleteReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) error {
+	f.writes = append(f.writes, "delete replicaset "+rs.Name)
+	return nil
+}
+
+// A settings change reaches old ReplicaSets through the writer, one write each, and is
+// the pass's only change.
+func TestSync_settingsGoThroughTheWriter(t *testing.T) {
+	d := newDeployment(2, "nginx:1.16.1", "25%", "25%")
+	d.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+	r1 := replicaSetOf(d, "nginx:1.14.2", 1, 0, 0, 2*time.Hour)
+	r2 := replicaSetOf(d, "nginx:1.15.0", 2, 0, 0, time.Hour)
+	cur := replicaSetOf(d, "nginx:1.16.1", 3, 2, 2, time.Minute)
+	cur.Annotations[inplace.StrategyAnnotation] = string(inplace.IfPossible)
+	f := newFixture(t, d, r1, r2, cur)
+	w := &fakeWriter{}
+	f.c.writes = w
+	f.sync()
+	sort.Strings(w.writes)
+	want := []string{"update replicaset " + r1.Name, "update replicaset " + r2.Name}
+	sort.Strings(want)
+	if got := strings.Join(w.writes, ", "); got != strings.Join(want, ", ") {
+		t.Errorf("writes: %s; want the two old ReplicaSets updated, nothing else", got)
 	}
 }

@@ -14,34 +14,32 @@ import (
 // A rollover (the template changed again mid-rollout) needs nothing special: the
 // previous "new" ReplicaSet is simply one more old one. A Deployment opted in to
 // in-place updates takes the in-place step instead when its change allows it.
-func (c *Controller) rolloutRolling(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, true)
-	if err != nil {
+func (c *Controller) rolloutRolling(ctx context.Context, p *pass) error {
+	if err := c.createNewReplicaSet(ctx, p); err != nil {
 		return err
 	}
-	all := append(append([]*appsv1.ReplicaSet{}, oldRSs...), newRS)
-	if pass, err := c.advanceInPlace(ctx, d, newRS, oldRSs, true); err != nil {
+	if ip, err := c.advanceInPlace(ctx, p, true); err != nil {
 		return err
-	} else if pass.handled {
-		return c.syncRolloutStatus(ctx, all, newRS, d)
+	} else if ip.handled {
+		return c.syncRolloutStatus(ctx, p)
 	}
-
+	d, all, newRS := p.d, p.all(), p.newRS
 	if changed, err := c.scaleNewReplicaSet(ctx, d, all, newRS); err != nil {
 		return err
 	} else if changed {
-		return c.syncRolloutStatus(ctx, all, newRS, d)
+		return c.syncRolloutStatus(ctx, p)
 	}
-	if changed, err := c.scaleDownOld(ctx, d, rollout.Active(oldRSs), newRS); err != nil {
+	if changed, err := c.scaleDownOld(ctx, d, rollout.Active(p.oldRSs), newRS); err != nil {
 		return err
 	} else if changed {
-		return c.syncRolloutStatus(ctx, all, newRS, d)
+		return c.syncRolloutStatus(ctx, p)
 	}
 	if rollout.Complete(d, &d.Status) {
-		if err := c.cleanupHistory(ctx, d, oldRSs); err != nil {
+		if err := c.cleanupHistory(ctx, d, p.oldRSs); err != nil {
 			return err
 		}
 	}
-	return c.syncRolloutStatus(ctx, all, newRS, d)
+	return c.syncRolloutStatus(ctx, p)
 }
 
 // scaleNewReplicaSet sizes the new ReplicaSet: down to replicas if above, otherwise up

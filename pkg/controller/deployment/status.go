@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -19,7 +20,8 @@ import (
 // and updatedReplicas from their status; unavailable from spec minus available), the
 // conditions carried over, and Available set by whether replicas−maxUnavailable are
 // available.
-func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) appsv1.DeploymentStatus {
+func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
+	all, newRS, d := p.all(), p.newRS, p.d
 	var replicas, ready, available, updated, terminatingSum int32
 	terminatingKnown := true // unknown as soon as one ReplicaSet does not report it
 	for _, rs := range all {
@@ -54,13 +56,7 @@ func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Rep
 		Conditions:          append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...),
 	}
 	now := c.now()
-	var oldRSs []*appsv1.ReplicaSet
-	for _, rs := range all {
-		if rs != nil && rs != newRS {
-			oldRSs = append(oldRSs, rs)
-		}
-	}
-	setInPlaceCondition(&status, d, oldRSs, now)
+	setInPlaceCondition(&status, p, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {
@@ -74,8 +70,9 @@ func (c *Controller) calculateStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Rep
 // lastUpdateTime) on any progress, ProgressDeadlineExceeded when there was none for
 // progressDeadlineSeconds; and a ReplicaFailure condition mirrored from its ReplicaSets
 // (the new one's first). If nothing changed, it schedules the next deadline check.
-func (c *Controller) syncRolloutStatus(ctx context.Context, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
-	status := c.calculateStatus(all, newRS, d)
+func (c *Controller) syncRolloutStatus(ctx context.Context, p *pass) error {
+	all, newRS, d := p.all(), p.newRS, p.d
+	status := c.calculateStatus(p)
 	if !rollout.HasProgressDeadline(d) {
 		removeCondition(&status, appsv1.DeploymentProgressing)
 	}
@@ -167,7 +164,7 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 		Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
 		Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
 	}, c.now())
-	_, err := c.client.AppsV1().Deployments(next.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	_, err := c.writes.updateStatus(ctx, next)
 	return err
 }
 
@@ -200,4 +197,46 @@ func removeCondition(s *appsv1.DeploymentStatus, t appsv1.DeploymentConditionTyp
 		}
 	}
 	s.Conditions = kept
+}
+
+// setInPlaceCondition brings the InPlaceUpdate condition of status up to date: gone
+// when d is not opted in, the verdict on the change while old pods remain, complete
+// once a change made in place has reached every pod (status is the rollout's new
+// status), and otherwise left as it is.
+func setInPlaceCondition(status *appsv1.DeploymentStatus, p *pass, now time.Time) {
+	if inPlaceMode(p.d) == inplace.Off {
+		removeCondition(status, inplace.ConditionType)
+		return
+	}
+	cur := rollout.Condition(status, inplace.ConditionType)
+	v := p.verdict
+	if !p.judged {
+		if cur == nil || !rollout.Complete(p.d, status) {
+			return
+		}
+		done := inplace.Finish(&inplace.Condition{Reason: cur.Reason})
+		if done == nil {
+			return
+		}
+		v = *done
+	}
+	if cur != nil && cur.Status == v.Status && cur.Reason == v.Reason && cur.Message != v.Message {
+		removeCondition(status, inplace.ConditionType) // same reason, other fields: say so
+	}
+	setCondition(status, newCondition(inplace.ConditionType, v.Status, v.Reason, v.Message, now))
+}
+
+// announceVerdict records p's verdict as an event, once: when it is not what the
+// Deployment's InPlaceUpdate condition says already.
+func (c *Controller) announceVerdict(p *pass) {
+	if !p.judged {
+		return
+	}
+	var cur *inplace.Condition
+	if cond := rollout.Condition(&p.d.Status, inplace.ConditionType); cond != nil {
+		cur = &inplace.Condition{Status: cond.Status, Reason: cond.Reason, Message: cond.Message}
+	}
+	if inplace.IsNews(p.verdict, cur) {
+		c.recorder.Eventf(p.d, p.verdict.EventType, p.verdict.Reason, "%s", p.verdict.Message)
+	}
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -24,10 +22,11 @@ import (
 // ReplicaSets are claimed (adopted by selector, released when no longer selected); a
 // Deployment being deleted only gets its status updated; its kroll.dev/ settings are
 // kept on every ReplicaSet (so that an undo keeps them); pausing and resuming are
-// recorded in the Progressing condition; a paused Deployment is only scaled (in
-// proportion across its ReplicaSets); a rollback asked for by the deprecated
-// annotation is carried out; a Deployment whose replicas changed is only scaled;
-// otherwise its strategy rolls it forward one step.
+// recorded in the Progressing condition; the new ReplicaSet's revision and annotations
+// are brought up to date and the in-place verdict is judged (the pass, once); a paused
+// Deployment is only scaled (in proportion across its ReplicaSets); a rollback asked
+// for by the deprecated annotation is carried out; a Deployment whose replicas changed
+// is only scaled; otherwise its strategy rolls it forward one step.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -46,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.recorder.Eventf(d, corev1.EventTypeWarning, "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.")
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
-			_, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			_, err := c.writes.updateStatus(ctx, d)
 			return err
 		}
 		return nil
@@ -56,11 +55,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if d.DeletionTimestamp != nil {
-		newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
+		p, err := c.syncReplicaSets(ctx, d, rsList)
 		if err != nil {
 			return err
 		}
-		return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
 	if wrote, err := c.keepSettings(ctx, d, rsList); err != nil || wrote {
 		return err
@@ -68,22 +67,24 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if d, err = c.recordPause(ctx, d); err != nil {
 		return err
 	}
+	p, err := c.syncReplicaSets(ctx, d, rsList)
+	if err != nil {
+		return err
+	}
 	if d.Spec.Paused {
-		return c.scaleOnly(ctx, d, rsList)
+		return c.scaleOnly(ctx, p)
 	}
 	// Not re-entrant: the ReplicaSets move on only once the annotation is gone.
 	if revision, ok := rollbackTo(d); ok {
-		return c.rollback(ctx, d, rsList, revision)
+		return c.rollback(ctx, p, revision)
 	}
-	if scaling, err := c.isScalingEvent(ctx, d, rsList); err != nil {
-		return err
-	} else if scaling {
-		return c.scaleOnly(ctx, d, rsList)
+	if p.scalingEvent() {
+		return c.scaleOnly(ctx, p)
 	}
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		return c.rolloutRecreate(ctx, d, rsList)
+		return c.rolloutRecreate(ctx, p)
 	}
-	return c.rolloutRolling(ctx, d, rsList)
+	return c.rolloutRolling(ctx, p)
 }
 
 // claimReplicaSets returns the ReplicaSets d controls, after adopting orphans its
@@ -104,7 +105,7 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 			return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		},
 		Patch: func(ctx context.Context, rs *appsv1.ReplicaSet, patch []byte) (*appsv1.ReplicaSet, error) {
-			return c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			return c.writes.patchReplicaSet(ctx, rs.Namespace, rs.Name, patch)
 		},
 		KeepGoing: true,
 	}.Claim(ctx, all)
@@ -130,46 +131,25 @@ func (c *Controller) recordPause(ctx context.Context, d *appsv1.Deployment) (*ap
 	default:
 		return d, nil
 	}
-	return c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	return c.writes.updateStatus(ctx, d)
 }
 
-// isScalingEvent tells a change of replicas alone: some ReplicaSet with pods was sized
-// for a different number of replicas than d wants now.
-func (c *Controller) isScalingEvent(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (bool, error) {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
-	if err != nil {
-		return false, err
-	}
-	for _, rs := range rollout.Active(append(oldRSs, newRS)) {
-		desired, err := strconv.ParseInt(rs.Annotations[rollout.DesiredReplicasAnnotation], 10, 32)
-		if err != nil {
-			continue
-		}
-		if int32(desired) != rollout.DesiredReplicas(d) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// scaleOnly resizes d's ReplicaSets for its replicas without rolling anything forward
-// (paused, or a change of replicas), cleans up history when paused, and writes status.
-func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
-	newRS, oldRSs, err := c.replicaSets(ctx, d, rsList, false)
-	if err != nil {
-		return err
-	}
+// scaleOnly resizes p's ReplicaSets for its Deployment's replicas without rolling
+// anything forward (paused, or a change of replicas), cleans up history when paused,
+// and writes status.
+func (c *Controller) scaleOnly(ctx context.Context, p *pass) error {
+	d := p.d
 	// Pods an in-place update took out of service are moved on even now (none is
 	// started): one kind of change per pass, so the resize waits for the next one.
-	if pass, err := c.advanceInPlace(ctx, d, newRS, oldRSs, false); err != nil || pass.acted {
+	if ip, err := c.advanceInPlace(ctx, p, false); err != nil || ip.acted {
 		if err != nil {
 			return err
 		}
-		return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
-	if plan, ok := rollout.ProportionalScale(d, newRS, oldRSs); ok {
+	if plan, ok := rollout.ProportionalScale(d, p.newRS, p.oldRSs); ok {
 		byName := map[string]*appsv1.ReplicaSet{}
-		for _, rs := range append(oldRSs, newRS) {
+		for _, rs := range p.all() {
 			if rs != nil {
 				byName[rs.Name] = rs
 			}
@@ -181,11 +161,11 @@ func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rsList
 		}
 	}
 	if d.Spec.Paused {
-		if err := c.cleanupHistory(ctx, d, oldRSs); err != nil {
+		if err := c.cleanupHistory(ctx, d, p.oldRSs); err != nil {
 			return err
 		}
 	}
-	return c.writeStatus(ctx, d, c.calculateStatus(append(oldRSs, newRS), newRS, d))
+	return c.writeStatus(ctx, d, c.calculateStatus(p))
 }
 
 // scaleReplicaSet sets rs's replicas to size, with the desired/max-replicas
@@ -227,7 +207,7 @@ func (c *Controller) resizeReplicaSet(ctx context.Context, d *appsv1.Deployment,
 	for k, v := range want {
 		next.Annotations[k] = v
 	}
-	updated, err := c.client.AppsV1().ReplicaSets(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	updated, err := c.writes.updateReplicaSet(ctx, next)
 	if err != nil {
 		return rs, false, err
 	}

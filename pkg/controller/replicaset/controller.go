@@ -66,7 +66,7 @@ func NewForReplicationControllers(client kubernetes.Interface, rcInformer corein
 func newController(client kubernetes.Interface, k *kind, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		kind:         k,
-		podControl:   controller.NewPodControl(client, recorder),
+		podControl:   controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
 		recorder:     recorder,
 		now:          time.Now,
 		podLister:    podInformer.Lister(),

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -37,7 +36,7 @@ type Controller struct {
 	client    kubernetes.Interface
 	recorder  record.EventRecorder
 	now       func() time.Time
-	pods      podWriter
+	pods      controller.PodControl
 	claims    *claimKeeper
 	sets      appslisters.StatefulSetLister
 	revisions appslisters.ControllerRevisionLister
@@ -53,7 +52,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 	revisions appsinformers.ControllerRevisionInformer, claims coreinformers.PersistentVolumeClaimInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
-		pods:      &apiPods{client: client, recorder: recorder},
+		pods:      controller.NewPodControl(client, recorder, controller.StatefulSetEvents),
 		claims:    &claimKeeper{client: client, claims: claims.Lister(), pods: pods.Lister(), recorder: recorder},
 		sets:      sets.Lister(),
 		revisions: revisions.Lister(),
@@ -217,8 +216,7 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 			return c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		},
 		Patch: func(ctx context.Context, name string, patch []byte) error {
-			_, err := c.client.CoreV1().Pods(set.Namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			return err
+			return c.pods.PatchPod(ctx, set.Namespace, name, patch)
 		},
 	}.Claim(ctx, c.podIndex)
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
 )
 
 // newSet is StatefulSet web with replicas, service nginx and a claim template www.
@@ -111,10 +113,10 @@ func TestIdentityFixUpdatesThePodAsStored(t *testing.T) {
 	delete(stored.Labels, PodNameLabel)
 	stored.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
 	client := fake.NewClientset(stored)
-	w := &apiPods{client: client, recorder: record.NewFakeRecorder(10)}
+	w := controller.NewPodControl(client, record.NewFakeRecorder(10), controller.StatefulSetEvents)
 
 	cached := &corev1.Pod{ObjectMeta: *stored.ObjectMeta.DeepCopy()} // what the cache keeps
-	if err := w.update(context.Background(), set, cached, func(p *corev1.Pod) { setIdentity(set, p, 0) }); err != nil {
+	if err := w.UpdatePod(context.Background(), set, cached, func(p *corev1.Pod) { setIdentity(set, p, 0) }); err != nil {
 		t.Fatal(err)
 	}
 	got, err := client.CoreV1().Pods(set.Namespace).Get(context.Background(), stored.Name, metav1.GetOptions{})
@@ -127,7 +129,7 @@ func TestIdentityFixUpdatesThePodAsStored(t *testing.T) {
 
 	// A pod replaced since it was cached is not written.
 	cached.UID = "u0"
-	if err := w.update(context.Background(), set, cached, func(p *corev1.Pod) { p.Labels["x"] = "y" }); err == nil {
+	if err := w.UpdatePod(context.Background(), set, cached, func(p *corev1.Pod) { p.Labels["x"] = "y" }); err == nil {
 		t.Error("a replaced pod was updated")
 	}
 }

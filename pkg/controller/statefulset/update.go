@@ -42,16 +42,6 @@ func (r revisions) template(set *appsv1.StatefulSet, name string) (*corev1.PodTe
 	return nil, false
 }
 
-// inPlaceFields names the fields that keep p's template from becoming the update
-// revision's in place (a pod whose revision is gone: the whole template).
-func (r revisions) inPlaceFields(set *appsv1.StatefulSet, p *corev1.Pod) []string {
-	from, ok := r.template(set, p.Labels[RevisionLabel])
-	if !ok {
-		return []string{"spec.template (the pod's revision is gone)"}
-	}
-	return inplace.Diff(from, &r.updateSet.Spec.Template)
-}
-
 // slots are the set's pods by role: replicas[i] is the pod of ordinal start+i (a pod
 // not yet created where missing); condemned are existing pods whose ordinal is out of
 // range, highest first.
@@ -219,7 +209,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		if ordered && !isHealthy(set, p, now) && p != firstUnhealthy {
 			return status, nil
 		}
-		if err := c.pods.delete(ctx, set, p); err != nil {
+		if err := c.pods.DeletePod(ctx, set, p); err != nil {
 			return status, err
 		}
 		if ordered {
@@ -230,27 +220,45 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	if set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
 		return status, nil
 	}
-	partition := int(partitionOf(set))
-	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
-		return c.updateWithMaxUnavailable(ctx, set, s, revs, status, now)
+	maxUnavailable, err := maxUnavailableOf(set)
+	if err != nil {
+		return status, err
 	}
-	for i := len(s.replicas) - 1; i >= partition && i >= 0; i-- {
+	slots := make([]rollout.SetSlot, len(s.replicas))
+	for i, p := range s.replicas {
+		slots[i] = rollout.SetSlot{Stale: p.Labels[RevisionLabel] != revs.update.Name && !isTerminating(p), Unavailable: c.outOfService(set, p, now)}
+	}
+	// The pods to update now (rollout.StatefulSetUpdate, which `kroll rollout plan`
+	// replays too): each in place when the set opted in and its change allows it,
+	// replaced otherwise.
+	for _, i := range rollout.StatefulSetUpdate(slots, int(partitionOf(set)), maxUnavailable) {
 		p := s.replicas[i]
-		if p.Labels[RevisionLabel] != revs.update.Name && !isTerminating(p) {
-			if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); inPlace || err != nil {
-				return status, err
-			}
-			if err := c.pods.delete(ctx, set, p); err != nil {
-				return status, err
-			}
-			deletedCurrent(p, revs, &status)
-			return status, nil
+		if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); err != nil {
+			return status, err
+		} else if inPlace {
+			continue
 		}
-		if isUnavailable(set, p, now) {
-			return status, nil
+		if err := c.pods.DeletePod(ctx, set, p); err != nil {
+			return status, err
 		}
+		deletedCurrent(p, revs, &status)
 	}
 	return status, nil
+}
+
+// maxUnavailableOf is set's rollingUpdate.maxUnavailable against its replicas, rounded
+// down, at least 1; nil without one (one pod at a time, each waited for).
+func maxUnavailableOf(set *appsv1.StatefulSet) (*int, error) {
+	ru := set.Spec.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxUnavailable == nil {
+		return nil, nil
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicasOf(set), false)
+	if err != nil {
+		return nil, err
+	}
+	n = max(n, 1)
+	return &n, nil
 }
 
 // replicaStep acts on the in-range pod p, if it needs it; acted says whether
@@ -260,7 +268,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 	switch {
 	case isFinished(p):
 		if !isTerminating(p) {
-			return true, c.pods.delete(ctx, set, p)
+			return true, c.pods.DeletePod(ctx, set, p)
 		}
 		return true, nil
 	case !isCreated(p):
@@ -270,7 +278,8 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
 			return true, err
 		}
-		return true, c.pods.create(ctx, set, p)
+		_, err := c.pods.CreatePod(ctx, set, p)
+		return true, err
 	case p.Status.Phase == corev1.PodPending:
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
 			return true, err
@@ -279,7 +288,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 	if ordered && !isHealthy(set, p, now) {
 		if !isTerminating(p) && abandoned(p, revs) && isUnavailable(set, p, now) {
 			// A pod of an abandoned revision that serves nothing: do not wait for it.
-			return true, c.pods.delete(ctx, set, p)
+			return true, c.pods.DeletePod(ctx, set, p)
 		}
 		return true, nil
 	}
@@ -287,55 +296,12 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
 			return false, err
 		}
-		return false, c.pods.update(ctx, set, p, func(pod *corev1.Pod) {
+		return false, c.pods.UpdatePod(ctx, set, p, func(pod *corev1.Pod) {
 			setIdentity(set, pod, ordinal)
 			setStorage(set, pod, ordinal)
 		})
 	}
 	return false, c.claims.fixRetention(ctx, set, p, false)
-}
-
-// updateWithMaxUnavailable replaces stale pods at or above the partition, highest first,
-// as many at once as keep at most maxUnavailable (rounded down, at least 1) in-range
-// pods unavailable.
-func (c *Controller) updateWithMaxUnavailable(ctx context.Context, set *appsv1.StatefulSet, s slots, revs revisions, status appsv1.StatefulSetStatus, now time.Time) (appsv1.StatefulSetStatus, error) {
-	maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable, replicasOf(set), false)
-	if err != nil {
-		return status, err
-	}
-	maxUnavailable = max(maxUnavailable, 1)
-	mode, _ := inplace.ModeOf(set.Annotations)
-	unavailable := 0
-	for _, p := range s.replicas {
-		if c.outOfService(set, p, now) {
-			unavailable++
-		}
-	}
-	partition := int(partitionOf(set))
-	for i := len(s.replicas) - 1; i >= partition && i >= 0; i-- {
-		p := s.replicas[i]
-		if p.Labels[RevisionLabel] == revs.update.Name || isTerminating(p) {
-			continue
-		}
-		wasOut := c.outOfService(set, p, now)
-		if !wasOut && unavailable >= maxUnavailable {
-			break
-		}
-		inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now)
-		if err != nil {
-			return status, err
-		}
-		if !inPlace {
-			if err := c.pods.delete(ctx, set, p); err != nil {
-				return status, err
-			}
-			deletedCurrent(p, revs, &status)
-		}
-		if !wasOut {
-			unavailable++
-		}
-	}
-	return status, nil
 }
 
 // firstUnhealthyPod is the lowest in-range pod that is not healthy, else the lowest
@@ -359,140 +325,6 @@ func firstErr(errs []error) error {
 		return nil
 	}
 	return errs[0]
-}
-
-// settleInPlace moves on every pod of an opted-in set that an in-place update left
-// mid-way (out of service, or patched and restarting) or that waits to be put in
-// service; acted says a write was made (one kind of change per sync).
-func (c *Controller) settleInPlace(ctx context.Context, set *appsv1.StatefulSet, s slots, revs revisions, now time.Time) (bool, error) {
-	acted := false
-	for _, p := range append(append([]*corev1.Pod(nil), s.replicas...), s.condemned...) {
-		if !isCreated(p) || isTerminating(p) || !inplace.HasGate(p) {
-			continue
-		}
-		target, ok := c.inPlaceTarget(set, p, revs)
-		if !ok {
-			continue
-		}
-		if _, mid := inplace.StateOf(p); !mid && inplace.GateStatus(p) == corev1.ConditionTrue {
-			continue
-		}
-		r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
-		if err != nil {
-			return true, err
-		}
-		if r.After > 0 {
-			c.queue.EnqueueAfter(set, r.After)
-		}
-		acted = acted || (r.Step != inplace.Wait && r.Step != inplace.Done)
-	}
-	return acted, nil
-}
-
-// inPlaceTarget is what pod p is (being) updated to: the update revision once it is
-// mid-update to it, else the revision it is labelled with (a pod whose update was
-// overtaken by another change is put back as it is, and updated afresh).
-func (c *Controller) inPlaceTarget(set *appsv1.StatefulSet, p *corev1.Pod, revs revisions) (inplace.Target, bool) {
-	name := p.Labels[RevisionLabel]
-	if st, mid := inplace.StateOf(p); mid && st.Revision == revs.update.Name {
-		name = revs.update.Name
-	}
-	return revs.target(set, p, name)
-}
-
-// target is the in-place update of p to revision name, from the revision p is
-// labelled with (whose labels and annotations p loses where name's template has none).
-func (r revisions) target(set *appsv1.StatefulSet, p *corev1.Pod, name string) (inplace.Target, bool) {
-	template, ok := r.template(set, name)
-	if !ok {
-		return inplace.Target{}, false
-	}
-	t := inplace.Target{Revision: name, Template: template, Labels: map[string]string{RevisionLabel: name}}
-	if from, ok := r.template(set, p.Labels[RevisionLabel]); ok {
-		t.From = from
-	}
-	return t, true
-}
-
-// inPlaceVerdict judges, for an opted-in RollingUpdate set, the change from the
-// revisions of its stale pods at or above the partition to the update revision,
-// announcing news as an event; the InPlaceUpdate condition becomes it (nil:
-// unchanged, no reason: removed). With no stale pod left, a change made in place is
-// complete once every pod at or above the partition is healthy and back in service.
-func (c *Controller) inPlaceVerdict(set *appsv1.StatefulSet, s slots, revs revisions, mode inplace.Mode, now time.Time) *inplace.Verdict {
-	if mode == inplace.Off {
-		return &inplace.Verdict{}
-	}
-	if set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
-		return nil
-	}
-	seen := map[string]bool{}
-	var fields []string
-	judged := false
-	for i := int(partitionOf(set)); i < len(s.replicas); i++ {
-		p := s.replicas[i]
-		if !isCreated(p) || p.Labels[RevisionLabel] == revs.update.Name {
-			continue
-		}
-		judged = true
-		for _, f := range revs.inPlaceFields(set, p) {
-			if !seen[f] {
-				seen[f] = true
-				fields = append(fields, f)
-			}
-		}
-	}
-	if !judged {
-		for i := int(partitionOf(set)); i < len(s.replicas); i++ {
-			if p := s.replicas[i]; !isHealthy(set, p, now) || c.takenOut.Out(p, now) {
-				return nil
-			}
-		}
-		return inplace.Finish(conditions.Current(set.Status.Conditions))
-	}
-	sort.Strings(fields)
-	v, _ := inplace.Judge(mode, fields)
-	if inplace.IsNews(v, conditions.Current(set.Status.Conditions)) {
-		c.recorder.Eventf(set, v.EventType, v.Reason, "%s", v.Message)
-	}
-	return &v
-}
-
-// conditions is how in-place updates read and write a StatefulSet's conditions.
-var conditions = inplace.Conditions[appsv1.StatefulSetCondition]{
-	View: func(c appsv1.StatefulSetCondition) (string, inplace.Condition) {
-		return string(c.Type), inplace.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-	Make: func(c inplace.Condition) appsv1.StatefulSetCondition {
-		return appsv1.StatefulSetCondition{Type: inplace.ConditionType, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-}
-
-// updateInPlace starts updating the stale pod p in place, if set opted in and the
-// change from p's revision allows it; inPlace false means: replace it as usual.
-// InPlaceOnly with a change that does not allow it touches nothing (inPlace true).
-func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, mode inplace.Mode, now time.Time) (bool, error) {
-	if mode == inplace.Off {
-		return false, nil
-	}
-	if fields := revs.inPlaceFields(set, p); len(fields) > 0 {
-		return mode == inplace.Only, nil // announced by inPlaceVerdict
-	}
-	target, _ := revs.target(set, p, revs.update.Name) // the update revision is always known
-	r, err := inplace.Writer{Client: c.client}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
-	if r.TookOut {
-		c.takenOut.Record(p, now)
-	}
-	if r.After > 0 {
-		c.queue.EnqueueAfter(set, r.After)
-	}
-	return true, err
-}
-
-// outOfService tells whether p counts as unavailable: not available, terminating, or
-// out of service for an in-place update (see inplace.TakenOut).
-func (c *Controller) outOfService(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
-	return c.takenOut.Out(p, now) || isUnavailable(set, p, now)
 }
 
 // deletedCurrent takes a pod just deleted off status.currentReplicas if it counted

@@ -9,27 +9,38 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
 )
 
 // fakePods records the controller's pod writes.
 type fakePods struct{ actions []string }
 
-var _ podWriter = &fakePods{}
+var _ controller.PodControl = &fakePods{}
 
-func (f *fakePods) create(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod) error {
+func (f *fakePods) CreatePod(_ context.Context, _ runtime.Object, p *corev1.Pod) (*corev1.Pod, error) {
 	f.actions = append(f.actions, "create "+p.Name+"@"+p.Labels[RevisionLabel])
-	return nil
+	return p, nil
 }
-func (f *fakePods) update(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod, change func(*corev1.Pod)) error {
+func (f *fakePods) UpdatePod(_ context.Context, _ runtime.Object, p *corev1.Pod, change func(*corev1.Pod)) error {
 	change(p.DeepCopy())
 	f.actions = append(f.actions, "update "+p.Name)
 	return nil
 }
-func (f *fakePods) delete(_ context.Context, _ *appsv1.StatefulSet, p *corev1.Pod) error {
+func (f *fakePods) DeletePod(_ context.Context, _ runtime.Object, p *corev1.Pod) error {
 	f.actions = append(f.actions, "delete "+p.Name)
+	return nil
+}
+func (f *fakePods) PatchPod(_ context.Context, _, name string, _ []byte) error {
+	f.actions = append(f.actions, "patch "+name)
+	return nil
+}
+func (f *fakePods) PatchPodStatus(_ context.Context, _, name string, _ []byte) error {
+	f.actions = append(f.actions, "patch "+name+"/status")
 	return nil
 }
 

@@ -15,67 +15,6 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// podWriter is every write the controller makes to pods, each recorded as an event on
-// the set in upstream's words ("Create Pod web-0 in StatefulSet web successful").
-type podWriter interface {
-	create(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error
-	// update applies change to pod as the API server has it and writes it back.
-	update(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, change func(*corev1.Pod)) error
-	delete(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error
-}
-
-type apiPods struct {
-	client   kubernetes.Interface
-	recorder record.EventRecorder
-}
-
-var _ podWriter = &apiPods{}
-
-func (w *apiPods) event(set *appsv1.StatefulSet, verb string, pod *corev1.Pod, err error) {
-	if err != nil {
-		w.recorder.Eventf(set, corev1.EventTypeWarning, "Failed"+verb, "%s Pod %s in StatefulSet %s failed error: %s", verb, pod.Name, set.Name, err)
-		return
-	}
-	w.recorder.Eventf(set, corev1.EventTypeNormal, "Successful"+verb, "%s Pod %s in StatefulSet %s successful", verb, pod.Name, set.Name)
-}
-
-func (w *apiPods) create(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
-	_, err := w.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil // a stale cache: the pod is there
-	}
-	w.event(set, "Create", pod, err)
-	return err
-}
-
-// update reads pod from the API server rather than sending the cached copy back: the
-// informers cache pods without the fields no controller reads (see pkg/manager), and a
-// pod's spec is immutable but for a few fields, so the whole of it must go back as is.
-func (w *apiPods) update(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, change func(*corev1.Pod)) error {
-	live, err := w.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil // gone: the next sync recreates it
-	case err != nil:
-		return err
-	case live.UID != pod.UID:
-		return fmt.Errorf("pod %s/%s was replaced (uid %s, cached %s); retrying", pod.Namespace, pod.Name, live.UID, pod.UID)
-	}
-	change(live)
-	_, err = w.client.CoreV1().Pods(pod.Namespace).Update(ctx, live, metav1.UpdateOptions{})
-	w.event(set, "Update", live, err)
-	return err
-}
-
-func (w *apiPods) delete(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
-	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		err = nil // already gone (or replaced): nothing of ours to delete
-	}
-	w.event(set, "Delete", pod, err)
-	return err
-}
-
 // claimKeeper creates a set's PVCs and keeps their owner references as the set's
 // persistentVolumeClaimRetentionPolicy says:
 //

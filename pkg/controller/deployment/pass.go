@@ -1,0 +1,100 @@
+package deployment
+
+import (
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// pass is what one reconcile pass of a Deployment works on: the Deployment, its
+// ReplicaSets split into the new one and the old ones, and the in-place verdict on its
+// change, judged once for the whole pass (the new ReplicaSet's size, the hand-over and
+// the status all follow the same verdict).
+type pass struct {
+	d *appsv1.Deployment
+	// newRS is the ReplicaSet with d's template; nil until it is created.
+	newRS *appsv1.ReplicaSet
+	// oldRSs are the others, oldest first.
+	oldRSs []*appsv1.ReplicaSet
+	// revision is the one a new ReplicaSet gets (or an old one brought back by a
+	// rollback): one above every old one.
+	revision int64
+	// verdict is the in-place verdict on d's change, from the templates of the old
+	// ReplicaSets that still have pods; judged is false when there is none (d not opted
+	// in, or no old pod left).
+	verdict inplace.Verdict
+	judged  bool
+}
+
+// newPass splits rsList into d's new ReplicaSet (the oldest whose template is d's,
+// ignoring the hash label) and the old ones, and judges d's change. It writes nothing.
+func newPass(d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) *pass {
+	p := &pass{d: d}
+	for _, rs := range rollout.ByCreation(rsList) {
+		if p.newRS == nil && history.EqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template) {
+			p.newRS = rs
+			continue
+		}
+		p.oldRSs = append(p.oldRSs, rs)
+	}
+	p.revision = history.MaxRevision(p.oldRSs) + 1
+	p.verdict, p.judged = inPlaceVerdict(d, p.oldRSs)
+	return p
+}
+
+// all is the old ReplicaSets then the new one (nil while it does not exist).
+func (p *pass) all() []*appsv1.ReplicaSet {
+	return append(append([]*appsv1.ReplicaSet{}, p.oldRSs...), p.newRS)
+}
+
+// scalingEvent tells a change of replicas alone: some ReplicaSet with pods was sized
+// for a different number of replicas than d wants now.
+func (p *pass) scalingEvent() bool {
+	for _, rs := range rollout.Active(p.all()) {
+		desired, err := strconv.ParseInt(rs.Annotations[rollout.DesiredReplicasAnnotation], 10, 32)
+		if err == nil && int32(desired) != rollout.DesiredReplicas(p.d) {
+			return true
+		}
+	}
+	return false
+}
+
+// inPlaceMode is d's in-place opt-in; a Recreate Deployment never updates in place.
+func inPlaceMode(d *appsv1.Deployment) inplace.Mode {
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return inplace.Off
+	}
+	mode, _ := inplace.ModeOf(d.Annotations)
+	return mode
+}
+
+// inPlaceVerdict judges d's change against the templates of its old ReplicaSets that
+// still have pods; ok is false when there is nothing to judge (not opted in, or no old
+// pods).
+func inPlaceVerdict(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (v inplace.Verdict, ok bool) {
+	seen := map[string]bool{}
+	var fields []string
+	judged := false
+	for _, rs := range oldRSs {
+		if rs == nil || (*rs.Spec.Replicas == 0 && rs.Status.Replicas == 0) {
+			continue
+		}
+		judged = true
+		for _, f := range inplace.Diff(&rs.Spec.Template, &d.Spec.Template) {
+			if !seen[f] {
+				seen[f] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	if !judged {
+		return inplace.Verdict{}, false
+	}
+	sort.Strings(fields)
+	return inplace.Judge(inPlaceMode(d), fields)
+}

@@ -1,0 +1,160 @@
+package statefulset
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kroll-dev/kroll/pkg/inplace"
+)
+
+// In-place updates of a StatefulSet's pods (see pkg/inplace): the verdict on the change,
+// each stale pod's steps towards the update revision (the rolling update picks the pods,
+// in update.go), and pods left mid-way moved on first.
+
+// inPlaceFields names the fields that keep p's template from becoming the update
+// revision's in place (a pod whose revision is gone: the whole template).
+func (r revisions) inPlaceFields(set *appsv1.StatefulSet, p *corev1.Pod) []string {
+	from, ok := r.template(set, p.Labels[RevisionLabel])
+	if !ok {
+		return []string{"spec.template (the pod's revision is gone)"}
+	}
+	return inplace.Diff(from, &r.updateSet.Spec.Template)
+}
+
+// settleInPlace moves on every pod of an opted-in set that an in-place update left
+// mid-way (out of service, or patched and restarting) or that waits to be put in
+// service; acted says a write was made (one kind of change per sync).
+func (c *Controller) settleInPlace(ctx context.Context, set *appsv1.StatefulSet, s slots, revs revisions, now time.Time) (bool, error) {
+	acted := false
+	for _, p := range append(append([]*corev1.Pod(nil), s.replicas...), s.condemned...) {
+		if !isCreated(p) || isTerminating(p) || !inplace.HasGate(p) {
+			continue
+		}
+		target, ok := c.inPlaceTarget(set, p, revs)
+		if !ok {
+			continue
+		}
+		if _, mid := inplace.StateOf(p); !mid && inplace.GateStatus(p) == corev1.ConditionTrue {
+			continue
+		}
+		r, err := inplace.Writer{Pods: c.pods}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
+		if err != nil {
+			return true, err
+		}
+		if r.After > 0 {
+			c.queue.EnqueueAfter(set, r.After)
+		}
+		acted = acted || (r.Step != inplace.Wait && r.Step != inplace.Done)
+	}
+	return acted, nil
+}
+
+// inPlaceTarget is what pod p is (being) updated to: the update revision once it is
+// mid-update to it, else the revision it is labelled with (a pod whose update was
+// overtaken by another change is put back as it is, and updated afresh).
+func (c *Controller) inPlaceTarget(set *appsv1.StatefulSet, p *corev1.Pod, revs revisions) (inplace.Target, bool) {
+	name := p.Labels[RevisionLabel]
+	if st, mid := inplace.StateOf(p); mid && st.Revision == revs.update.Name {
+		name = revs.update.Name
+	}
+	return revs.target(set, p, name)
+}
+
+// target is the in-place update of p to revision name, from the revision p is
+// labelled with (whose labels and annotations p loses where name's template has none).
+func (r revisions) target(set *appsv1.StatefulSet, p *corev1.Pod, name string) (inplace.Target, bool) {
+	template, ok := r.template(set, name)
+	if !ok {
+		return inplace.Target{}, false
+	}
+	t := inplace.Target{Revision: name, Template: template, Labels: map[string]string{RevisionLabel: name}}
+	if from, ok := r.template(set, p.Labels[RevisionLabel]); ok {
+		t.From = from
+	}
+	return t, true
+}
+
+// inPlaceVerdict judges, for an opted-in RollingUpdate set, the change from the
+// revisions of its stale pods at or above the partition to the update revision,
+// announcing news as an event; the InPlaceUpdate condition becomes it (nil:
+// unchanged, no reason: removed). With no stale pod left, a change made in place is
+// complete once every pod at or above the partition is healthy and back in service.
+func (c *Controller) inPlaceVerdict(set *appsv1.StatefulSet, s slots, revs revisions, mode inplace.Mode, now time.Time) *inplace.Verdict {
+	if mode == inplace.Off {
+		return &inplace.Verdict{}
+	}
+	if set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
+		return nil
+	}
+	seen := map[string]bool{}
+	var fields []string
+	judged := false
+	for i := int(partitionOf(set)); i < len(s.replicas); i++ {
+		p := s.replicas[i]
+		if !isCreated(p) || p.Labels[RevisionLabel] == revs.update.Name {
+			continue
+		}
+		judged = true
+		for _, f := range revs.inPlaceFields(set, p) {
+			if !seen[f] {
+				seen[f] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	if !judged {
+		for i := int(partitionOf(set)); i < len(s.replicas); i++ {
+			if p := s.replicas[i]; !isHealthy(set, p, now) || c.takenOut.Out(p, now) {
+				return nil
+			}
+		}
+		return inplace.Finish(conditions.Current(set.Status.Conditions))
+	}
+	sort.Strings(fields)
+	v, _ := inplace.Judge(mode, fields)
+	if inplace.IsNews(v, conditions.Current(set.Status.Conditions)) {
+		c.recorder.Eventf(set, v.EventType, v.Reason, "%s", v.Message)
+	}
+	return &v
+}
+
+// conditions is how in-place updates read and write a StatefulSet's conditions.
+var conditions = inplace.Conditions[appsv1.StatefulSetCondition]{
+	View: func(c appsv1.StatefulSetCondition) (string, inplace.Condition) {
+		return string(c.Type), inplace.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+	Make: func(c inplace.Condition) appsv1.StatefulSetCondition {
+		return appsv1.StatefulSetCondition{Type: inplace.ConditionType, Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+}
+
+// updateInPlace starts updating the stale pod p in place, if set opted in and the
+// change from p's revision allows it; inPlace false means: replace it as usual.
+// InPlaceOnly with a change that does not allow it touches nothing (inPlace true).
+func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, mode inplace.Mode, now time.Time) (bool, error) {
+	if mode == inplace.Off {
+		return false, nil
+	}
+	if fields := revs.inPlaceFields(set, p); len(fields) > 0 {
+		return mode == inplace.Only, nil // announced by inPlaceVerdict
+	}
+	target, _ := revs.target(set, p, revs.update.Name) // the update revision is always known
+	r, err := inplace.Writer{Pods: c.pods}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
+	if r.TookOut {
+		c.takenOut.Record(p, now)
+	}
+	if r.After > 0 {
+		c.queue.EnqueueAfter(set, r.After)
+	}
+	return true, err
+}
+
+// outOfService tells whether p counts as unavailable: not available, terminating, or
+// out of service for an in-place update (see inplace.TakenOut).
+func (c *Controller) outOfService(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
+	return c.takenOut.Out(p, now) || isUnavailable(set, p, now)
+}

@@ -1,0 +1,57 @@
+// Package inplace is the machinery kroll's controllers share to update pods in place
+// (the proposal "Support deployment controller in-place update"): which template
+// changes can be applied to a running pod (Diff, Judge), the readiness gate that takes a
+// pod out of service while it changes, the record on the pod from which an update
+// resumes (State), the steps of one pod's update (NextStep, Writer), the budget that
+// paces them (WithinBudget), and the hand-over of pods between a Deployment's
+// ReplicaSets, planned pass by pass by PlanHandOver.
+//
+// # Handing a pod from one ReplicaSet to another
+//
+// A Deployment annotated kroll.dev/update-strategy whose change allows it is rolled out
+// without creating or deleting a pod: each pod moves from its old ReplicaSet A to the
+// new one B with its new images. Kubernetes cannot change a pod's owner and two
+// ReplicaSets' sizes in one transaction, so the hand-over is recorded on the two
+// ReplicaSets (LeavingAnnotation on A and ArrivingAnnotation on B, pod names, written
+// only by the Deployment controller), and kroll's ReplicaSet controller keeps one rule:
+//
+//	A pod its ReplicaSet names leaving, or one it names arriving, counts towards it
+//	having enough pods and never towards having too many; and it takes over an
+//	arriving pod, in one write, only while the pod's ReplicaSet names it leaving.
+//
+// Every state of the hand-over below is then stable for both ReplicaSets (A with N
+// pods, B with k; m of A's pods move):
+//
+//  1. Give away: A names the m pods leaving and shrinks to N−m, in one write. A: N
+//     pods, N−m of them not leaving = N−m replicas. Pods go first that are unavailable,
+//     then available ones within maxUnavailable (at least 1); maxSurge does not apply.
+//  2. Take in: once A's status shows it observed that write (observedGeneration), B
+//     names the m pods arriving and grows to k+m, in one write. B: k pods + m arriving
+//     = k+m replicas, so it creates none.
+//  3. Take over: B's ReplicaSet controller writes each arriving pod once: B's
+//     controllerRef in place of A's, B's pod-template-hash and labels, B's images. The
+//     write carries the pod's resourceVersion, so it is made at most once. The kubelet
+//     restarts the containers on the new images; the pod counts as out of service from
+//     step 1 until they run and are ready.
+//  4. Tidy: the names of pods that have moved (or are gone) leave both records with
+//     the next write to each ReplicaSet. The Deployment and ReplicaSet controllers
+//     share their informers, so a ReplicaSet controller that sees a record without a
+//     name already sees the pod where it went.
+//
+// With a grace period (kroll.dev/in-place-grace-period) and the readiness gate, a pod
+// is first taken out of service (gate False, and a State recorded on it, which also
+// keeps its ReplicaSet from deleting it), handed over once the period is over, and put
+// back (gate True, State removed) once the kubelet reports the new images running and
+// ready: three writes. Without a grace period, the take-over is the pod's one write.
+//
+// Every step is decided afresh from the cache (records, States, owners, sizes,
+// observed generations), never from memory, so a controller restarted anywhere
+// resumes where the last one stopped: PlanHandOver is a pure function of what the
+// caches show (HandOverView), and the Deployment controller only applies its plan.
+// `kubectl rollout undo` is the same hand-over back to the older ReplicaSet; pods
+// already on their way finish moving first. A change that cannot be made in place
+// falls back to the rolling update (InPlaceIfPossible) or touches no pod
+// (InPlaceOnly); the InPlaceUpdate condition and an event name the fields. Pods of
+// opted-in Deployments are created with the readiness gate, which the Deployment
+// controller sets True once their containers are ready.
+package inplace

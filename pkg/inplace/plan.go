@@ -1,0 +1,370 @@
+package inplace
+
+import (
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// ReplicaSetPods is a ReplicaSet and the active pods it controls, as the cache shows
+// them.
+type ReplicaSetPods struct {
+	RS   *appsv1.ReplicaSet
+	Pods []*corev1.Pod
+}
+
+// HandOverView is what one pass over a Deployment's in-place rollout sees: the input of
+// PlanHandOver. Everything comes from the informers' caches (and the controller's
+// memory of writes they do not show yet), never from an earlier pass.
+type HandOverView struct {
+	// Desired is the Deployment's replicas; MaxUnavailable its resolved maxUnavailable.
+	// At least one pod may be out of service, whatever MaxUnavailable says: an in-place
+	// update needs no room for a surge pod, but it needs one pod to move.
+	Desired, MaxUnavailable int32
+	// MinReadySeconds and Now decide which pods are available.
+	MinReadySeconds int32
+	Now             time.Time
+	// Grace is the Deployment's in-place grace period (GracePeriodAnnotation); 0: none.
+	Grace time.Duration
+	// InPlace: the Deployment's latest change is made in place (it is opted in, its
+	// new ReplicaSet exists, and the verdict proceeds or no old pod is left to judge).
+	// Otherwise hand-overs under way only finish and pods are put back where they are.
+	InPlace bool
+	// Start: more old pods may be picked this pass. False when the Deployment is paused
+	// or only scaled: pods on their way still arrive, none starts.
+	Start bool
+	// New is the ReplicaSet pods are handed to; nil when there is none (InPlace is then
+	// false). Old are the others, oldest first.
+	New *ReplicaSetPods
+	Old []ReplicaSetPods
+	// TakenOut holds the pods taken out of service (or named leaving) by a write the
+	// cache does not show yet (see TakenOut.Out): they are not serving and are not
+	// picked again.
+	TakenOut sets.Set[types.UID]
+}
+
+// HandOverPlan is one pass of a Deployment's in-place rollout: the writes to make, in
+// the order of the fields. The first that fails ends the pass (the next one plans
+// afresh); an empty plan writes nothing.
+type HandOverPlan struct {
+	// PutBack are pods to put back in service (readiness gate True, State removed), in
+	// one write each: pods that arrived and run their new images, ready. Empty when none
+	// is due.
+	PutBack []*corev1.Pod
+	// TakeOut are old pods to take out of service (gate False, State recorded) before
+	// they are handed over: with a grace period, a pod with the gate goes out of service
+	// first and is handed over once the period is over. Empty without a grace period.
+	TakeOut []PodOut
+	// Records are the ReplicaSets whose size or hand-over record changes, each with
+	// what it becomes: the giving ones first, then the new one (whose record names only
+	// pods its giver has observed leaving). Empty when none changes.
+	Records []Record
+	// RequeueAfter is when a grace period now running ends, for the pass that hands its
+	// pod over; 0 when none runs.
+	RequeueAfter time.Duration
+}
+
+// PodOut is one pod to take out of service, and the State to record on it.
+type PodOut struct {
+	Pod   *corev1.Pod
+	State State
+}
+
+// Record is what a ReplicaSet's size and hand-over record become (see LeavingAnnotation
+// and ArrivingAnnotation).
+type Record struct {
+	RS                *appsv1.ReplicaSet
+	Replicas          int32
+	Leaving, Arriving sets.Set[string]
+	// GivenAway are the pods this record names leaving for the first time: until the
+	// cache shows the write, the controller remembers them as out of service.
+	GivenAway []*corev1.Pod
+}
+
+// Empty tells a plan that writes nothing.
+func (p HandOverPlan) Empty() bool {
+	return len(p.PutBack) == 0 && len(p.TakeOut) == 0 && len(p.Records) == 0
+}
+
+// PlanHandOver decides one pass of a Deployment's in-place rollout (the protocol is in
+// the package doc). With v.InPlace:
+//
+//  1. Arrived pods of the new ReplicaSet that run their new images, ready, are put back
+//     in service — once the new ReplicaSet's observed size counts them all.
+//  2. Old pods out of service for their grace period (a State) are handed over once it
+//     is over.
+//  3. With v.Start, more old pods are picked: those not available first (they cost
+//     nothing), then available ones, each by name, while fewer than
+//     max(1, MaxUnavailable) of Desired are without a serving pod. A serving pod counts
+//     up to the available replicas its ReplicaSet reports: a pod that has left, or is
+//     back in service, is reported only at its ReplicaSet's next sync, and the bound
+//     holds for what is reported too. With 10 replicas, maxUnavailable 2 and 2 pods
+//     not available: those 2, then 2 at a time.
+//  4. Each old ReplicaSet names the pods it gives away leaving and shrinks past them,
+//     in one write.
+//  5. The new ReplicaSet names arriving the pods its givers have observed leaving and
+//     grows to count them. It never grows so that it would create a pod while old
+//     pods may still arrive; once none may, it takes up what the old ones no longer
+//     keep (a pod lost mid-rollout is replaced by a new one).
+//
+// Without v.InPlace, hand-overs under way finish: names of pods that have moved (or
+// never will) leave the records; once no record changes, pods are put back where they
+// are.
+func PlanHandOver(v HandOverView) HandOverPlan {
+	h := newPassView(v)
+	if !v.InPlace || v.New == nil {
+		return h.finish()
+	}
+	var p HandOverPlan
+	p.PutBack = h.settle(*v.New, false)
+
+	// After an undo: pods still on their way out of the new ReplicaSet, those an old one
+	// was told to take over (the others stay).
+	newLeaving := sets.New[string]()
+	for _, rs := range v.Old {
+		newLeaving = newLeaving.Union(h.leaving(v.New.RS).Intersection(h.arriving(rs.RS)))
+	}
+	busy := newLeaving.Len() > 0 // some pod is on its way, or out of service to be
+	serving := h.tally(*v.New, newLeaving)
+
+	var candidates []*corev1.Pod
+	handOff := map[types.UID][]*corev1.Pod{} // per old ReplicaSet: pods to name leaving now
+	arriving := sets.New[string]()
+	var oldReplicas int32
+	for _, rs := range v.Old {
+		oldReplicas += rollout.Replicas(rs.RS.Spec.Replicas)
+		leaving := h.leaving(rs.RS)
+		serving += h.tally(rs, leaving)
+		busy = busy || leaving.Len() > 0 || h.arriving(rs.RS).Len() > 0
+		// The new ReplicaSet takes over the pods rs has observed leaving; while rs has not
+		// observed its latest record, only those it was told of before.
+		if Observed(rs.RS) {
+			arriving = arriving.Union(leaving)
+		} else {
+			arriving = arriving.Union(leaving.Intersection(Names(v.New.RS, ArrivingAnnotation)))
+		}
+		for _, pod := range rs.Pods {
+			if leaving.Has(pod.Name) {
+				continue
+			}
+			state, mid := StateOf(pod)
+			if !mid {
+				candidates = append(candidates, pod)
+				continue
+			}
+			busy = true // out of service for its grace period
+			switch {
+			case !HasGate(pod):
+				handOff[rs.RS.UID] = append(handOff[rs.RS.UID], pod)
+			case GateStatus(pod) != corev1.ConditionFalse:
+				// A State recorded without the gate going False (by an older kroll):
+				// finish taking it out first.
+				p.TakeOut = append(p.TakeOut, PodOut{Pod: pod, State: state})
+			default:
+				if left := state.OutOfServiceSince.Add(v.Grace).Sub(v.Now); left > 0 {
+					p.requeue(left)
+				} else {
+					handOff[rs.RS.UID] = append(handOff[rs.RS.UID], pod)
+				}
+			}
+		}
+	}
+	if v.Start {
+		for _, pod := range h.pick(candidates, serving) {
+			if v.Grace > 0 && HasGate(pod) {
+				state := OutOfService(pod, v.New.RS.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Images(&v.New.RS.Spec.Template), v.Now)
+				p.TakeOut = append(p.TakeOut, PodOut{Pod: pod, State: state})
+				p.requeue(v.Grace)
+				continue
+			}
+			owner := h.owner[pod.Name]
+			handOff[owner.UID] = append(handOff[owner.UID], pod)
+		}
+	}
+	for _, rs := range v.Old {
+		given := handOff[rs.RS.UID]
+		leaving := h.leaving(rs.RS).Clone()
+		for _, pod := range given {
+			leaving.Insert(pod.Name)
+		}
+		arriving := h.arriving(rs.RS)
+		size := min(rollout.Replicas(rs.RS.Spec.Replicas), int32(len(rs.Pods)-leaving.Len()+arriving.Len()))
+		p.record(Record{RS: rs.RS, Replicas: size, Leaving: leaving, Arriving: arriving, GivenAway: given})
+		busy = busy || len(given) > 0
+	}
+
+	newRS := v.New.RS
+	size := max(rollout.Replicas(newRS.Spec.Replicas), int32(len(v.New.Pods)-newLeaving.Len()+arriving.Len()))
+	if !busy {
+		size = max(size, v.Desired-oldReplicas)
+	}
+	if size > v.Desired {
+		size = max(v.Desired, rollout.Replicas(newRS.Spec.Replicas))
+	}
+	p.record(Record{RS: newRS, Replicas: size, Leaving: newLeaving, Arriving: arriving})
+	return p
+}
+
+// record adds r to the plan if it changes its ReplicaSet's size or record.
+func (p *HandOverPlan) record(r Record) {
+	if rollout.Replicas(r.RS.Spec.Replicas) == r.Replicas &&
+		r.RS.Annotations[LeavingAnnotation] == EncodeNames(r.Leaving) && r.RS.Annotations[ArrivingAnnotation] == EncodeNames(r.Arriving) {
+		return
+	}
+	p.Records = append(p.Records, r)
+}
+
+func (p *HandOverPlan) requeue(after time.Duration) {
+	if p.RequeueAfter == 0 || after < p.RequeueAfter {
+		p.RequeueAfter = after
+	}
+}
+
+// passView is a HandOverView with where each pod is and what each record says.
+type passView struct {
+	HandOverView
+	// owner is the ReplicaSet that controls each pod, by pod name.
+	owner map[string]*appsv1.ReplicaSet
+	// leavingOf is each ReplicaSet's LeavingAnnotation without the pods that have left it.
+	leavingOf map[types.UID]sets.Set[string]
+}
+
+func newPassView(v HandOverView) passView {
+	h := passView{HandOverView: v, owner: map[string]*appsv1.ReplicaSet{}, leavingOf: map[types.UID]sets.Set[string]{}}
+	all := h.all()
+	for _, rs := range all {
+		for _, pod := range rs.Pods {
+			h.owner[pod.Name] = rs.RS
+		}
+	}
+	for _, rs := range all {
+		leaving := sets.New[string]()
+		for name := range Names(rs.RS, LeavingAnnotation) {
+			if h.owner[name] == rs.RS {
+				leaving.Insert(name)
+			}
+		}
+		h.leavingOf[rs.RS.UID] = leaving
+	}
+	return h
+}
+
+// all is the new ReplicaSet (if any) and the old ones.
+func (h passView) all() []ReplicaSetPods {
+	if h.New == nil {
+		return h.Old
+	}
+	return append([]ReplicaSetPods{*h.New}, h.Old...)
+}
+
+// leaving is rs's LeavingAnnotation without the pods that have left it (shared: not to
+// be changed).
+func (h passView) leaving(rs *appsv1.ReplicaSet) sets.Set[string] {
+	return h.leavingOf[rs.UID]
+}
+
+// arriving is rs's ArrivingAnnotation without the pods that have arrived, or never
+// will: those still on their way are pods of another ReplicaSet that names them leaving.
+func (h passView) arriving(rs *appsv1.ReplicaSet) sets.Set[string] {
+	out := sets.New[string]()
+	for name := range Names(rs, ArrivingAnnotation) {
+		if from := h.owner[name]; from != nil && from != rs && h.leaving(from).Has(name) {
+			out.Insert(name)
+		}
+	}
+	return out
+}
+
+// serving tells whether pod counts as available: available, and not out of service
+// for an in-place update (by what the cache shows, or by a write it does not show yet).
+func (h passView) serving(pod *corev1.Pod) bool {
+	return !h.TakenOut.Has(pod.UID) && !OutOfServiceNow(pod) && rollout.IsPodAvailable(pod, h.MinReadySeconds, h.Now)
+}
+
+// tally counts rs's serving pods other than out, up to the available replicas rs
+// reports.
+func (h passView) tally(rs ReplicaSetPods, out sets.Set[string]) int32 {
+	var n int32
+	for _, pod := range rs.Pods {
+		if !out.Has(pod.Name) && h.serving(pod) {
+			n++
+		}
+	}
+	return min(n, rs.RS.Status.AvailableReplicas)
+}
+
+// pick chooses old pods to update, by name: those not serving first (they cost
+// nothing), then serving ones while fewer than max(1, MaxUnavailable) of Desired are without a
+// serving pod. Pods out of service by a write the cache does not show yet are left.
+func (h passView) pick(candidates []*corev1.Pod, serving int32) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, pod := range candidates {
+		if !h.TakenOut.Has(pod.UID) && !OutOfServiceNow(pod) {
+			pods = append(pods, pod)
+		}
+	}
+	// By name, so that the order is the same whatever order the cache lists pods in, and
+	// `kroll rollout plan` can say which pods go in which batch.
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	pods = NotServingFirst(pods, h.serving)
+	return WithinBudget(pods, h.serving, int(max(1, h.MaxUnavailable)), int(h.Desired-serving))
+}
+
+// settle returns rs's pods to put back in service: mid-update or with the gate not
+// True, and running their images, ready (NextStep says PutBack). A pod of the new
+// ReplicaSet (old false) loses its State only once that ReplicaSet's size, as its
+// controller observed it, counts every pod it has: the State is what keeps a pod it
+// took over, and does not count yet, from being deleted.
+func (h passView) settle(rs ReplicaSetPods, old bool) []*corev1.Pod {
+	want := Target{Template: &rs.RS.Spec.Template}.Want()
+	counted := old || (rollout.Replicas(rs.RS.Spec.Replicas) >= int32(len(rs.Pods)) && Observed(rs.RS))
+	var out []*corev1.Pod
+	for _, pod := range rs.Pods {
+		if !NeedsSettling(pod) {
+			continue
+		}
+		_, mid := StateOf(pod)
+		if step, _ := NextStep(pod, want, 0, h.Now); step == PutBack && (!mid || counted) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// finish is the plan when the change is not made in place: names of pods that have
+// moved (or never will) leave the records; once no record changes, pods are put back
+// where they are. Old ReplicaSets are going away, and their pods go the usual way once
+// put back.
+func (h passView) finish() HandOverPlan {
+	var p HandOverPlan
+	for _, rs := range h.all() {
+		if rs.RS.Annotations[LeavingAnnotation] == "" && rs.RS.Annotations[ArrivingAnnotation] == "" {
+			continue
+		}
+		p.record(Record{RS: rs.RS, Replicas: rollout.Replicas(rs.RS.Spec.Replicas), Leaving: h.leaving(rs.RS), Arriving: h.arriving(rs.RS)})
+	}
+	if len(p.Records) > 0 {
+		return p
+	}
+	for _, rs := range h.all() {
+		p.PutBack = append(p.PutBack, h.settle(rs, h.New == nil || rs.RS != h.New.RS)...)
+	}
+	return p
+}
+
+// NeedsSettling tells a pod mid-update, or with the gate and not (yet) in service.
+func NeedsSettling(pod *corev1.Pod) bool {
+	_, mid := StateOf(pod)
+	return mid || (HasGate(pod) && GateStatus(pod) != corev1.ConditionTrue)
+}
+
+// Observed tells whether the ReplicaSet controller has acted on rs's current spec.
+func Observed(rs *appsv1.ReplicaSet) bool {
+	return rs.Status.ObservedGeneration >= rs.Generation
+}

@@ -1,0 +1,464 @@
+package inplace
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+var planNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// rsOf is ReplicaSet name of Deployment web at image: replicas in its spec, available
+// as its status reports, its controller caught up with its spec (observed) or not.
+func rsOf(name, image string, replicas, available int32, observed bool) *appsv1.ReplicaSet {
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Generation: 2,
+			Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: name},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: name}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+		}},
+		Status: appsv1.ReplicaSetStatus{AvailableReplicas: available, ObservedGeneration: 1},
+	}
+	if observed {
+		rs.Status.ObservedGeneration = 2
+	}
+	return rs
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// with sets rs's hand-over record (pod names, comma-separated; "" for none).
+func with(rs *appsv1.ReplicaSet, leaving, arriving string) *appsv1.ReplicaSet {
+	rs.Annotations = map[string]string{}
+	if leaving != "" {
+		rs.Annotations[LeavingAnnotation] = leaving
+	}
+	if arriving != "" {
+		rs.Annotations[ArrivingAnnotation] = arriving
+	}
+	return rs
+}
+
+// podState is how a test pod is: serving (running its image, ready for an hour),
+// notReady, gated (created with the in-place readiness gate, which is True unless
+// out), out (gate False with a State recorded since `since`).
+type podState struct {
+	notReady, gated, out bool
+	since                time.Duration // how long ago the State was recorded
+	image                string        // the image it runs, when not its ReplicaSet's
+}
+
+// podOf is a pod of rs.
+func podOf(rs *appsv1.ReplicaSet, name string, st podState) *corev1.Pod {
+	image := rs.Spec.Template.Spec.Containers[0].Image
+	runs := image
+	if st.image != "" {
+		runs = st.image
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: rs.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr(true)}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: image}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(planNow.Add(-time.Hour))}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: runs, Ready: !st.notReady,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+	if st.notReady {
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+	}
+	if st.gated || st.out {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: ReadinessGate}}
+		gate := corev1.ConditionTrue
+		if st.out {
+			gate = corev1.ConditionFalse
+		}
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: ReadinessGate, Status: gate})
+	}
+	if st.out {
+		state := OutOfService(p, "b", map[string]string{"app": "nginx:2"}, planNow.Add(-st.since))
+		p.Annotations = map[string]string{StateAnnotation: state.Encode()}
+		if st.notReady {
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+	}
+	return p
+}
+
+func pods(rs *appsv1.ReplicaSet, st podState, names ...string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, n := range names {
+		out = append(out, podOf(rs, n, st))
+	}
+	return out
+}
+
+// view is a 4-replica Deployment (maxUnavailable 1) rolling from A to B in place.
+func view(b ReplicaSetPods, old ...ReplicaSetPods) HandOverView {
+	return HandOverView{Desired: 4, MaxUnavailable: 1, Now: planNow, InPlace: true, Start: true, New: &b, Old: old, TakenOut: sets.New[types.UID]()}
+}
+
+// describe renders a plan as one line per write, in order.
+func describe(p HandOverPlan) string {
+	var lines []string
+	names := func(ps []*corev1.Pod) string {
+		var n []string
+		for _, p := range ps {
+			n = append(n, p.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if len(p.PutBack) > 0 {
+		lines = append(lines, "put back "+names(p.PutBack))
+	}
+	for _, o := range p.TakeOut {
+		lines = append(lines, "take out "+o.Pod.Name)
+	}
+	for _, r := range p.Records {
+		given := ""
+		if len(r.GivenAway) > 0 {
+			given = " (gives away " + names(r.GivenAway) + ")"
+		}
+		lines = append(lines, fmt.Sprintf("%s: %d replicas, leaving [%s], arriving [%s]%s", r.RS.Name, r.Replicas, EncodeNames(r.Leaving), EncodeNames(r.Arriving), given))
+	}
+	if p.RequeueAfter > 0 {
+		lines = append(lines, "again in "+p.RequeueAfter.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestPlanHandOver(t *testing.T) {
+	a := func(replicas, available int32, observed bool) *appsv1.ReplicaSet {
+		return rsOf("a", "nginx:1", replicas, available, observed)
+	}
+	b := func(replicas, available int32, observed bool) *appsv1.ReplicaSet {
+		return rsOf("b", "nginx:2", replicas, available, observed)
+	}
+	serving := podState{}
+	tests := []struct {
+		name string
+		view func() HandOverView
+		want string
+	}{
+		{
+			name: "hand-over 1/4 starts: A gives away one serving pod (maxUnavailable 1) and shrinks past it; B waits for A to observe it",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				return view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+			},
+			want: "a: 3 replicas, leaving [a1], arriving [] (gives away a1)",
+		},
+		{
+			name: "hand-over 1/4: A gives away its 3 pods that are not available first, at no cost, and no serving one (4 − 1 serving > maxUnavailable)",
+			view: func() HandOverView {
+				A := a(4, 1, true)
+				return view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: append(pods(A, podState{notReady: true}, "a1", "a2", "a3"), podOf(A, "a4", serving))})
+			},
+			want: "a: 1 replicas, leaving [a1,a2,a3], arriving [] (gives away a1,a2,a3)",
+		},
+		{
+			name: "hand-over 1/4 with maxUnavailable 2 of 4: two serving pods go at once",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+				v.MaxUnavailable = 2
+				return v
+			},
+			want: "a: 2 replicas, leaving [a1,a2], arriving [] (gives away a1,a2)",
+		},
+		{
+			name: "maxUnavailable 0 still moves one pod at a time: an in-place update needs one out of service",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+				v.MaxUnavailable = 0
+				return v
+			},
+			want: "a: 3 replicas, leaving [a1], arriving [] (gives away a1)",
+		},
+		{
+			name: "hand-over 2/4: A has observed a1 leaving, so B names it arriving and grows to count it (it creates no pod for it)",
+			view: func() HandOverView {
+				A := with(a(3, 3, true), "a1", "")
+				return view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+			},
+			want: "b: 1 replicas, leaving [], arriving [a1]",
+		},
+		{
+			name: "hand-over 2/4: A has not observed its newest record, so B takes in only the pod it was told of before",
+			view: func() HandOverView {
+				A := with(a(2, 2, false), "a1,a2", "")
+				B := with(b(1, 0, true), "", "a1")
+				return view(ReplicaSetPods{RS: B}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+			},
+			want: "",
+		},
+		{
+			name: "hand-over 2/4: A reports a1 and a2 gone from its availability, so the budget is spent: nothing more goes",
+			view: func() HandOverView {
+				A := with(a(3, 2, true), "a1", "")
+				B := with(b(1, 0, true), "", "a1")
+				return view(ReplicaSetPods{RS: B}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+			},
+			want: "",
+		},
+		{
+			name: "hand-over 3/4: a1 has moved to B, so its name leaves both records, and the next pod goes once B reports a1 available",
+			view: func() HandOverView {
+				A := with(a(3, 3, true), "a1", "")
+				B := with(b(1, 1, true), "", "a1")
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
+			},
+			want: "a: 2 replicas, leaving [a2], arriving [] (gives away a2)\nb: 1 replicas, leaving [], arriving []",
+		},
+		{
+			name: "hand-over 4/4: a taken-over pod restarting on its new image is out of service: nothing more goes",
+			view: func() HandOverView {
+				A := a(3, 3, true)
+				B := b(1, 0, true)
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, podState{image: "docker.io/library/nginx:1"}, "a1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
+			},
+			want: "",
+		},
+		{
+			name: "grace period: a serving pod with the gate is taken out of service first, and looked at again when its period is over",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, podState{gated: true}, "a1", "a2", "a3", "a4")})
+				v.Grace = 5 * time.Second
+				return v
+			},
+			want: "take out a1\nagain in 5s",
+		},
+		{
+			name: "grace period running (2 of 5 s): the pod waits, looked at again in 3 s; nothing else goes meanwhile",
+			view: func() HandOverView {
+				A := a(4, 3, true)
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: append(pods(A, podState{out: true, notReady: true, since: 2 * time.Second}, "a1"), pods(A, podState{gated: true}, "a2", "a3", "a4")...)})
+				v.Grace = 5 * time.Second
+				return v
+			},
+			want: "again in 3s",
+		},
+		{
+			name: "grace period over: the pod taken out is given away",
+			view: func() HandOverView {
+				A := a(4, 3, true)
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: append(pods(A, podState{out: true, notReady: true, since: 6 * time.Second}, "a1"), pods(A, podState{gated: true}, "a2", "a3", "a4")...)})
+				v.Grace = 5 * time.Second
+				return v
+			},
+			want: "a: 3 replicas, leaving [a1], arriving [] (gives away a1)",
+		},
+		{
+			name: "a State recorded without the gate going False (an older kroll): the pod is taken out again first",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				p := podOf(A, "a1", podState{out: true, since: time.Second})
+				p.Status.Conditions[1].Status = corev1.ConditionTrue
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: append([]*corev1.Pod{p}, pods(A, podState{gated: true}, "a2", "a3", "a4")...)})
+				v.Grace = 5 * time.Second
+				return v
+			},
+			want: "take out a1",
+		},
+		{
+			name: "an arrived pod with a State, running its new image and ready, is put back once B's observed size counts it",
+			view: func() HandOverView {
+				A := a(3, 3, true)
+				B := b(1, 0, true)
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, podState{out: true, since: time.Minute}, "a1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
+			},
+			want: "put back a1",
+		},
+		{
+			name: "an arrived pod with a State is not put back while B's observed size does not count it (its State keeps B from deleting it)",
+			view: func() HandOverView {
+				A := a(3, 3, true)
+				B := b(1, 0, false)
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, podState{out: true, since: time.Minute}, "a1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
+			},
+			want: "",
+		},
+		{
+			name: "undo mid-hand-over: a1, which A gave away and B was told to take over, still goes to B (first); nothing else moves meanwhile",
+			view: func() HandOverView {
+				// The template went back to A's: A is the new ReplicaSet, B an old one.
+				A := with(a(3, 2, true), "a1", "")
+				B := with(b(2, 1, true), "", "a1")
+				return view(ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3")}, ReplicaSetPods{RS: B, Pods: pods(B, serving, "b1")})
+			},
+			want: "",
+		},
+		{
+			name: "undo mid-hand-over, A not yet told: B keeps b1 leaving, A names it arriving once B has observed",
+			view: func() HandOverView {
+				A := a(2, 2, true)
+				B := with(b(1, 1, true), "b1", "")
+				return view(ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")}, ReplicaSetPods{RS: B, Pods: pods(B, serving, "b1", "b2")})
+			},
+			want: "a: 3 replicas, leaving [], arriving [b1]",
+		},
+		{
+			name: "a pod deleted mid-move: its name leaves A's record, and B, with nothing more on its way, grows to replace it",
+			view: func() HandOverView {
+				A := with(a(3, 3, true), "a1", "")
+				B := with(b(1, 0, true), "", "a1")
+				return view(ReplicaSetPods{RS: B}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
+			},
+			want: "a: 3 replicas, leaving [], arriving []\nb: 1 replicas, leaving [], arriving []",
+		},
+		{
+			name: "B never grows to create a pod while old pods may still arrive: A has a pod leaving",
+			view: func() HandOverView {
+				A := with(a(2, 2, true), "a1", "")
+				B := with(b(1, 1, true), "", "a1")
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "x1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3")})
+			},
+			want: "b: 2 replicas, leaving [], arriving [a1]",
+		},
+		{
+			name: "paused (Start false): a pod on its way arrives, none is picked",
+			view: func() HandOverView {
+				A := with(a(3, 3, true), "a1", "")
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+				v.Start = false
+				return v
+			},
+			want: "b: 1 replicas, leaving [], arriving [a1]",
+		},
+		{
+			name: "a pod taken out by a write the cache does not show yet: not serving, not picked again",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+				v.TakenOut.Insert("uid-a1")
+				return v
+			},
+			want: "",
+		},
+		{
+			name: "the rollout is over: every pod on B, serving: nothing to write",
+			view: func() HandOverView {
+				B := b(4, 4, true)
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2", "a3", "a4")}, ReplicaSetPods{RS: a(0, 0, true)})
+			},
+			want: "",
+		},
+		{
+			name: "not in place (the change fell back to a rolling update): names of pods that moved leave the records, first",
+			view: func() HandOverView {
+				A := with(a(3, 3, true), "a1", "")
+				B := with(b(1, 0, true), "", "a1")
+				v := view(ReplicaSetPods{RS: B, Pods: pods(B, podState{out: true, since: time.Minute}, "a1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
+				v.InPlace = false
+				return v
+			},
+			want: "b: 1 replicas, leaving [], arriving []\na: 3 replicas, leaving [], arriving []",
+		},
+		{
+			name: "not in place, records clean: pods are put back where they are, on the old ReplicaSet too",
+			view: func() HandOverView {
+				A := a(3, 3, true)
+				B := b(1, 0, true)
+				v := view(ReplicaSetPods{RS: B, Pods: pods(B, podState{out: true, since: time.Minute}, "b1")},
+					ReplicaSetPods{RS: A, Pods: append(pods(A, podState{gated: true}, "a2", "a3"), podOf(A, "a4", podState{out: true, since: time.Minute, image: "nginx:1"}))})
+				v.InPlace = false
+				return v
+			},
+			want: "put back b1,a4",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := describe(PlanHandOver(tt.view())); got != tt.want {
+				t.Errorf("plan:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// The plan never names a pod twice, and never shrinks an old ReplicaSet below the pods
+// it keeps: stepping a 10-replica rollout through its passes, as the controllers
+// would, moves every pod once and never has more than maxUnavailable out of service.
+func TestPlanHandOverStepsThroughARollout(t *testing.T) {
+	A := rsOf("a", "nginx:1", 10, 10, true)
+	B := rsOf("b", "nginx:2", 0, 0, true)
+	var names []string
+	for i := range 10 {
+		names = append(names, fmt.Sprintf("a%02d", i))
+	}
+	world := map[string]*corev1.Pod{}
+	for _, p := range pods(A, podState{}, names...) {
+		world[p.Name] = p
+	}
+	moved := map[string]int{}
+	for pass := range 200 {
+		var ap, bp []*corev1.Pod
+		for _, p := range world {
+			if p.OwnerReferences[0].UID == A.UID {
+				ap = append(ap, p)
+			} else {
+				bp = append(bp, p)
+			}
+		}
+		sort.Slice(ap, func(i, j int) bool { return ap[i].Name < ap[j].Name })
+		sort.Slice(bp, func(i, j int) bool { return bp[i].Name < bp[j].Name })
+		v := view(ReplicaSetPods{RS: B, Pods: bp}, ReplicaSetPods{RS: A, Pods: ap})
+		v.Desired, v.MaxUnavailable = 10, 3
+		plan := PlanHandOver(v)
+		if plan.Empty() {
+			if len(bp) != 10 || *B.Spec.Replicas != 10 || *A.Spec.Replicas != 0 {
+				t.Fatalf("pass %d: nothing to do with A %d/%d pods, B %d/%d", pass, *A.Spec.Replicas, len(ap), *B.Spec.Replicas, len(bp))
+			}
+			for _, n := range names {
+				if moved[n] != 1 {
+					t.Errorf("pod %s moved %d times", n, moved[n])
+				}
+			}
+			return
+		}
+		// Apply the records; the ReplicaSet controllers observe them, B takes over its
+		// arrivals (they restart and are serving again), and report availability.
+		for _, r := range plan.Records {
+			r.RS.Spec.Replicas = ptr(r.Replicas)
+			SetNames(r.RS, LeavingAnnotation, r.Leaving)
+			SetNames(r.RS, ArrivingAnnotation, r.Arriving)
+		}
+		for name := range Names(B, ArrivingAnnotation) {
+			if p := world[name]; p != nil && p.OwnerReferences[0].UID == A.UID && Names(A, LeavingAnnotation).Has(name) {
+				moved[name]++
+				world[name] = podOf(B, name, podState{})
+			}
+		}
+		out := 0
+		for _, p := range world {
+			if p.OwnerReferences[0].UID == A.UID && Names(A, LeavingAnnotation).Has(p.Name) {
+				out++
+			}
+		}
+		if out > 3 {
+			t.Fatalf("pass %d: %d pods out of service, maxUnavailable 3", pass, out)
+		}
+		for _, rs := range []*appsv1.ReplicaSet{A, B} {
+			n := int32(0)
+			for _, p := range world {
+				if p.OwnerReferences[0].UID == rs.UID && !Names(rs, LeavingAnnotation).Has(p.Name) {
+					n++
+				}
+			}
+			rs.Status.AvailableReplicas = n
+		}
+	}
+	t.Fatal("the rollout did not finish in 200 passes")
+}
