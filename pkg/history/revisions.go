@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -52,6 +53,11 @@ var notCopiedToReplicaSets = map[string]bool{
 	// it from that ReplicaSet to the Deployment, where it must stay inert.
 	inplace.LeavingAnnotation:  true,
 	inplace.ArrivingAnnotation: true,
+	// What kroll did on a failed rollout, and which revisions completed: records, not
+	// settings.
+	failure.RolledBackFromAnnotation:  true,
+	failure.PausedOnFailureAnnotation: true,
+	failure.CompleteAnnotation:        true,
 }
 
 // TemplateHash is the pod-template-hash of template (without that label) and the

@@ -47,6 +47,20 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"client", "verb"})
 
+	// RolledBack counts rollouts kroll rolled back on failure (kroll.dev/on-failure:
+	// Rollback), by kind (Deployment, StatefulSet, DaemonSet).
+	RolledBack = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kroll_rollouts_rolled_back_total",
+		Help: "Rollouts rolled back on failure (kroll.dev/on-failure: Rollback), by kind.",
+	}, []string{"kind"})
+
+	// PausedOnFailure counts rollouts kroll paused on failure (kroll.dev/on-failure:
+	// Pause), by kind.
+	PausedOnFailure = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kroll_rollouts_paused_on_failure_total",
+		Help: "Rollouts paused on failure (kroll.dev/on-failure: Pause), by kind.",
+	}, []string{"kind"})
+
 	// Leader is 1 while this process holds the leader lease, 0 otherwise (upstream's name).
 	Leader = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leader_election_master_status",
@@ -56,7 +70,7 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SyncDuration, SyncPanics, APIRequests, APIRequestDuration, Leader)
+		SyncDuration, SyncPanics, APIRequests, APIRequestDuration, RolledBack, PausedOnFailure, Leader)
 	registerWorkqueueMetrics()
 }
 
