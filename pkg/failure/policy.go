@@ -34,6 +34,9 @@ const (
 	// spec.paused stops a Deployment; kroll sets it on failure, `kroll rollout resume`
 	// clears it.
 	PausedAnnotation = "kroll.dev/paused"
+	// PartitionBeforePauseAnnotation is on a StatefulSet kroll paused by raising its
+	// partition: the partition it had before ("0"), which `kroll rollout resume` puts back.
+	PartitionBeforePauseAnnotation = "kroll.dev/partition-before-pause"
 )
 
 // Action is what to do when a rollout fails.
