@@ -27,16 +27,22 @@ import (
 // rollout is kubectl's `rollout` with kroll's status in place of kubectl's, history
 // with --diff, and the verbs kubectl lacks: watch, plan and timeline.
 func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
+	var pause, resume *cobra.Command
 	for _, sub := range cmd.Commands() {
 		switch sub.Name() {
 		case "status":
 			cmd.RemoveCommand(sub)
 		case "history":
 			k.withDiff(sub)
+		case "pause":
+			pause = sub
+		case "resume":
+			resume = sub
 		}
 	}
+	withKrollPauseResume(pause, resume)
 	cmd.AddCommand(k.newRolloutStatusCommand(), k.newRolloutWatchCommand(), k.newRolloutPlanCommand(), k.newRolloutTimelineCommand())
-	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, and history --diff."
+	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, history --diff, and pause/resume of what kroll pauses (DaemonSets, StatefulSets paused on failure)."
 	return cmd
 }
 
