@@ -22,7 +22,7 @@ import (
 // rollbackWindow past the change and then says "not recovered within" it.
 const (
 	rollbackDeadline = 60
-	rollbackWindow   = 90 * time.Second
+	rollbackWindow   = 150 * time.Second
 )
 
 // crashPatch changes the image to newImage and makes the simulated kubelet crash-loop
