@@ -247,6 +247,8 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	sample.Seconds = m.seconds
 	sample.PodWritesPerSecond = m.podWritesPerSecond
 	sample.ControllerCores = m.cores
+	sample.FailingToRollbackSeconds, sample.FailingToReadySeconds = m.failingToRollback, m.failingToReady
+	sample.DeadlineExceededSeconds, sample.NotRecoveredWithinSeconds = m.deadlineExceeded, m.notRecoveredWithin
 	sample.Requests = requestsAfter.since(requestsBefore)
 	if r.controllers != nil {
 		sample.ControllerCPUSeconds = after.cpuSeconds - before.cpuSeconds

@@ -18,10 +18,11 @@ type metric struct {
 }
 
 var (
-	always      = func(Scenario) bool { return true }
-	replacesPod = func(s Scenario) bool { return !strings.HasPrefix(s.Name, "steady-") }
-	steadyOnly  = func(s Scenario) bool { return strings.HasPrefix(s.Name, "steady-") }
-	metrics     = []metric{
+	always       = func(Scenario) bool { return true }
+	replacesPod  = func(s Scenario) bool { return !strings.HasPrefix(s.Name, "steady-") }
+	steadyOnly   = func(s Scenario) bool { return strings.HasPrefix(s.Name, "steady-") }
+	rollbackOnly = func(s Scenario) bool { return strings.HasPrefix(s.Name, "rollback-") }
+	metrics      = []metric{
 		{"time, s", func(s Sample) float64 { return s.Seconds }, replacesPod},
 		{"pod writes/s", func(s Sample) float64 { return s.PodWritesPerSecond }, replacesPod},
 		{"API writes", func(s Sample) float64 { return s.Requests.writes() }, always},
@@ -30,6 +31,10 @@ var (
 		{"controller CPU at rest, cores", func(s Sample) float64 { return s.ControllerCores }, steadyOnly},
 		{"controller peak memory, MiB", func(s Sample) float64 { return s.ControllerPeakMiB }, always},
 		{"controller memory at the end, MiB", func(s Sample) float64 { return s.ControllerMiB }, steadyOnly},
+		{"first failing pod to rollback write, s", func(s Sample) float64 { return s.FailingToRollbackSeconds }, rollbackOnly},
+		{"first failing pod to all Ready again, s", func(s Sample) float64 { return s.FailingToReadySeconds }, rollbackOnly},
+		{"change to ProgressDeadlineExceeded, s", func(s Sample) float64 { return s.DeadlineExceededSeconds }, rollbackOnly},
+		{"not recovered within, s", func(s Sample) float64 { return s.NotRecoveredWithinSeconds }, rollbackOnly},
 	}
 )
 

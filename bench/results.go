@@ -65,6 +65,15 @@ type Sample struct {
 	ClusterCPUSeconds float64 `json:"clusterCPUSeconds,omitempty"`
 	// ControllerCores is the controllers' CPU use at rest (steady state).
 	ControllerCores float64 `json:"controllerCores,omitempty"`
+	// The rollback scenario's: FailingToRollbackSeconds is from the first failing pod
+	// of the bad revision to the rollback write, FailingToReadySeconds to every pod
+	// Ready at the restored revision again; DeadlineExceededSeconds from the change to
+	// ProgressDeadlineExceeded; NotRecoveredWithinSeconds is the observation window
+	// when the Deployment did not recover within it (upstream). Zero when not seen.
+	FailingToRollbackSeconds  float64 `json:"failingToRollbackSeconds,omitempty"`
+	FailingToReadySeconds     float64 `json:"failingToReadySeconds,omitempty"`
+	DeadlineExceededSeconds   float64 `json:"deadlineExceededSeconds,omitempty"`
+	NotRecoveredWithinSeconds float64 `json:"notRecoveredWithinSeconds,omitempty"`
 }
 
 func (s Sample) summary() string {
@@ -77,6 +86,15 @@ func (s Sample) summary() string {
 	}
 	if s.ControllerCores > 0 {
 		parts = append(parts, fmt.Sprintf("%.3f cores", s.ControllerCores))
+	}
+	if s.FailingToRollbackSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("first failing pod to rollback write %.1fs, to all Ready %.1fs", s.FailingToRollbackSeconds, s.FailingToReadySeconds))
+	}
+	if s.DeadlineExceededSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("ProgressDeadlineExceeded at %.1fs", s.DeadlineExceededSeconds))
+	}
+	if s.NotRecoveredWithinSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("not recovered within %.0fs", s.NotRecoveredWithinSeconds))
 	}
 	if s.ControllerMiB > 0 {
 		parts = append(parts, fmt.Sprintf("controllers %.1f CPU-s, %.0f MiB peak, %.0f MiB at the end", s.ControllerCPUSeconds, s.ControllerPeakMiB, s.ControllerMiB))

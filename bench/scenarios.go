@@ -63,6 +63,10 @@ type measurement struct {
 	podWritesPerSecond float64
 	// cores is the controllers' CPU use at rest, where the scenario measures rest.
 	cores float64
+	// The rollback scenario's: seconds from the first failing pod to the rollback
+	// write and to every pod Ready again, from the change to ProgressDeadlineExceeded,
+	// and the observation window when it did not recover within it; zero when not seen.
+	failingToRollback, failingToReady, deadlineExceeded, notRecoveredWithin float64
 }
 
 // Scenarios are the harness's scenarios at scale (see Options.Scale).
@@ -87,6 +91,7 @@ func Scenarios(scale float64, steadyWindow time.Duration) []Scenario {
 		manyRolloutsScenario(n(200), 10),
 		statefulSetScenario(n(100)),
 		daemonSetScenario(n(100)),
+		rollbackScenario(n(100)),
 		steadyScenario(n(10000), steadyWindow))
 	return all
 }

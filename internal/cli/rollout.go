@@ -27,16 +27,22 @@ import (
 // rollout is kubectl's `rollout` with kroll's status in place of kubectl's, history
 // with --diff, and the verbs kubectl lacks: watch, plan and timeline.
 func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
+	var pause, resume *cobra.Command
 	for _, sub := range cmd.Commands() {
 		switch sub.Name() {
 		case "status":
 			cmd.RemoveCommand(sub)
 		case "history":
 			k.withDiff(sub)
+		case "pause":
+			pause = sub
+		case "resume":
+			resume = sub
 		}
 	}
+	withKrollPauseResume(pause, resume)
 	cmd.AddCommand(k.newRolloutStatusCommand(), k.newRolloutWatchCommand(), k.newRolloutPlanCommand(), k.newRolloutTimelineCommand())
-	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, and history --diff."
+	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, history --diff, and pause/resume of what kroll pauses (DaemonSets, StatefulSets paused on failure)."
 	return cmd
 }
 
@@ -118,12 +124,21 @@ default, wait until it finishes.
 In a terminal it draws a live progress bar per revision (█ available, ▒ there but not
 available), the pod the rollout waits on and why, and an ETA from the observed rate.
 Elsewhere it prints kubectl's status lines, each with the pod it waits on. -o json prints
-one JSON object per change: revision, phase (Progressing, Complete, Failed, Paused),
+one JSON object per change: revision, phase (Progressing, Complete, Failed, Paused,
+RolledBack, PausedOnFailure),
 counts, the blocking pod and the ETA in seconds.
+
+A workload that opts into kroll's failure policy (kroll.dev/on-failure) and whose
+rollout kroll's controller judged failed is reported with the RolloutFailed condition's
+line: "error: deployment "web" rollout failed: 3 of 4 new pods failed, threshold 1
+(web-7d9f-abcde: CrashLoopBackOff); rolled back from revision 5 to 4"; in -o json its
+phase is RolledBack or PausedOnFailure and "failure" holds the condition's reason and
+message. A policy whose annotations do not parse is a Warning line.
 
 Exit codes are kubectl's: 0 once rolled out (or at once with --watch=false), 1 when the
 rollout failed (progress deadline exceeded, or an InPlaceOnly change that cannot be made
-in place), the timeout passed, or the workload is not found.`,
+in place), the timeout passed, or the workload is not found; and 1 when kroll's
+controller rolled the rollout back or paused it on failure.`,
 		Example: `  kroll rollout status deployment/web
   kroll rollout status statefulset/db --timeout=5m
   kroll rollout status deployment/web --watch=false -o json`,
@@ -139,7 +154,7 @@ in place), the timeout passed, or the workload is not found.`,
 			if len(rest) > 0 {
 				return fmt.Errorf("one workload at a time: unexpected %q", strings.Join(rest, " "))
 			}
-			s := statusPrinter{out: k.streams.Out, json: output == "json", terminal: output == "" && isTerminal(k.streams.Out)}
+			s := statusPrinter{out: k.streams.Out, errOut: k.streams.ErrOut, json: output == "json", terminal: output == "" && isTerminal(k.streams.Out)}
 			ctx, cancel := interruptible(cmd.Context())
 			defer cancel()
 			if timeout > 0 {
@@ -173,8 +188,10 @@ in place), the timeout passed, or the workload is not found.`,
 // statusPrinter shows successive snapshots of one rollout in the chosen form, keeping
 // the observations its ETA is computed from.
 type statusPrinter struct {
-	out            io.Writer
+	out, errOut    io.Writer
 	json, terminal bool
+	// warned are the warnings printed already: each once, not on every change.
+	warned         map[string]bool
 	screen         redraw
 	obs            []rolloutview.Observation
 	revision, last string
@@ -215,6 +232,7 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		fmt.Fprint(p.out, text)
 		p.last = text
 	}
+	p.warn(prog)
 	switch {
 	case prog.Err != nil:
 		return true, kubectlError{prog.Err}
@@ -227,6 +245,25 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		return true, fmt.Errorf("%s/%s failed: %s", prog.Kind, prog.Name, inPlaceBlocked)
 	}
 	return false, nil
+}
+
+// warn prints each of prog's warnings once, on stderr, as kubectl prints the API's:
+// "Warning: deployment/web: kroll.dev/failure-threshold="abc" is not valid: …". A
+// terminal's bar and -o json carry them already.
+func (p *statusPrinter) warn(prog rolloutview.Progress) {
+	if p.terminal || p.json || p.errOut == nil {
+		return
+	}
+	for _, w := range prog.Warnings {
+		if p.warned[w] {
+			continue
+		}
+		if p.warned == nil {
+			p.warned = map[string]bool{}
+		}
+		p.warned[w] = true
+		fmt.Fprintf(p.errOut, "Warning: %s/%s: %s\n", prog.Kind, prog.Name, w)
+	}
 }
 
 // inPlaceBlocked is why a rollout is Failed without kubectl's error: the one Failed

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/rolloutview"
 )
 
@@ -34,5 +36,51 @@ func TestRolloutStatus_aFailureIsReportedOnce(t *testing.T) {
 		if strings.Contains(out.String(), "exceeded") {
 			t.Errorf("%s: the error is on stdout too:\n%s", form, out.String())
 		}
+	}
+}
+
+// A rollout kroll's controller rolled back: the RolloutFailed condition's line, as one
+// kubectl-style error line, exit 1; -o json says RolledBack with the condition; an
+// invalid failure policy is one Warning line on stderr, however often the view changes.
+func TestRolloutStatus_rolledBackAndWarnings(t *testing.T) {
+	replicas := int32(2)
+	msg := "2 of 2 new pods failed, threshold 1 (web-7d9f-abcde: CrashLoopBackOff); rolled back from revision 2 to 1"
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Generation: 3, Annotations: map[string]string{
+			"deployment.kubernetes.io/revision": "3", failure.OnFailureAnnotation: "Rollback", failure.RolledBackFromAnnotation: "2"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+				{Type: failure.ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: failure.ReasonPodsFailing, Message: msg}}},
+	}
+	var out bytes.Buffer
+	p := statusPrinter{out: &out, json: true}
+	done, err := p.print(rolloutview.Snapshot{Object: d, Now: time.Now()})
+	if want := `error: deployment "web" rollout failed: ` + msg; !done || err == nil || errorLine(err) != want {
+		t.Errorf("done %v, err %v; want done and %q", done, err, want)
+	}
+	var got struct {
+		Phase   string `json:"phase"`
+		Failure struct{ Reason, Message string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Phase != "RolledBack" || got.Failure.Message != msg || got.Failure.Reason != failure.ReasonPodsFailing {
+		t.Errorf("-o json: %v, %+v; want phase RolledBack and the condition\n%s", err, got, out.String())
+	}
+
+	d = d.DeepCopy()
+	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "3", failure.ThresholdAnnotation: "abc"}
+	problem := failure.PolicyOf(d.Annotations).Problem()
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: failure.ConditionFailurePolicy, Status: corev1.ConditionFalse, Reason: failure.ReasonInvalidAnnotation, Message: problem}}
+	var plain, stderr bytes.Buffer
+	p = statusPrinter{out: &plain, errOut: &stderr}
+	for range 2 {
+		d.Status.ReadyReplicas-- // a change: the line is printed again, the warning not
+		if _, err := p.print(rolloutview.Snapshot{Object: d, Now: time.Now()}); err != nil {
+			t.Fatalf("an invalid policy failed the rollout: %v", err)
+		}
+	}
+	if want := "Warning: deployment/web: " + problem + "\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want once %q", stderr.String(), want)
 	}
 }

@@ -19,14 +19,17 @@ func (k *kubectlVerbs) newStatusCommand() *cobra.Command {
 	var allNamespaces bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Every Deployment, StatefulSet and DaemonSet: succeeded, updating, failed or paused",
+		Short: "Every Deployment, StatefulSet and DaemonSet: succeeded, updating, failed, paused or rolled back",
 		Long: `List every Deployment, StatefulSet and DaemonSet of the namespace (or of all with
 -A) with where its rollout stands: succeeded, updating, failed or paused, its counts, and
 for one not done the pod it waits on.
 
 A rollout has failed when it cannot finish without a change: a Deployment past its
-progress deadline, or an InPlaceOnly change that cannot be made in place. The exit code
-is 1 when any has failed, 0 otherwise.`,
+progress deadline, an InPlaceOnly change that cannot be made in place, or one kroll's
+controller judged failed under its kroll.dev/on-failure policy (rolled-back or
+paused-on-failure, with the RolloutFailed condition's line). The exit code is 1 when any
+has failed, 0 otherwise. A failure policy whose annotations do not parse is a Warning
+line on stderr.`,
 		Example: `  kroll status
   kroll status -A`,
 		Args: cobra.NoArgs,
@@ -95,6 +98,11 @@ is 1 when any has failed, 0 otherwise.`,
 				return rows[i].Name < rows[j].Name
 			})
 			fmt.Fprint(k.streams.Out, rolloutview.Summary(rows, allNamespaces))
+			for _, p := range rows {
+				for _, w := range p.Warnings {
+					fmt.Fprintf(k.streams.ErrOut, "Warning: %s/%s: %s\n", p.Kind, p.Name, w)
+				}
+			}
 			if failed := rolloutview.Failures(rows); failed > 0 {
 				return fmt.Errorf("%d of %d rollouts failed", failed, len(rows))
 			}

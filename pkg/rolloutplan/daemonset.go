@@ -63,6 +63,7 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 		toHash = fromHash
 	}
 	plan := Plan{Kind: "DaemonSet", Object: obj, From: history.RevisionName(cur.Name, fromHash), To: history.RevisionName(cur.Name, toHash)}
+	plan.setFailurePolicy(next.Annotations, false, nil)
 	if a, b := cur.Spec.UpdateStrategy.Type, next.Spec.UpdateStrategy.Type; a != b && a != "" {
 		plan.Changes = append(plan.Changes, fmt.Sprintf("updateStrategy: %s → %s", a, b))
 	}

@@ -59,6 +59,7 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 
 	s := newDeploymentSim(cur, rss, pods, next, now)
 	plan := Plan{Kind: "Deployment", Object: obj}
+	plan.setFailurePolicy(next.Annotations, true, next.Spec.ProgressDeadlineSeconds)
 	plan.Changes = append(plan.Changes, replicasChange(cur.Spec.Replicas, next.Spec.Replicas)...)
 	if a, b := defaultDeployment(cur).Spec.Strategy.Type, next.Spec.Strategy.Type; a != b {
 		plan.Changes = append(plan.Changes, fmt.Sprintf("strategy: %s → %s", a, b))

@@ -89,6 +89,14 @@ type Plan struct {
 	// "falls back to RollingUpdate: …",
 	// "blocked (InPlaceOnly): …". Empty otherwise, and when no old pod is left to judge.
 	InPlace string `json:"inPlace,omitempty"`
+	// FailurePolicy is what kroll does when the rollout the change starts fails, as the
+	// changed object's kroll.dev/on-failure annotations ask (failure.Policy's String):
+	// "Rollback when 1 new pods fail (…) or after 600s without progress", or
+	// "none (a failing rollout waits, as upstream's does)".
+	FailurePolicy string `json:"failurePolicy"`
+	// FailurePolicyProblem is the one line naming the annotations that do not parse
+	// (the policy is then off); empty when they all do.
+	FailurePolicyProblem string `json:"failurePolicyProblem,omitempty"`
 	// Batches are the pod operations in order; none when nothing changes, under OnDelete,
 	// or when an in-place update is blocked.
 	Batches []Batch `json:"batches"`

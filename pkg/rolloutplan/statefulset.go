@@ -64,6 +64,7 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.State
 	}
 
 	plan := Plan{Kind: "StatefulSet", Object: obj, From: current, To: update}
+	plan.setFailurePolicy(next.Annotations, false, nil)
 	plan.Changes = append(plan.Changes, replicasChange(cur.Spec.Replicas, next.Spec.Replicas)...)
 	if a, b := partition(cur), partition(next); a != b {
 		plan.Changes = append(plan.Changes, fmt.Sprintf("partition: %d → %d", a, b))

@@ -16,6 +16,7 @@ const (
 //
 //	deployment/web: RollingUpdate (maxSurge 3, maxUnavailable 2), revision 1 → 2
 //	  image app: nginx:1.25 → nginx:1.26
+//	  on failure: none (a failing rollout waits, as upstream's does)
 //	  1. create 3 pods of web-6f9c7d
 //	  2. delete 5 pods of web-5d8f4b: web-5d8f4b-aaaaa, …
 //	  …
@@ -40,6 +41,9 @@ func (p Plan) Text() string {
 	}
 	if p.InPlace != "" {
 		fmt.Fprintf(&b, "  in-place update: %s\n", p.InPlace)
+	}
+	if p.FailurePolicy != "" {
+		fmt.Fprintf(&b, "  on failure: %s\n", p.FailurePolicy)
 	}
 	width := len(fmt.Sprint(len(p.Batches)))
 	for i, batch := range p.Batches {

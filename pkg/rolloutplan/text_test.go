@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
@@ -40,6 +41,13 @@ func TestText(t *testing.T) {
 		setImage("nginx:1.26")(d)
 		inPlaceMode(inplace.IfPossible)(d)
 	}
+	annotate := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
 	stories := []struct {
 		name string
 		plan func() (Plan, error)
@@ -70,6 +78,21 @@ func TestText(t *testing.T) {
 			dsImage("fluentd:v2")(ds)
 			ds.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
 		})},
+		{"deployment-on-failure-rollback", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: func(d *appsv1.Deployment) {
+			setImage("nginx:1.26")(d)
+			d.Annotations = annotate(failure.OnFailureAnnotation, "Rollback", failure.ThresholdAnnotation, "25%")
+			deadline := int32(120)
+			d.Spec.ProgressDeadlineSeconds = &deadline
+		}})},
+		{"statefulset-on-failure-pause", statefulSet(newStatefulSet("web", 3, 0, ""), nil, func(s *appsv1.StatefulSet) {
+			setImageOf("nginx:1.26")(s)
+			s.Annotations = annotate(failure.OnFailureAnnotation, "Pause", failure.RestartsAnnotation, "5",
+				failure.ReadyTimeoutAnnotation, "90s", failure.ProgressDeadlineAnnotation, "300")
+		})},
+		{"daemonset-on-failure-invalid", daemonSet(newDaemonSet("logs", "1", "0"), nil, func(ds *appsv1.DaemonSet) {
+			dsImage("fluentd:v2")(ds)
+			ds.Annotations = annotate(failure.OnFailureAnnotation, "Sometimes")
+		})},
 	}
 	for _, s := range stories {
 		t.Run(s.name, func(t *testing.T) {
@@ -79,5 +102,30 @@ func TestText(t *testing.T) {
 			}
 			golden(t, s.name, plan.Text())
 		})
+	}
+}
+
+// The JSON plan carries the policy and, when an annotation does not parse, the one
+// line that names it.
+func TestFailurePolicyInPlan(t *testing.T) {
+	cur := newDaemonSet("logs", "1", "0")
+	nodes := []string{"node-1", "node-2"}
+	for _, tt := range []struct {
+		annotations             map[string]string
+		wantPolicy, wantProblem string
+	}{
+		{nil, "none (a failing rollout waits, as upstream's does)", ""},
+		{map[string]string{failure.OnFailureAnnotation: "Rollback"}, "Rollback when 1 new pods fail (a container waiting in an error, 3 restarts)", ""},
+		{map[string]string{failure.OnFailureAnnotation: "Rollback", failure.ThresholdAnnotation: "abc"}, "invalid: " + failure.PolicyOf(map[string]string{failure.ThresholdAnnotation: "abc"}).Problem(),
+			`kroll.dev/failure-threshold="abc" is not valid: want a whole number of pods of at least 1 (2) or a percentage of the replicas (25%); the rollout is not watched for failure (as with kroll.dev/on-failure=None)`},
+	} {
+		next := changed(cur, func(ds *appsv1.DaemonSet) { ds.Annotations = tt.annotations })
+		plan, err := DaemonSet(cur, newNodes(nodes...), daemonPods(cur, nodes), next, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.FailurePolicy != tt.wantPolicy || plan.FailurePolicyProblem != tt.wantProblem {
+			t.Errorf("%v: policy %q, problem %q; want %q, %q", tt.annotations, plan.FailurePolicy, plan.FailurePolicyProblem, tt.wantPolicy, tt.wantProblem)
+		}
 	}
 }

@@ -48,8 +48,14 @@ const (
 	// Failed: the rollout cannot finish without a change: a Deployment past its progress
 	// deadline, or an InPlaceOnly change that cannot be made in place.
 	Failed Phase = "Failed"
-	// Paused: a paused Deployment.
+	// Paused: a paused Deployment, or a DaemonSet paused with kroll.dev/paused.
 	Paused Phase = "Paused"
+	// RolledBack: kroll's controller judged the rollout failed and rolled it back to the
+	// last revision that completed (the RolloutFailed condition says why).
+	RolledBack Phase = "RolledBack"
+	// PausedOnFailure: kroll's controller judged the rollout failed and paused it where
+	// it stood; `kroll rollout resume` or an undo continues.
+	PausedOnFailure Phase = "PausedOnFailure"
 )
 
 // Progress is a rollout at one moment: what `kroll rollout status` shows and prints
@@ -86,8 +92,15 @@ type Progress struct {
 	// ETASeconds is the time to completion at the observed rate (absent when no rate
 	// has been observed yet, or when complete).
 	ETASeconds *float64 `json:"etaSeconds,omitempty"`
-	// Message is kubectl's status line; Done whether kubectl's `rollout status` would
-	// stop here, and Err the error it would stop with.
+	// Failure is the RolloutFailed condition of the current rollout, when kroll's
+	// controller judged it failed (phase RolledBack or PausedOnFailure).
+	Failure *Failure `json:"failure,omitempty"`
+	// Warnings are lines to show beside the view: a failure policy whose annotations
+	// do not parse (the FailurePolicy condition's message).
+	Warnings []string `json:"warnings,omitempty"`
+	// Message is kubectl's status line (for a failed rollout, the error it stops with);
+	// Done whether kubectl's `rollout status` would stop here, and Err the error it
+	// would stop with, or kroll's for a rollout its controller judged failed.
 	Message string `json:"message"`
 	Done    bool   `json:"-"`
 	Err     error  `json:"-"`
@@ -153,7 +166,10 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 		}
 		p.Revisions = append(p.Revisions, revisionPods(history.Revision(rs), rs.Name, isLatest, pods, d.Spec.MinReadySeconds, s.Now))
 	}
-	p.InPlace = conditionReason(d.Status.Conditions, func(c appsv1.DeploymentCondition) (string, string) { return string(c.Type), c.Reason })
+	conds := conditionsOf(d.Status.Conditions, func(c appsv1.DeploymentCondition) condition {
+		return condition{string(c.Type), string(c.Status), c.Reason, c.Message}
+	})
+	p.InPlace = inPlaceReason(conds)
 	p.Message, p.Done, p.Err = kubectlStatus(d, "Deployment")
 	progressing := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
 	// Failed as kubectl fails: a deadline counts once the status describes the spec (a
@@ -166,6 +182,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	case d.Spec.Paused:
 		p.Phase = Paused
 	}
+	failureOf(d.ObjectMeta, d.Status.ObservedGeneration, conds, d.Spec.Paused).apply(&p)
 	p.finish(latest, s)
 	return p
 }
@@ -181,7 +198,10 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 		p.Target = max(p.Desired-*ru.Partition, 0)
 	}
 	latest := p.revisionsByHash(s, set.Status.UpdateRevision, set.Spec.MinReadySeconds)
-	p.InPlace = conditionReason(set.Status.Conditions, func(c appsv1.StatefulSetCondition) (string, string) { return string(c.Type), c.Reason })
+	conds := conditionsOf(set.Status.Conditions, func(c appsv1.StatefulSetCondition) condition {
+		return condition{string(c.Type), string(c.Status), c.Reason, c.Message}
+	})
+	p.InPlace = inPlaceReason(conds)
 	p.Message, p.Done, p.Err = kubectlStatus(set, "StatefulSet")
 	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		p.onDelete = true
@@ -190,6 +210,7 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 	if p.InPlace == inplace.ReasonBlocked && !p.Done {
 		p.Phase = Failed
 	}
+	failureOf(set.ObjectMeta, set.Status.ObservedGeneration, conds, statefulSetPaused(set)).apply(&p)
 	p.finish(latest, s)
 	return p
 }
@@ -214,15 +235,22 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 		latestHash = newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
 	}
 	latest := p.revisionsByHash(s, latestHash, ds.Spec.MinReadySeconds)
-	p.InPlace = conditionReason(ds.Status.Conditions, func(c appsv1.DaemonSetCondition) (string, string) { return string(c.Type), c.Reason })
+	conds := conditionsOf(ds.Status.Conditions, func(c appsv1.DaemonSetCondition) condition {
+		return condition{string(c.Type), string(c.Status), c.Reason, c.Message}
+	})
+	p.InPlace = inPlaceReason(conds)
 	p.Message, p.Done, p.Err = kubectlStatus(ds, "DaemonSet")
 	if ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
 		p.onDelete = true
 		p.Done = ds.Status.UpdatedNumberScheduled >= p.Desired
 	}
-	if p.InPlace == inplace.ReasonBlocked && !p.Done {
+	switch {
+	case p.InPlace == inplace.ReasonBlocked && !p.Done:
 		p.Phase = Failed
+	case daemonSetPaused(ds):
+		p.Phase = Paused
 	}
+	failureOf(ds.ObjectMeta, ds.Status.ObservedGeneration, conds, daemonSetPaused(ds)).apply(&p)
 	p.finish(latest, s)
 	return p
 }
@@ -394,11 +422,11 @@ func ownedBy(pods []*corev1.Pod, uid types.UID) []*corev1.Pod {
 	return out
 }
 
-// conditionReason is the reason of the InPlaceUpdate condition among conds, or "".
-func conditionReason[C any](conds []C, typeReason func(C) (string, string)) string {
+// inPlaceReason is the reason of the InPlaceUpdate condition among conds, or "".
+func inPlaceReason(conds []condition) string {
 	for _, c := range conds {
-		if t, r := typeReason(c); t == inplace.ConditionType {
-			return r
+		if c.Type == inplace.ConditionType {
+			return c.Reason
 		}
 	}
 	return ""

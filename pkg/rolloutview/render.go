@@ -59,6 +59,9 @@ func Bar(p Progress) string {
 		}
 		b.WriteByte('\n')
 	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", w)
+	}
 	return b.String()
 }
 

@@ -15,6 +15,9 @@ const (
 	Updating  Verdict = "updating"
 	Failing   Verdict = "failed"
 	Halted    Verdict = "paused"
+	// Reverted and HeldOnFailure are failed rollouts kroll's controller acted on.
+	Reverted      Verdict = "rolled-back"
+	HeldOnFailure Verdict = "paused-on-failure"
 )
 
 // VerdictOf maps a phase to the script's words.
@@ -26,6 +29,10 @@ func VerdictOf(p Progress) Verdict {
 		return Failing
 	case Paused:
 		return Halted
+	case RolledBack:
+		return Reverted
+	case PausedOnFailure:
+		return HeldOnFailure
 	}
 	return Updating
 }
@@ -69,13 +76,20 @@ func detail(p Progress) string {
 	return strings.TrimSuffix(p.Message, "...")
 }
 
-// Failures counts the failed rollouts among ps: `kroll status` exits 1 when any.
+// Failures counts the failed rollouts among ps, those kroll's controllers rolled back
+// or paused on failure included: `kroll status` exits 1 when any.
 func Failures(ps []Progress) int {
 	n := 0
 	for _, p := range ps {
-		if p.Phase == Failed {
+		if p.Failed() {
 			n++
 		}
 	}
 	return n
+}
+
+// Failed tells a rollout that cannot finish as it is: Failed, RolledBack (its revision
+// was given up) or PausedOnFailure.
+func (p Progress) Failed() bool {
+	return p.Phase == Failed || p.Phase == RolledBack || p.Phase == PausedOnFailure
 }

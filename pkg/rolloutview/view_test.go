@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
@@ -238,6 +239,74 @@ func daemonSetInPlace() Snapshot {
 	return s
 }
 
+// rolledBack is midRollout after kroll's controller judged it failed and rolled it
+// back: the template of revision 1 restored as revision 3, the bad ReplicaSet of
+// revision 2 still scaling down.
+func rolledBack() Snapshot {
+	s := midRollout()
+	d := s.Object.(*appsv1.Deployment).DeepCopy()
+	d.Generation, d.Status.ObservedGeneration = 3, 3
+	d.Spec.Template = template("nginx:1.25")
+	d.Annotations = map[string]string{history.RevisionAnnotation: "3", failure.OnFailureAnnotation: "Rollback", failure.RolledBackFromAnnotation: "2"}
+	d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{Type: failure.ConditionRolloutFailed, Status: corev1.ConditionTrue,
+		Reason: failure.ReasonPodsFailing, Message: "1 of 5 new pods failed, threshold 1 (web-6f9c7d-defgh: ImagePullBackOff); rolled back from revision 2 to 1"})
+	s.Object = d
+	s.ReplicaSets[0].Annotations[history.RevisionAnnotation] = "3"
+	return s
+}
+
+// changedAfterRollback is rolledBack with the user's next change not yet observed:
+// the condition still standing is the previous rollout's.
+func changedAfterRollback() Snapshot {
+	s := rolledBack()
+	s.Object.(*appsv1.Deployment).Generation = 4
+	return s
+}
+
+// pausedOnFailure is midRollout paused by kroll's controller on revision 2.
+func pausedOnFailure() Snapshot {
+	s := paused()
+	d := s.Object.(*appsv1.Deployment)
+	d.Annotations[failure.OnFailureAnnotation] = "Pause"
+	d.Annotations[failure.PausedOnFailureAnnotation] = "2"
+	d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{Type: failure.ConditionRolloutFailed, Status: corev1.ConditionTrue,
+		Reason: failure.ReasonPodsFailing, Message: "1 of 5 new pods failed, threshold 1 (web-6f9c7d-defgh: ImagePullBackOff); paused on revision 2"})
+	return s
+}
+
+// resumedAfterPause is pausedOnFailure resumed by its user: rolling out again.
+func resumedAfterPause() Snapshot {
+	s := pausedOnFailure()
+	s.Object.(*appsv1.Deployment).Spec.Paused = false
+	return s
+}
+
+// statefulSetPausedOnFailure is statefulSetPartition (partition 0 before) after web-3
+// failed: kroll raised the partition to 3 to hold the pods where they are.
+func statefulSetPausedOnFailure() Snapshot {
+	s := statefulSetPartition()
+	set := s.Object.(*appsv1.StatefulSet)
+	*set.Spec.UpdateStrategy.RollingUpdate.Partition = 3
+	set.Annotations = map[string]string{failure.OnFailureAnnotation: "Pause", failure.PausedOnFailureAnnotation: "web-86c7f9d5b8", failure.PartitionBeforePauseAnnotation: "0"}
+	set.Status.Conditions = []appsv1.StatefulSetCondition{{Type: failure.ConditionRolloutFailed, Status: corev1.ConditionTrue,
+		Reason: failure.ReasonPodsFailing, Message: "1 of 2 new pods failed, threshold 1 (web-3: CrashLoopBackOff); paused on revision web-86c7f9d5b8"}}
+	s.Pods[3] = newPod("web-3", "nginx:1.26", controllerRef("StatefulSet", "web", set.UID), "CrashLoopBackOff", 30*time.Minute)
+	s.Pods[3].Labels[appsv1.ControllerRevisionHashLabelKey] = "web-86c7f9d5b8"
+	return s
+}
+
+// daemonSetInvalidPolicy is daemonSetInPlace with a failure threshold that does not
+// parse: its controller reports FailurePolicy False.
+func daemonSetInvalidPolicy() Snapshot {
+	s := daemonSetInPlace()
+	ds := s.Object.(*appsv1.DaemonSet)
+	ds.Annotations[failure.OnFailureAnnotation] = "Rollback"
+	ds.Annotations[failure.ThresholdAnnotation] = "abc"
+	ds.Status.Conditions = append(ds.Status.Conditions, appsv1.DaemonSetCondition{Type: failure.ConditionFailurePolicy, Status: corev1.ConditionFalse,
+		Reason: failure.ReasonInvalidAnnotation, Message: failure.PolicyOf(ds.Annotations).Problem()})
+	return s
+}
+
 var snapshots = []struct {
 	name string
 	snap func() Snapshot
@@ -248,6 +317,10 @@ var snapshots = []struct {
 	{"deployment-paused", paused},
 	{"statefulset-partition", statefulSetPartition},
 	{"daemonset-in-place", daemonSetInPlace},
+	{"deployment-rolled-back", rolledBack},
+	{"deployment-paused-on-failure", pausedOnFailure},
+	{"statefulset-paused-on-failure", statefulSetPausedOnFailure},
+	{"daemonset-invalid-policy", daemonSetInvalidPolicy},
 }
 
 func TestViewsGolden(t *testing.T) {
@@ -285,6 +358,15 @@ func TestProgress(t *testing.T) {
 		{"an InPlaceOnly block left standing by an undo does not fail a finished rollout", blockedButDone(), Complete, "", true, ""},
 		{"StatefulSet partition: web-3 cannot be scheduled", statefulSetPartition(), Progressing, "web-3: Unschedulable", false, ""},
 		{"DaemonSet in place: the pod out of service blocks", daemonSetInPlace(), Progressing, "agent-lllll: InPlaceUpdating", false, ""},
+		{"rolled back by kroll: failed with the condition's line", rolledBack(), RolledBack, "", false,
+			`deployment "web" rollout failed: 1 of 5 new pods failed, threshold 1 (web-6f9c7d-defgh: ImagePullBackOff); rolled back from revision 2 to 1`},
+		{"a new change after a rollback, not yet observed: the condition is the last rollout's", changedAfterRollback(), Progressing, "", false, ""},
+		{"paused on failure: failed, not merely paused", pausedOnFailure(), PausedOnFailure, "web-6f9c7d-defgh: ImagePullBackOff", false,
+			`deployment "web" rollout failed: 1 of 5 new pods failed, threshold 1 (web-6f9c7d-defgh: ImagePullBackOff); paused on revision 2`},
+		{"resumed by its user after a pause on failure: rolling out again", resumedAfterPause(), Progressing, "web-6f9c7d-defgh: ImagePullBackOff", false, ""},
+		{"StatefulSet paused on failure: kubectl's partitioned rollout is done, kroll's is failed", statefulSetPausedOnFailure(), PausedOnFailure, "web-3: CrashLoopBackOff", false,
+			`statefulset "web" rollout failed: 1 of 2 new pods failed, threshold 1 (web-3: CrashLoopBackOff); paused on revision web-86c7f9d5b8`},
+		{"an invalid failure policy is a warning, not a failure", daemonSetInvalidPolicy(), Progressing, "agent-lllll: InPlaceUpdating", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,8 +464,8 @@ func TestSummaryGolden(t *testing.T) {
 		ps = append(ps, p)
 	}
 	golden(t, "summary.txt", Summary(ps, true))
-	if n := Failures(ps); n != 1 {
-		t.Errorf("%d failures, want 1 (the Deployment past its deadline)", n)
+	if n := Failures(ps); n != 4 {
+		t.Errorf("%d failures, want 4 (past its deadline, rolled back, and two paused on failure)", n)
 	}
 }
 
