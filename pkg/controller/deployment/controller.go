@@ -22,6 +22,7 @@ package deployment
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,6 +66,9 @@ type Controller struct {
 	// takenOut remembers pods taken out of service for an in-place update until the
 	// cache shows it.
 	takenOut inplace.TakenOut
+	// announced is the invalid failure policy last announced per Deployment UID, until
+	// its FailurePolicy condition shows it (see announcePolicyProblem).
+	announced sync.Map
 }
 
 // New builds the controller on shared informers (start them after).

@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,8 +35,9 @@ import (
 //   - Pause: one Update sets spec.paused and kroll.dev/paused-on-failure to the bad
 //     revision. A paused Deployment is not judged; one its user resumed on that same
 //     revision is not paused again.
-//   - Complete: a watched Deployment whose rollout completed marks its new ReplicaSet
-//     kroll.dev/complete (unwatched ones make no such write).
+//   - Complete: a watched Deployment whose rollout completed, and whose new pods have
+//     all stayed Ready settleTime since, marks its new ReplicaSet kroll.dev/complete
+//     (unwatched ones make no such write). Until then it is judged still.
 
 // healPlan is what to do about a Deployment's failure policy in one pass.
 type healPlan struct {
@@ -48,9 +50,41 @@ type healPlan struct {
 	// to (nil unless act is Rollback).
 	from string
 	to   *appsv1.ReplicaSet
-	// markComplete: the rollout completed, mark the new ReplicaSet so.
+	// markComplete: the rollout completed and settled, mark the new ReplicaSet so.
 	markComplete bool
+	// recheck is when to look again without an event (a ready timeout, or the pods
+	// settling); zero for no such moment.
+	recheck time.Time
 }
+
+// readyUntil is when every pod of pods will have been Ready for d: the latest Ready
+// transition plus d. A pod not Ready makes it the far future.
+func readyUntil(pods []*corev1.Pod, d time.Duration) time.Time {
+	var last time.Time
+	for _, pod := range pods {
+		ready := false
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = true
+				if c.LastTransitionTime.After(last) {
+					last = c.LastTransitionTime.Time
+				}
+			}
+		}
+		if !ready {
+			return time.Unix(1<<40, 0)
+		}
+	}
+	return last.Add(d)
+}
+
+// settleTime is how long every new pod must have been Ready, the rollout complete,
+// before its revision counts as complete. A container that crashes without a
+// readiness probe is Ready for the moments it runs: a 4-pod rollout of a crash-looping
+// image with maxSurge 1 shows 4 updated, 4 available for an instant about 4s in (each
+// pod up 1s before its first crash), and would be marked complete, never to be judged
+// again. Ten seconds covers a crash loop's first back-off (10s on a kubelet) too.
+const settleTime = 10 * time.Second
 
 // healView is what planHeal decides from.
 type healView struct {
@@ -78,11 +112,13 @@ func inProgress(p *pass) bool {
 	return rollout.Replicas(p.newRS.Spec.Replicas) < want || p.newRS.Status.AvailableReplicas < want
 }
 
-// pastDeadline tells a Deployment whose Progressing condition says its progress
-// deadline passed.
-func pastDeadline(d *appsv1.Deployment) bool {
+// pastDeadline tells a Deployment whose Progressing condition says that the rollout
+// to newRS passed its progress deadline. The condition names the ReplicaSet
+// (`ReplicaSet "web-7d9f" has timed out progressing.`): one left from the rollout a
+// rollback undid does not fail the restored revision.
+func pastDeadline(d *appsv1.Deployment, newRS *appsv1.ReplicaSet) bool {
 	c := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
-	return c != nil && c.Reason == rollout.ReasonProgressDeadlineExceeded
+	return c != nil && c.Reason == rollout.ReasonProgressDeadlineExceeded && strings.Contains(c.Message, strconv.Quote(newRS.Name))
 }
 
 // planHeal decides what v's Deployment's failure policy asks for now. It is pure.
@@ -100,20 +136,27 @@ func planHeal(v healView) healPlan {
 	if isComplete(p.newRS) {
 		return healPlan{}
 	}
-	if !inProgress(p) {
-		// Complete now, if the status says so for d's generation (counts of the new
-		// ReplicaSet alone, no old pod): mark it, once.
-		return healPlan{markComplete: rollout.Complete(d, &d.Status)}
-	}
 	from := strconv.FormatInt(history.Revision(p.newRS), 10)
 	plan := healPlan{from: from}
-	plan.verdict = failure.Judge(v.policy, rollout.DesiredReplicas(d), v.newPods, pastDeadline(d), v.now)
+	if !inProgress(p) && rollout.Complete(d, &d.Status) {
+		// Complete for d's generation (the new ReplicaSet's pods alone, all available):
+		// mark it once its pods settled, else look again when they will have.
+		settled := readyUntil(v.newPods, settleTime)
+		if !settled.After(v.now) {
+			return healPlan{markComplete: true}
+		}
+		plan.recheck = settled
+	}
+	plan.verdict = failure.Judge(v.policy, rollout.DesiredReplicas(d), v.newPods, pastDeadline(d, p.newRS), v.now)
+	if r := plan.verdict.Recheck; !r.IsZero() && (plan.recheck.IsZero() || r.Before(plan.recheck)) {
+		plan.recheck = r
+	}
 	if !plan.verdict.Failed {
 		return plan
 	}
 	switch v.policy.Action {
 	case failure.Rollback:
-		if plan.to = rollbackTarget(p.oldRSs); plan.to != nil {
+		if plan.to = rollbackTarget(p.oldRSs, d.Annotations[failure.RolledBackFromAnnotation]); plan.to != nil {
 			plan.act = failure.Rollback
 			return plan
 		}
@@ -131,11 +174,13 @@ func planHeal(v healView) healPlan {
 // rollbackTarget is the ReplicaSet a rollback goes back to: the newest old one marked
 // complete. When none is marked (the Deployment opted in after its last rollout
 // completed, or its marked ReplicaSets were trimmed from the history), the newest old
-// one by revision: the one `kubectl rollout undo` would pick. Nil without old ones.
-func rollbackTarget(oldRSs []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
+// one by revision: the one `kubectl rollout undo` would pick — but never the revision
+// a rollback went back from (rolledBackFrom), so two unmarked revisions cannot roll
+// back to each other in a loop. Nil without one.
+func rollbackTarget(oldRSs []*appsv1.ReplicaSet, rolledBackFrom string) *appsv1.ReplicaSet {
 	var newest, newestComplete *appsv1.ReplicaSet
 	for _, rs := range oldRSs {
-		if rs == nil || rs.DeletionTimestamp != nil {
+		if rs == nil || rs.DeletionTimestamp != nil || strconv.FormatInt(history.Revision(rs), 10) == rolledBackFrom {
 			continue
 		}
 		if newest == nil || history.Revision(rs) > history.Revision(newest) {
@@ -157,8 +202,8 @@ func (c *Controller) healRollout(ctx context.Context, p *pass, policy failure.Po
 		return false, nil
 	}
 	plan := planHeal(healView{policy: policy, p: p, newPods: controller.ActivePods(c.podIndexer, string(p.newRS.UID)), now: c.now()})
-	if !plan.verdict.Recheck.IsZero() {
-		c.queue.EnqueueAfter(p.d, plan.verdict.Recheck.Sub(c.now())+100*time.Millisecond)
+	if !plan.recheck.IsZero() {
+		c.queue.EnqueueAfter(p.d, plan.recheck.Sub(c.now())+100*time.Millisecond)
 	}
 	switch {
 	case plan.markComplete:
@@ -179,7 +224,20 @@ func (c *Controller) healRollout(ctx context.Context, p *pass, policy failure.Po
 // rollBackOnFailure gives d plan.to's template, as `kubectl rollout undo
 // --to-revision` does, with the record of the bad revision in the same Update; then
 // the RolloutFailed condition, the RolledBack event and the metric.
+//
+// A target not marked complete (see rollbackTarget) is marked first: it is the
+// revision kroll counts as good from now on, and once it is the Deployment's it is
+// never judged — an in-place rollback hands the failed pods back to it still showing
+// their failure until the kubelet restarts them on its images. Killed between the two
+// writes, the controller decides the same again, and finds the target marked.
 func (c *Controller) rollBackOnFailure(ctx context.Context, d *appsv1.Deployment, plan healPlan) error {
+	if !isComplete(plan.to) {
+		marked := plan.to.DeepCopy()
+		marked.Annotations[failure.CompleteAnnotation] = "true"
+		if _, err := c.writes.updateReplicaSet(ctx, marked); err != nil {
+			return err
+		}
+	}
 	next := d.DeepCopy()
 	next.Spec.Template = *plan.to.Spec.Template.DeepCopy()
 	delete(next.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
@@ -227,12 +285,21 @@ func (c *Controller) recordFailure(ctx context.Context, d *appsv1.Deployment, re
 // announcePolicyProblem records a Warning event for an invalid policy whose message
 // the Deployment's FailurePolicy condition does not show yet: once per distinct
 // message (the condition itself is set by calculateStatus).
+//
+// The condition is written at the end of the pass, and seen in the cache later still:
+// until then c.announced remembers the message announced per Deployment, so that the
+// passes in between do not announce it again.
 func (c *Controller) announcePolicyProblem(d *appsv1.Deployment, policy failure.Policy) {
 	problem := policy.Problem()
 	if problem == "" {
+		c.announced.Delete(d.UID)
 		return
 	}
 	if cur := rollout.Condition(&d.Status, failure.ConditionFailurePolicy); cur != nil && cur.Message == problem {
+		c.announced.Delete(d.UID)
+		return
+	}
+	if prev, ok := c.announced.Swap(d.UID, problem); ok && prev == problem {
 		return
 	}
 	c.recorder.Eventf(d, corev1.EventTypeWarning, failure.EventInvalidFailurePolicy, "%s", problem)

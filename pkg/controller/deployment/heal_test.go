@@ -1,12 +1,14 @@
 package deployment
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -73,9 +75,22 @@ func TestPlanHeal(t *testing.T) {
 			return []*corev1.Pod{crashing(bad, "bad-1"), podOf(bad, "bad-2")}
 		}, "None", false},
 		{"past the progress deadline with no failed pod: rolled back", func(d *appsv1.Deployment, _, _, bad *appsv1.ReplicaSet) []*corev1.Pod {
-			d.Status.Conditions = []appsv1.DeploymentCondition{newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, rollout.ReasonProgressDeadlineExceeded, "timed out", now)}
+			d.Status.Conditions = []appsv1.DeploymentCondition{newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, rollout.ReasonProgressDeadlineExceeded,
+				fmt.Sprintf("ReplicaSet %q has timed out progressing.", bad.Name), now)}
 			return []*corev1.Pod{podOf(bad, "bad-1")}
 		}, "Rollback 3→2", true},
+		{"a deadline left from the rollout a rollback undid does not fail the restored revision", func(d *appsv1.Deployment, _, r2, bad *appsv1.ReplicaSet) []*corev1.Pod {
+			d.Status.Conditions = []appsv1.DeploymentCondition{newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, rollout.ReasonProgressDeadlineExceeded,
+				fmt.Sprintf("ReplicaSet %q has timed out progressing.", r2.Name), now)}
+			return []*corev1.Pod{podOf(bad, "bad-1")}
+		}, "None", false},
+		{"a revision once rolled back from (2) is never gone back to: to 1", func(d *appsv1.Deployment, r1, r2, bad *appsv1.ReplicaSet) []*corev1.Pod {
+			// Nothing marked (opted in late): 2 is judged, its newest old is 3, the bad one.
+			delete(r1.Annotations, failure.CompleteAnnotation)
+			delete(r2.Annotations, failure.CompleteAnnotation)
+			d.Annotations[failure.RolledBackFromAnnotation] = "2"
+			return []*corev1.Pod{crashing(bad, "bad-1")}
+		}, "Rollback 3→1", true},
 		{"revision 2 never completed: back to 1, the newest complete one", func(_ *appsv1.Deployment, _, r2, bad *appsv1.ReplicaSet) []*corev1.Pod {
 			delete(r2.Annotations, failure.CompleteAnnotation)
 			return []*corev1.Pod{crashing(bad, "bad-1")}
@@ -116,6 +131,20 @@ func TestPlanHeal(t *testing.T) {
 			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 4, UpdatedReplicas: 4, AvailableReplicas: 4}
 			return []*corev1.Pod{podOf(bad, "bad-1")}
 		}, "None complete", false},
+		{"complete, but a pod Ready only 2s ago: not marked yet, still judged", func(d *appsv1.Deployment, _, r2, bad *appsv1.ReplicaSet) []*corev1.Pod {
+			*r2.Spec.Replicas, r2.Status.Replicas = 0, 0
+			*bad.Spec.Replicas, bad.Status.AvailableReplicas = 4, 4
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 4, UpdatedReplicas: 4, AvailableReplicas: 4}
+			p := podOf(bad, "bad-1")
+			p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-2 * time.Second))
+			return []*corev1.Pod{p}
+		}, "None", false},
+		{"complete for an instant, a crash-looping pod among them: rolled back", func(d *appsv1.Deployment, _, r2, bad *appsv1.ReplicaSet) []*corev1.Pod {
+			*r2.Spec.Replicas, r2.Status.Replicas = 0, 0
+			*bad.Spec.Replicas, bad.Status.AvailableReplicas = 4, 4
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 4, UpdatedReplicas: 4, AvailableReplicas: 4}
+			return []*corev1.Pod{podOf(bad, "bad-1"), crashing(bad, "bad-2")}
+		}, "Rollback 3→2", true},
 		{"all pods in, status not yet observed: not marked yet", func(d *appsv1.Deployment, _, r2, bad *appsv1.ReplicaSet) []*corev1.Pod {
 			*r2.Spec.Replicas, r2.Status.Replicas = 0, 0
 			*bad.Spec.Replicas, bad.Status.AvailableReplicas = 4, 4
@@ -345,5 +374,23 @@ func TestSync_oldPodsFailingDoNotCount(t *testing.T) {
 	}
 	if ev := f.events(); strings.Contains(ev, "RolledBack") {
 		t.Errorf("events %q", ev)
+	}
+}
+
+// A rollback to a revision not marked complete marks it first: restored, it is never
+// judged (an in-place rollback hands it pods still showing their failure).
+func TestSync_rollbackMarksAnUnmarkedTargetFirst(t *testing.T) {
+	d, r1, r2, bad := failingRollout("Rollback")
+	delete(r1.Annotations, failure.CompleteAnnotation)
+	delete(r2.Annotations, failure.CompleteAnnotation)
+	f := newFixture(t, d, r1, r2, bad, crashing(bad, "web-bad-1"))
+	w := &fakeWriter{}
+	f.c.writes = w
+	f.sync()
+	if got, want := strings.Join(w.writes, ", "), "update replicaset "+r2.Name+", update deployment web, update status web"; got != want {
+		t.Fatalf("writes: %s; want %s", got, want)
+	}
+	if w.replicaSets[0].Annotations[failure.CompleteAnnotation] != "true" {
+		t.Errorf("target annotations %v: want it marked complete", w.replicaSets[0].Annotations)
 	}
 }
