@@ -92,7 +92,12 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: c.enqueue,
+		DeleteFunc: func(obj any) {
+			if d, ok := controller.Deleted[*appsv1.Deployment](obj); ok {
+				c.announced.Delete(d.UID)
+			}
+			c.enqueue(obj)
+		},
 	}); err != nil {
 		return nil, err
 	}
@@ -212,15 +217,13 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 }
 
 // mayHaveFailed tells a pod update that may make cur a failed pod: cur is not Ready
-// with a status that changed, or a container restarted.
+// (its containers may wait in an error, or pass their ready timeout), or a container
+// restarted. A Ready pod that did not restart has not failed.
 func mayHaveFailed(old, cur *corev1.Pod) bool {
 	if cur.DeletionTimestamp != nil {
 		return false
 	}
-	if !rollout.IsPodReady(cur) {
-		return !reflect.DeepEqual(old.Status, cur.Status)
-	}
-	return restarts(cur) != restarts(old)
+	return !rollout.IsPodReady(cur) || restarts(cur) != restarts(old)
 }
 
 func restarts(p *corev1.Pod) int32 {

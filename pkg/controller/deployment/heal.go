@@ -58,8 +58,8 @@ type healPlan struct {
 }
 
 // readyUntil is when every pod of pods will have been Ready for d: the latest Ready
-// transition plus d. A pod not Ready makes it the far future.
-func readyUntil(pods []*corev1.Pod, d time.Duration) time.Time {
+// transition plus d; ok is false while a pod is not Ready.
+func readyUntil(pods []*corev1.Pod, d time.Duration) (until time.Time, ok bool) {
 	var last time.Time
 	for _, pod := range pods {
 		ready := false
@@ -72,10 +72,10 @@ func readyUntil(pods []*corev1.Pod, d time.Duration) time.Time {
 			}
 		}
 		if !ready {
-			return time.Unix(1<<40, 0)
+			return time.Time{}, false
 		}
 	}
-	return last.Add(d)
+	return last.Add(d), true
 }
 
 // settleTime is how long every new pod must have been Ready, the rollout complete,
@@ -141,11 +141,13 @@ func planHeal(v healView) healPlan {
 	if !inProgress(p) && rollout.Complete(d, &d.Status) {
 		// Complete for d's generation (the new ReplicaSet's pods alone, all available):
 		// mark it once its pods settled, else look again when they will have.
-		settled := readyUntil(v.newPods, settleTime)
-		if !settled.After(v.now) {
-			return healPlan{markComplete: true}
+		// (A pod not Ready wakes d when it changes.)
+		if settled, ok := readyUntil(v.newPods, settleTime); ok {
+			if !settled.After(v.now) {
+				return healPlan{markComplete: true}
+			}
+			plan.recheck = settled
 		}
-		plan.recheck = settled
 	}
 	plan.verdict = failure.Judge(v.policy, rollout.DesiredReplicas(d), v.newPods, pastDeadline(d, p.newRS), v.now)
 	if r := plan.verdict.Recheck; !r.IsZero() && (plan.recheck.IsZero() || r.Before(plan.recheck)) {

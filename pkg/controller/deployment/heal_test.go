@@ -394,3 +394,48 @@ func TestSync_rollbackMarksAnUnmarkedTargetFirst(t *testing.T) {
 		t.Errorf("target annotations %v: want it marked complete", w.replicaSets[0].Annotations)
 	}
 }
+
+func TestMayHaveFailed(t *testing.T) {
+	_, _, _, bad := failingRollout("Rollback")
+	ready := podOf(bad, "a")
+	restarted := ready.DeepCopy()
+	restarted.Status.ContainerStatuses[0].RestartCount = 1
+	gone := crashing(bad, "a")
+	gone.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	for _, tt := range []struct {
+		name     string
+		old, cur *corev1.Pod
+		want     bool
+	}{
+		{"a Ready pod's update (its labels, say) does not wake the Deployment", ready, ready.DeepCopy(), false},
+		{"a Ready pod whose container restarted may be failing", ready, restarted, true},
+		{"a pod not Ready may be failing (CrashLoopBackOff)", ready, crashing(bad, "a"), true},
+		{"a pod being deleted is on its way out", ready, gone, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := mayHaveFailed(tt.old, tt.cur); got != tt.want {
+				t.Errorf("mayHaveFailed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A complete rollout whose last pod became Ready 2s ago is looked at again when it
+// has been Ready 10s: then marked, without polling.
+func TestPlanHeal_settlingIsRecheckedOnTime(t *testing.T) {
+	now := time.Now()
+	d, _, r2, bad := failingRollout("Rollback")
+	*r2.Spec.Replicas, r2.Status.Replicas = 0, 0
+	*bad.Spec.Replicas, bad.Status.AvailableReplicas = 4, 4
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 4, UpdatedReplicas: 4, AvailableReplicas: 4}
+	p := podOf(bad, "bad-1")
+	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-2 * time.Second))
+	plan := planHeal(healView{policy: failure.PolicyOf(d.Annotations), p: newPass(d, []*appsv1.ReplicaSet{r2, bad}), newPods: []*corev1.Pod{p}, now: now})
+	if want := p.Status.Conditions[0].LastTransitionTime.Add(settleTime); plan.markComplete || !plan.recheck.Equal(want) {
+		t.Errorf("plan %+v; want no mark yet and a recheck at %v", plan, want)
+	}
+	plan = planHeal(healView{policy: failure.PolicyOf(d.Annotations), p: newPass(d, []*appsv1.ReplicaSet{r2, bad}), newPods: []*corev1.Pod{p}, now: now.Add(8 * time.Second)})
+	if !plan.markComplete {
+		t.Errorf("10s after the last pod became Ready: plan %+v, want it marked complete", plan)
+	}
+}
