@@ -37,9 +37,11 @@ func (s *slimmer) slim(obj any) (any, error) {
 //   - of its spec, the node it is bound to, its node affinity (a DaemonSet's pod names
 //     its node there until bound), its readiness gates, the names and images of its
 //     containers and its claims' volumes (a StatefulSet pod's storage);
-//   - of its status, the phase, the Ready and in-place readiness conditions' type,
-//     status and transition time (Ready's is when availability counts from), and each
-//     container's name, image, image ID, readiness, running state and restart count.
+//   - of its status, the phase and its reason (OutOfcpu: a pod the kubelet rejected),
+//     the Ready and in-place readiness conditions' type, status and transition time
+//     (Ready's is when availability counts from), and each container's name, image,
+//     image ID, readiness, running state, the reason it waits (CrashLoopBackOff: what
+//     pkg/failure judges a rollout by) and restart count.
 //
 // The labels, owner references and containers that pods have alike are shared.
 func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
@@ -64,6 +66,7 @@ func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 	}
 	out.Status = corev1.PodStatus{
 		Phase:                 p.Status.Phase,
+		Reason:                p.Status.Reason,
 		InitContainerStatuses: containerStatuses(p.Status.InitContainerStatuses),
 		ContainerStatuses:     containerStatuses(p.Status.ContainerStatuses),
 	}
@@ -172,6 +175,9 @@ func containerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for i, c := range cs {
 		out[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.ImageID, Ready: c.Ready,
 			RestartCount: c.RestartCount, State: corev1.ContainerState{Running: c.State.Running}}
+		if w := c.State.Waiting; w != nil {
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+		}
 	}
 	return out
 }

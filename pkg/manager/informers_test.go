@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -116,10 +117,24 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 			return s
 		},
 		"delete rank": func(p *corev1.Pod) any { return rollout.PodsToDelete([]*corev1.Pod{p, cheaper}, nil, 1, now)[0].UID },
+		"failed":      func(p *corev1.Pod) any { return failure.PodFailure(p, failure.PolicyOf(nil), now) },
 	} {
 		if a, b := ask(full), ask(p); a != b {
 			t.Errorf("%s: %v on the full pod, %v on the slim one", name, a, b)
 		}
+	}
+}
+
+// A rollout watched for failure is judged from the slim pods: a waiting reason stays.
+func TestSlimPodKeepsWhyAContainerWaits(t *testing.T) {
+	full := fullPod()
+	full.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"}}
+	got, err := newSlimmer().slim(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := failure.PodFailure(got.(*corev1.Pod), failure.PolicyOf(nil), time.Now()); why != "CrashLoopBackOff" {
+		t.Errorf("PodFailure of the slim pod = %q, want CrashLoopBackOff", why)
 	}
 }
 

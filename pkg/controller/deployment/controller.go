@@ -22,6 +22,7 @@ package deployment
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,7 +38,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // ControllerName is the name upstream's Deployment controller records events under.
@@ -63,6 +66,9 @@ type Controller struct {
 	// takenOut remembers pods taken out of service for an in-place update until the
 	// cache shows it.
 	takenOut inplace.TakenOut
+	// announced is the invalid failure policy last announced per Deployment UID, until
+	// its FailurePolicy condition shows it (see announcePolicyProblem).
+	announced sync.Map
 }
 
 // New builds the controller on shared informers (start them after).
@@ -86,7 +92,12 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: c.enqueue,
+		DeleteFunc: func(obj any) {
+			if d, ok := controller.Deleted[*appsv1.Deployment](obj); ok {
+				c.announced.Delete(d.UID)
+			}
+			c.enqueue(obj)
+		},
 	}); err != nil {
 		return nil, err
 	}
@@ -183,16 +194,44 @@ func (c *Controller) deleteReplicaSet(obj any) {
 }
 
 // updatePod wakes the Deployment of a pod an in-place update is moving on (or that
-// has the in-place readiness gate): its next step depends on the pod's status.
+// has the in-place readiness gate): its next step depends on the pod's status. It also
+// wakes a Deployment watched for failure (kroll.dev/on-failure) when one of its pods
+// may have failed: not Ready, or restarted. A pod's status alone does not reach its
+// ReplicaSet's (a container waiting in CrashLoopBackOff changes no count), so the
+// Deployment would not hear of it otherwise; unwatched Deployments are not woken.
 func (c *Controller) updatePod(oldObj, curObj any) {
 	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
 	_, wasMid := inplace.StateOf(old)
-	if !wasMid && !inplace.NeedsSettling(cur) {
+	if wasMid || inplace.NeedsSettling(cur) {
+		if d := c.deploymentOfPod(cur); d != nil {
+			c.enqueue(d)
+		}
 		return
 	}
-	if d := c.deploymentOfPod(cur); d != nil {
+	if old.ResourceVersion == cur.ResourceVersion || !mayHaveFailed(old, cur) {
+		return
+	}
+	if d := c.deploymentOfPod(cur); d != nil && failure.PolicyOf(d.Annotations).Watched() {
 		c.enqueue(d)
 	}
+}
+
+// mayHaveFailed tells a pod update that may make cur a failed pod: cur is not Ready
+// (its containers may wait in an error, or pass their ready timeout), or a container
+// restarted. A Ready pod that did not restart has not failed.
+func mayHaveFailed(old, cur *corev1.Pod) bool {
+	if cur.DeletionTimestamp != nil {
+		return false
+	}
+	return !rollout.IsPodReady(cur) || restarts(cur) != restarts(old)
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range p.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
 }
 
 // deploymentOfPod is the Deployment whose ReplicaSet controls pod, if cached.

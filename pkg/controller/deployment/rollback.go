@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
@@ -85,15 +86,15 @@ func (c *Controller) clearRollbackTo(ctx context.Context, d *appsv1.Deployment) 
 
 // keepSettings writes d's kroll.dev/ workload settings onto every ReplicaSet of d that
 // does not hold them exactly (see history.KeepSettings), so that `kubectl rollout
-// undo` to any revision keeps them; and takes off d the hand-over records an undo
-// copied from a ReplicaSet (they belong to that ReplicaSet). wrote says a write was
+// undo` to any revision keeps them; and takes off d the records an undo copied from a
+// ReplicaSet (recordsOfReplicaSets: they belong to that ReplicaSet). wrote says a write was
 // made: the informers bring d back.
 func (c *Controller) keepSettings(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (wrote bool, err error) {
-	_, leaving := d.Annotations[inplace.LeavingAnnotation]
-	if _, arriving := d.Annotations[inplace.ArrivingAnnotation]; leaving || arriving {
+	if copied := copiedRecords(d); len(copied) > 0 {
 		next := d.DeepCopy()
-		delete(next.Annotations, inplace.LeavingAnnotation)
-		delete(next.Annotations, inplace.ArrivingAnnotation)
+		for _, k := range copied {
+			delete(next.Annotations, k)
+		}
 		_, err := c.writes.updateDeployment(ctx, next)
 		return true, err
 	}
@@ -108,4 +109,21 @@ func (c *Controller) keepSettings(ctx context.Context, d *appsv1.Deployment, rsL
 		wrote = true
 	}
 	return wrote, nil
+}
+
+// recordsOfReplicaSets are the annotations kroll keeps on a ReplicaSet about that
+// ReplicaSet alone: the hand-over records, and kroll.dev/complete. `kubectl rollout
+// undo` copies a ReplicaSet's annotations onto the Deployment, where they would say
+// something false of it.
+var recordsOfReplicaSets = []string{inplace.LeavingAnnotation, inplace.ArrivingAnnotation, failure.CompleteAnnotation}
+
+// copiedRecords lists the records of ReplicaSets d holds.
+func copiedRecords(d *appsv1.Deployment) []string {
+	var out []string
+	for _, k := range recordsOfReplicaSets {
+		if _, ok := d.Annotations[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }

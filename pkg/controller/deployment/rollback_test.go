@@ -117,16 +117,24 @@ func TestSync_settingsAreKeptOnEveryReplicaSet(t *testing.T) {
 }
 
 // fakeWriter records the controller's writes instead of making them.
-type fakeWriter struct{ writes []string }
+type fakeWriter struct {
+	writes []string
+	// updated, statuses and replicaSets are the objects written, in order: Deployments
+	// (metadata and spec), Deployments' status, ReplicaSets updated.
+	updated, statuses []*appsv1.Deployment
+	replicaSets       []*appsv1.ReplicaSet
+}
 
 var _ writer = &fakeWriter{}
 
 func (f *fakeWriter) updateDeployment(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	f.writes = append(f.writes, "update deployment "+d.Name)
+	f.updated = append(f.updated, d.DeepCopy())
 	return d, nil
 }
 func (f *fakeWriter) updateStatus(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	f.writes = append(f.writes, "update status "+d.Name)
+	f.statuses = append(f.statuses, d.DeepCopy())
 	return d, nil
 }
 func (f *fakeWriter) createReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
@@ -135,6 +143,7 @@ func (f *fakeWriter) createReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) 
 }
 func (f *fakeWriter) updateReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
 	f.writes = append(f.writes, "update replicaset "+rs.Name)
+	f.replicaSets = append(f.replicaSets, rs.DeepCopy())
 	return rs, nil
 }
 func (f *fakeWriter) patchReplicaSet(_ context.Context, _, name string, _ []byte) (*appsv1.ReplicaSet, error) {

@@ -57,6 +57,7 @@ func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
 	}
 	now := c.now()
 	setInPlaceCondition(&status, p, now)
+	setFailureConditions(&status, p, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -23,10 +24,12 @@ import (
 // Deployment being deleted only gets its status updated; its kroll.dev/ settings are
 // kept on every ReplicaSet (so that an undo keeps them); pausing and resuming are
 // recorded in the Progressing condition; the new ReplicaSet's revision and annotations
-// are brought up to date and the in-place verdict is judged (the pass, once); a paused
+// are brought up to date and the in-place verdict is judged (the pass, once); an
+// invalid failure policy is reported; a paused
 // Deployment is only scaled (in proportion across its ReplicaSets); a rollback asked
-// for by the deprecated annotation is carried out; a Deployment whose replicas changed
-// is only scaled; otherwise its strategy rolls it forward one step.
+// for by the deprecated annotation is carried out; a failed rollout is rolled back or
+// paused as its failure policy asks, and a watched one that completed is marked so
+// (heal.go); a Deployment whose replicas changed is only scaled; otherwise its strategy rolls it forward one step.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -71,12 +74,19 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	policy := failure.PolicyOf(d.Annotations)
+	c.announcePolicyProblem(d, policy)
 	if d.Spec.Paused {
 		return c.scaleOnly(ctx, p)
 	}
 	// Not re-entrant: the ReplicaSets move on only once the annotation is gone.
 	if revision, ok := rollbackTo(d); ok {
 		return c.rollback(ctx, p, revision)
+	}
+	// Before anything moves on: a failed rollout goes back (or stops) first, a change
+	// of replicas mid-failure is made after, on the restored revision.
+	if acted, err := c.healRollout(ctx, p, policy); err != nil || acted {
+		return err
 	}
 	if p.scalingEvent() {
 		return c.scaleOnly(ctx, p)
