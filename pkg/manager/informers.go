@@ -39,7 +39,8 @@ func (s *slimmer) slim(obj any) (any, error) {
 //     containers and its claims' volumes (a StatefulSet pod's storage);
 //   - of its status, the phase, the Ready and in-place readiness conditions' type,
 //     status and transition time (Ready's is when availability counts from), and each
-//     container's name, image, image ID, readiness, running state and restart count.
+//     container's name, image, image ID, readiness, running state, waiting reason and
+//     restart count, and a failed pod's reason (the failure policy judges pods by them).
 //
 // The labels, owner references and containers that pods have alike are shared.
 func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
@@ -64,6 +65,7 @@ func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 	}
 	out.Status = corev1.PodStatus{
 		Phase:                 p.Status.Phase,
+		Reason:                p.Status.Reason, // a failed pod's (Evicted): the failure policy names it
 		InitContainerStatuses: containerStatuses(p.Status.InitContainerStatuses),
 		ContainerStatuses:     containerStatuses(p.Status.ContainerStatuses),
 	}
@@ -172,6 +174,11 @@ func containerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for i, c := range cs {
 		out[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.ImageID, Ready: c.Ready,
 			RestartCount: c.RestartCount, State: corev1.ContainerState{Running: c.State.Running}}
+		if w := c.State.Waiting; w != nil {
+			// The reason alone (CrashLoopBackOff, ImagePullBackOff): what the failure
+			// policy judges a new pod by; the message can be long and is not read.
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+		}
 	}
 	return out
 }
