@@ -176,6 +176,8 @@ func containerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
 		out[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.ImageID, Ready: c.Ready,
 			RestartCount: c.RestartCount, State: corev1.ContainerState{Running: c.State.Running}}
 		if w := c.State.Waiting; w != nil {
+			// The reason alone (CrashLoopBackOff, ImagePullBackOff): what the failure
+			// policy judges a new pod by; the message can be long and is not read.
 			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/manager"
 	"github.com/kroll-dev/kroll/pkg/metrics"
@@ -475,4 +476,16 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 	rolledOut("daemonset/logs")
 	s.kubectl(t, "rollout", "undo", "daemonset/logs")
 	rolledOut("daemonset/logs")
+
+	// Both roll back an image that does not pull by themselves (kroll.dev/on-failure:
+	// an update of the workload, then of its status).
+	for _, w := range []struct{ workload, container string }{{"statefulset/web", "nginx"}, {"daemonset/logs", "agent"}} {
+		s.kubectl(t, "annotate", w.workload, failure.OnFailureAnnotation+"=Rollback")
+		s.kubectl(t, "set", "image", w.workload, w.container+"=nginx:nonexistent")
+		eventually(t, time.Minute, w.workload+" rolled back", func(context.Context) (bool, string) {
+			got := s.setsAnnotation(t, w.workload, failure.RolledBackFromAnnotation)
+			return got != "", got
+		})
+		rolledOut(w.workload)
+	}
 }

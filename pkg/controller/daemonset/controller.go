@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -50,6 +51,7 @@ type Controller struct {
 	client       kubernetes.Interface
 	recorder     record.EventRecorder
 	podControl   controller.PodControl
+	dsWriter     dsWriter
 	now          func() time.Time
 	sets         appslisters.DaemonSetLister
 	nodes        corelisters.NodeLister
@@ -72,6 +74,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
 		podControl: controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
+		dsWriter:   clientDSWriter{client},
 		sets:       sets.Lister(), nodes: nodes.Lister(), revisions: revisions.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced,
@@ -232,6 +235,28 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		oldestFirst(list)
 	}
 
+	// The failure policy first: a failed rollout is rolled back or paused before an
+	// update step takes it further.
+	owned, err := c.revisions.ControllerRevisions(ns).List(selector)
+	if err != nil {
+		return err
+	}
+	for i := len(owned) - 1; i >= 0; i-- {
+		if !metav1.IsControlledBy(owned[i], ds) {
+			owned = append(owned[:i], owned[i+1:]...)
+		}
+	}
+	now := c.now()
+	revs := rollbackRevisions(ds, owned, hash)
+	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), now)
+	controller.ReportInvalidFailurePolicy(c.recorder, ds, heal.PolicyEvent)
+	if heal.Act != failure.None {
+		return c.carryOut(ctx, ds, revs, heal, now)
+	}
+	if !heal.Recheck.IsZero() {
+		c.queue.EnqueueAfter(ds, heal.Recheck.Sub(now)+10*time.Millisecond)
+	}
+
 	var syncErr error
 	var verdict *inplace.Verdict // the InPlaceUpdate condition's news
 	satisfied := c.expectations.Satisfied(key)
@@ -240,7 +265,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		for _, p := range deletes {
 			c.podEventFor(ds, p)
 		}
-		if len(creates) == 0 && len(deletes) == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+		if len(creates) == 0 && len(deletes) == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && !paused(ds) {
 			desired := 0
 			var states []onNode
 			for _, n := range nodes {
@@ -267,7 +292,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
 	}
-	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict)
+	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.
 		c.queue.EnqueueAfter(ds, time.Until(at)+10*time.Millisecond)

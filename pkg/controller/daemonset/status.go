@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"context"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -19,8 +21,34 @@ import (
 // has a pod, and whether its oldest pod is ready, available and updated; per node that
 // should not, whether it has one anyway (misscheduled). observedGeneration moves only
 // when this sync acted on the generation (expectations satisfied).
-func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict) error {
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict, failureConds []failure.Condition) error {
 	now := c.now()
+	st := statusOf(ds, nodes, fits, byNode, hash, now)
+	st.ObservedGeneration = ds.Status.ObservedGeneration
+	if acted {
+		st.ObservedGeneration = ds.Generation
+	}
+	st.CollisionCount = ds.Status.CollisionCount
+	st.Conditions = failureConditions.Merge(conditions.With(ds.Status.Conditions, verdict, now), failureConds)
+	if equality.Semantic.DeepEqual(st, ds.Status) {
+		return nil
+	}
+	next := ds.DeepCopy()
+	next.Status = st
+	timeline.Stamp(next, hash, st.DesiredNumberScheduled, timeline.Counts{
+		Old: st.CurrentNumberScheduled - st.UpdatedNumberScheduled, New: st.UpdatedNumberScheduled,
+		Available: st.NumberAvailable, Unavailable: st.NumberUnavailable,
+	}, now)
+	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// statusOf is ds's pod counts over nodes: those of writeStatus, without generation,
+// collisions and conditions.
+func statusOf(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, now time.Time) appsv1.DaemonSetStatus {
 	var st appsv1.DaemonSetStatus
 	for _, n := range nodes {
 		var pods []*corev1.Pod
@@ -52,24 +80,5 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 		}
 	}
 	st.NumberUnavailable = st.DesiredNumberScheduled - st.NumberAvailable
-	st.ObservedGeneration = ds.Status.ObservedGeneration
-	if acted {
-		st.ObservedGeneration = ds.Generation
-	}
-	st.CollisionCount = ds.Status.CollisionCount
-	st.Conditions = conditions.With(ds.Status.Conditions, verdict, now)
-	if equality.Semantic.DeepEqual(st, ds.Status) {
-		return nil
-	}
-	next := ds.DeepCopy()
-	next.Status = st
-	timeline.Stamp(next, hash, st.DesiredNumberScheduled, timeline.Counts{
-		Old: st.CurrentNumberScheduled - st.UpdatedNumberScheduled, New: st.UpdatedNumberScheduled,
-		Available: st.NumberAvailable, Unavailable: st.NumberUnavailable,
-	}, now)
-	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return st
 }

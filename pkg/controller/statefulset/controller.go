@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -37,6 +38,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	now       func() time.Time
 	pods      controller.PodControl
+	setWriter setWriter
 	claims    *claimKeeper
 	sets      appslisters.StatefulSetLister
 	revisions appslisters.ControllerRevisionLister
@@ -53,6 +55,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
 		pods:      controller.NewPodControl(client, recorder, controller.StatefulSetEvents),
+		setWriter: clientSetWriter{client},
 		claims:    &claimKeeper{client: client, claims: claims.Lister(), pods: pods.Lister(), recorder: recorder},
 		sets:      sets.Lister(),
 		revisions: revisions.Lister(),
@@ -181,7 +184,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// The failure policy first: a failed rollout is rolled back or paused before the
+	// update below takes it a step further.
+	heal := planFailure(set, pods, current, now)
+	controller.ReportInvalidFailurePolicy(c.recorder, set, heal.PolicyEvent)
+	if heal.Act != failure.None && set.DeletionTimestamp == nil {
+		return c.carryOut(ctx, set, pods, current, heal, now)
+	}
+	if !heal.Recheck.IsZero() {
+		c.queue.EnqueueAfter(set, heal.Recheck.Sub(now)+10*time.Millisecond)
+	}
 	status, updateErr := c.update(ctx, set, pods, current, now)
+	status.Conditions = failureConditions.Merge(status.Conditions, heal.Conditions)
 	status.CollisionCount = &collisions
 	completeRollingUpdate(set, &status)
 	if statusChanged(set, &status) || set.Status.CollisionCount == nil || *set.Status.CollisionCount != collisions {

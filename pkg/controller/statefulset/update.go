@@ -288,6 +288,12 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 	if ordered && !isHealthy(set, p, now) {
 		if !isTerminating(p) && abandoned(p, revs) && isUnavailable(set, p, now) {
 			// A pod of an abandoned revision that serves nothing: do not wait for it.
+			// An opted-in set takes it to the update revision in place where the
+			// change allows (a rollback of an image), and replaces it otherwise.
+			mode, _ := inplace.ModeOf(set.Annotations)
+			if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); inPlace || err != nil {
+				return true, err
+			}
 			return true, c.pods.DeletePod(ctx, set, p)
 		}
 		return true, nil

@@ -1,0 +1,185 @@
+package daemonset
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
+)
+
+// A DaemonSet's failure policy (see pkg/failure): a rollout is in progress while some
+// daemon pods are not on the newest revision (the template's), and the pods judged are
+// those on it. On failure, one Update of the DaemonSet carries the action and its record:
+//
+//	Rollback  the template of the previous revision (the highest-numbered other one,
+//	          skipping the one kroll rolled back from before), as `kubectl rollout
+//	          undo` patches it in, with kroll.dev/rolled-back-from: "<newest revision's
+//	          number>". The rolling update then replaces the bad pods (in place when the
+//	          DaemonSet opted in and the change allows).
+//	Pause     kroll.dev/paused: "true" with kroll.dev/paused-on-failure: "<number>".
+//	          A paused DaemonSet replaces no pod for the update (see paused); clearing
+//	          the annotation resumes it, and it is not paused again for that revision.
+//
+// Then the status gets RolloutFailed, and a Warning event and the metric report it.
+
+// dsWriter writes a DaemonSet itself, not only its status: kroll's failure policy
+// changes its template or annotations.
+type dsWriter interface {
+	Update(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error)
+	UpdateStatus(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error)
+}
+
+type clientDSWriter struct{ client kubernetes.Interface }
+
+func (w clientDSWriter) Update(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+	return w.client.AppsV1().DaemonSets(ds.Namespace).Update(ctx, ds, metav1.UpdateOptions{})
+}
+
+func (w clientDSWriter) UpdateStatus(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+	return w.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{})
+}
+
+var _ dsWriter = clientDSWriter{}
+
+// failureConditions is how the failure policy reads and writes a DaemonSet's conditions.
+var failureConditions = failure.Conditions[appsv1.DaemonSetCondition]{
+	View: func(c appsv1.DaemonSetCondition) failure.Condition {
+		return failure.Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+	Make: func(c failure.Condition) appsv1.DaemonSetCondition {
+		return appsv1.DaemonSetCondition{Type: appsv1.DaemonSetConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+}
+
+// paused tells a DaemonSet whose rollout is held by kroll.dev/paused: "true". It
+// replaces no pod for the update (no deletion of old pods, no surge, no in-place step),
+// but still places pods: a node that joins gets its daemon, from the template as it
+// is, as upstream always makes them (a paused Deployment still scales its new
+// ReplicaSet too). A DaemonSet's promise is a daemon on every node; holding the
+// rollout must not break it, and kroll never makes pods from an older revision.
+func paused(ds *appsv1.DaemonSet) bool { return ds.Annotations[failure.PausedAnnotation] == "true" }
+
+// dsRevisions are the revisions the failure policy works with.
+type dsRevisions struct {
+	// newest is the revision of the template (hash); nil until the cache has it.
+	newest *appsv1.ControllerRevision
+	// target is the revision a rollback returns to; nil when there is none.
+	target *appsv1.ControllerRevision
+}
+
+// rollbackRevisions finds, among ds's revisions, the newest (labelled hash) and the
+// one a rollback returns to: the highest-numbered other, skipping the revision kroll
+// rolled back from before (kroll.dev/rolled-back-from), which failed.
+func rollbackRevisions(ds *appsv1.DaemonSet, owned []*appsv1.ControllerRevision, hash string) dsRevisions {
+	var out dsRevisions
+	failed := ds.Annotations[failure.RolledBackFromAnnotation]
+	for _, r := range owned {
+		if r.Labels[RevisionLabel] == hash {
+			if out.newest == nil || r.Revision > out.newest.Revision {
+				out.newest = r
+			}
+		}
+	}
+	for _, r := range owned {
+		if r.Labels[RevisionLabel] == hash || strconv.FormatInt(r.Revision, 10) == failed {
+			continue
+		}
+		if out.target == nil || r.Revision > out.target.Revision {
+			out.target = r
+		}
+	}
+	return out
+}
+
+// restoring tells a rollout to the revision kroll rolled back to. The rollback gives
+// that revision the number after the failed one (revision 4 of 5 becomes 6: see
+// history.CurrentRevision), and the user's next change comes after it (7); until the
+// cache shows the renumbering, it still has its older number (4). A revision numbered
+// at most one above the one rolled back from, and not it, is that restore: it is not
+// judged, so a rollback is never rolled back.
+func restoring(ds *appsv1.DaemonSet, newest int64) bool {
+	from, err := strconv.ParseInt(ds.Annotations[failure.RolledBackFromAnnotation], 10, 64)
+	return err == nil && newest != from && newest <= from+1
+}
+
+// planFailure is the failure policy's plan for ds in this sync. st is ds's status as
+// this sync counts it; pods are its pods.
+func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, hash string, st appsv1.DaemonSetStatus, now time.Time) failure.SetPlan {
+	old := ds.Status
+	v := failure.SetView{
+		Policy:      failure.PolicyOf(ds.Annotations),
+		Annotations: ds.Annotations,
+		Desired:     st.DesiredNumberScheduled,
+		Progressed: st.UpdatedNumberScheduled > old.UpdatedNumberScheduled || st.NumberReady > old.NumberReady ||
+			st.NumberAvailable > old.NumberAvailable,
+		Subject:    fmt.Sprintf("DaemonSet %q", ds.Name),
+		Conditions: failureConditions.All(ds.Status.Conditions),
+	}
+	if revs.newest != nil {
+		v.Revision, v.RevisionName = revs.newest.Revision, revs.newest.Name
+		v.Restoring = restoring(ds, revs.newest.Revision)
+	}
+	if revs.target != nil {
+		v.Target = revs.target.Revision
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if isUpdated(ds, p, hash) {
+			v.NewPods = append(v.NewPods, p)
+		} else {
+			v.InProgress = revs.newest != nil
+		}
+	}
+	return failure.PlanSet(v, now)
+}
+
+// actOnFailure is ds as act leaves it (a copy), and the outcome to report.
+func actOnFailure(ds *appsv1.DaemonSet, revs dsRevisions, act failure.Action) (*appsv1.DaemonSet, string, error) {
+	next := ds.DeepCopy()
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	bad := strconv.FormatInt(revs.newest.Revision, 10)
+	if act == failure.Rollback {
+		restored, err := history.ApplyRevision(ds, revs.target)
+		if err != nil {
+			return nil, "", err
+		}
+		next.Spec.Template = restored.Spec.Template
+		next.Annotations[failure.RolledBackFromAnnotation] = bad
+		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(revs.target.Revision, 10)), nil
+	}
+	next.Annotations[failure.PausedAnnotation] = "true"
+	next.Annotations[failure.PausedOnFailureAnnotation] = bad
+	return next, failure.PausedOutcome(bad), nil
+}
+
+// carryOut makes the one Update of ds that acts on plan, then writes its status with
+// the RolloutFailed condition, and reports the action. A conflict means the cache was
+// stale: the sync is retried, and decides afresh.
+func (c *Controller) carryOut(ctx context.Context, ds *appsv1.DaemonSet, revs dsRevisions, plan failure.SetPlan, now time.Time) error {
+	next, outcome, err := actOnFailure(ds, revs, plan.Act)
+	if err != nil {
+		return err
+	}
+	updated, err := c.dsWriter.Update(ctx, next)
+	if err != nil {
+		return err
+	}
+	controller.ReportFailureAction(c.recorder, updated, "DaemonSet", plan.Act, plan.Verdict.Message(outcome))
+	updated = updated.DeepCopy()
+	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
+	_, err = c.dsWriter.UpdateStatus(ctx, updated)
+	return err
+}

@@ -1,0 +1,158 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/failure"
+)
+
+// A StatefulSet's failure policy (see pkg/failure): a rollout is in progress while the
+// update revision differs from the current one, and the pods judged are those on the
+// update revision. On failure, one Update of the set carries the action and its record:
+//
+//	Rollback  the template of the current revision (the one the rollout started
+//	          from), as `kubectl rollout undo` patches it in, with
+//	          kroll.dev/rolled-back-from: "<update revision's number>". The update
+//	          revision becomes the current one again, and the pods left on the bad
+//	          revision are abandoned: replaced (or updated back in place) by the rule
+//	          that recovers kubernetes#67250 (see update).
+//	Pause     the partition raised to hold every pod at the revision it runs (see
+//	          pausePartition), with kroll.dev/partition-before-pause and
+//	          kroll.dev/paused-on-failure: "<update revision's number>".
+//
+// Then the status gets RolloutFailed, and a Warning event and the metric report it.
+
+// setWriter writes a StatefulSet itself, not only its status: kroll's failure policy
+// changes its template or partition.
+type setWriter interface {
+	Update(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error)
+	UpdateStatus(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error)
+}
+
+type clientSetWriter struct{ client kubernetes.Interface }
+
+func (w clientSetWriter) Update(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	return w.client.AppsV1().StatefulSets(set.Namespace).Update(ctx, set, metav1.UpdateOptions{})
+}
+
+func (w clientSetWriter) UpdateStatus(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	return w.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{})
+}
+
+var _ setWriter = clientSetWriter{}
+
+// failureConditions is how the failure policy reads and writes a StatefulSet's conditions.
+var failureConditions = failure.Conditions[appsv1.StatefulSetCondition]{
+	View: func(c appsv1.StatefulSetCondition) failure.Condition {
+		return failure.Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+	Make: func(c failure.Condition) appsv1.StatefulSetCondition {
+		return appsv1.StatefulSetCondition{Type: appsv1.StatefulSetConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+	},
+}
+
+// planFailure is the failure policy's plan for set in this sync, from what the cache
+// shows: its pods and revisions.
+func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, now time.Time) failure.SetPlan {
+	var counted appsv1.StatefulSetStatus
+	countPods(set, pods, revs, &counted, now)
+	old := set.Status
+	v := failure.SetView{
+		Policy:       failure.PolicyOf(set.Annotations),
+		Annotations:  set.Annotations,
+		InProgress:   revs.update.Name != revs.current.Name,
+		Revision:     revs.update.Revision,
+		RevisionName: revs.update.Name,
+		Desired:      int32(replicasOf(set)),
+		Progressed: counted.UpdatedReplicas > old.UpdatedReplicas || counted.ReadyReplicas > old.ReadyReplicas ||
+			counted.AvailableReplicas > old.AvailableReplicas,
+		Target:     revs.current.Revision,
+		Subject:    fmt.Sprintf("StatefulSet %q", set.Name),
+		Conditions: failureConditions.All(set.Status.Conditions),
+	}
+	for _, p := range pods {
+		if p.Labels[RevisionLabel] == revs.update.Name {
+			v.NewPods = append(v.NewPods, p)
+		}
+	}
+	return failure.PlanSet(v, now)
+}
+
+// actOnFailure is set as plan's action leaves it (a copy), and the outcome to report.
+func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, act failure.Action) (*appsv1.StatefulSet, string) {
+	next := set.DeepCopy()
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	bad := strconv.FormatInt(revs.update.Revision, 10)
+	if act == failure.Rollback {
+		next.Spec.Template = *revs.currentSet.Spec.Template.DeepCopy()
+		next.Annotations[failure.RolledBackFromAnnotation] = bad
+		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(revs.current.Revision, 10))
+	}
+	next.Annotations[failure.PausedOnFailureAnnotation] = bad
+	if next.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
+		before := partitionOf(set)
+		if next.Spec.UpdateStrategy.RollingUpdate == nil {
+			next.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+		}
+		p := pausePartition(set, pods, revs)
+		next.Spec.UpdateStrategy.RollingUpdate.Partition = &p
+		if _, ok := set.Annotations[failure.PartitionBeforePauseAnnotation]; !ok {
+			next.Annotations[failure.PartitionBeforePauseAnnotation] = strconv.Itoa(int(before))
+		}
+	}
+	return next, failure.PausedOutcome(bad)
+}
+
+// pausePartition is the partition that holds set's pods where they are: one above the
+// highest in-range ordinal whose pod still runs the current revision (or any revision
+// but the update one), never below the partition set has. Every pod at or above it
+// is then on the update revision, so the rolling update has nothing left to replace;
+// pods below it stay as they are, and one deleted there comes back at the current
+// revision. Worked numbers: 4 replicas, partition 0, OrderedReady, the update reached
+// web-3 (crash-looping) while web-0..2 run the current revision: the partition becomes
+// 3, web-3 stays on the update revision, web-0..2 stay current; resuming puts 0 back
+// (kroll.dev/partition-before-pause). With maxUnavailable 2 and 5 replicas, web-4 and
+// web-3 updated and web-2 terminating on its way to the update revision: web-2 still
+// carries the current revision, so the partition is 3 and web-2 comes back current.
+// Raising it to the replicas instead would also hold, but would make resuming
+// indistinguishable from a partition the user set.
+func pausePartition(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions) int32 {
+	start, n := startOrdinal(set), replicasOf(set)
+	p := partitionOf(set)
+	for _, pod := range pods {
+		o := ordinalOf(pod) - start
+		if o < 0 || o >= n || !isCreated(pod) || pod.Labels[RevisionLabel] == revs.update.Name {
+			continue
+		}
+		p = max(p, int32(o+1))
+	}
+	return p
+}
+
+// carryOut makes the one Update of set that acts on plan, then writes its status with
+// the RolloutFailed condition, and reports the action. A conflict means the cache was
+// stale: the sync is retried, and decides afresh.
+func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, plan failure.SetPlan, now time.Time) error {
+	next, outcome := actOnFailure(set, pods, revs, plan.Act)
+	updated, err := c.setWriter.Update(ctx, next)
+	if err != nil {
+		return err
+	}
+	message := plan.Verdict.Message(outcome)
+	controller.ReportFailureAction(c.recorder, updated, "StatefulSet", plan.Act, message)
+	updated = updated.DeepCopy()
+	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
+	_, err = c.setWriter.UpdateStatus(ctx, updated)
+	return err
+}
