@@ -305,7 +305,7 @@ func TestKrollRolloutViews(t *testing.T) {
 		"  template:", "    metadata: {labels: {app: web}}", "    spec: {containers: [{name: nginx, image: \"nginx:1.29\"}]}", ""}, "\n"))
 	planFromFile := kroll.must("rollout", "plan", "-f", manifest)
 	for _, p := range []string{plan, planFromFile} {
-		if !strings.HasPrefix(p, "deployment/web: RollingUpdate (maxSurge 2, maxUnavailable 1), revision 4 → 5\n  image nginx: nginx:1.28 → nginx:1.29\n  1. create 2 pods of web-") ||
+		if !strings.HasPrefix(p, "deployment/web: RollingUpdate (maxSurge 2, maxUnavailable 1), revision 4 → 5\n  image nginx: nginx:1.28 → nginx:1.29\n  on failure: none (a failing rollout waits, as upstream's does)\n  1. create 2 pods of web-") ||
 			!strings.Contains(p, "6 created, 6 deleted in") {
 			t.Errorf("plan:\n%s", p)
 		}

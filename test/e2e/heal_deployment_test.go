@@ -136,10 +136,29 @@ func (s *scene) expectRolledBack(t *testing.T, name string, replicas int, why st
 	}
 	_, msg, _ := strings.Cut(cond, ": ")
 	s.expectEvent(t, failure.EventRolledBack, msg)
+	s.expectKrollStatusFails(t, "deployment", name, msg)
 	if n := s.eventCount(t, name, failure.EventRolledBack); n != 1 {
 		t.Errorf("%d RolledBack events, want 1", n)
 	}
 	return d
+}
+
+// expectKrollStatusFails checks that kroll rollout status and kroll status report the
+// failed rollout of kind/name with msg (its RolloutFailed message) and exit 1.
+func (s *scene) expectKrollStatusFails(t *testing.T, kind, name, msg string) {
+	t.Helper()
+	kroll := krollCLI{t: t, bin: buildKroll(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
+	want := fmt.Sprintf("error: %s %q rollout failed: %s\n", kind, name, msg)
+	if code, out, errOut := kroll.run("rollout", "status", kind+"/"+name, "--timeout=1m"); code != 1 || !strings.HasSuffix(errOut, want) {
+		t.Errorf("kroll rollout status %s/%s: exit %d, stdout %q, stderr %q; want exit 1 ending %q", kind, name, code, out, errOut, want)
+	}
+	code, out, _ := kroll.run("rollout", "status", kind+"/"+name, "-o", "json")
+	if code != 1 || !strings.Contains(out, `"phase":"RolledBack"`) {
+		t.Errorf("kroll rollout status -o json %s/%s: exit %d, %s; want exit 1 and phase RolledBack", kind, name, code, out)
+	}
+	if code, out, _ := kroll.run("status"); code != 1 || !strings.Contains(out, "rolled-back") {
+		t.Errorf("kroll status: exit %d, %s; want exit 1 and %s rolled-back", code, out, name)
+	}
 }
 
 // Given kroll's controllers and the simulated kubelet's fault rules (app:crash

@@ -157,7 +157,8 @@ func minReady(image string) string {
 }
 
 // expectSetRolledBack checks what a rollback from revision 2 to 1 of workload leaves: its
-// record, one pod of image (the failure threshold), and the RolledBack event.
+// record, one pod of image (the failure threshold), the RolledBack event, and kroll's
+// status verbs exiting 1 with the RolloutFailed line.
 func (s *scene) expectSetRolledBack(t *testing.T, workload string, iw *imageWatch, image string) {
 	t.Helper()
 	if got := s.setsAnnotation(t, workload, failure.RolledBackFromAnnotation); got != "2" {
@@ -167,6 +168,9 @@ func (s *scene) expectSetRolledBack(t *testing.T, workload string, iw *imageWatc
 		t.Errorf("%d pods ran %s, want 1 (the failure threshold)", n, image)
 	}
 	s.expectEvent(t, failure.EventRolledBack, "rolled back from revision 2 to 1")
+	_, msg, _ := strings.Cut(s.setsCondition(t, workload, failure.ConditionRolloutFailed), ": ")
+	kind, name, _ := strings.Cut(workload, "/")
+	s.expectKrollStatusFails(t, kind, name, msg)
 }
 
 // Given StatefulSets (RollingUpdate, partition 0, OrderedReady) and DaemonSets with
