@@ -173,6 +173,16 @@ func (s *scene) expectSetRolledBack(t *testing.T, workload string, iw *imageWatc
 	s.expectKrollStatusFails(t, kind, name, msg)
 }
 
+// krollResume runs kroll rollout resume on workload and checks kubectl's line.
+func (s *scene) krollResume(t *testing.T, workload string) {
+	t.Helper()
+	kroll := krollCLI{t: t, bin: buildKroll(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
+	kind, name, _ := strings.Cut(workload, "/")
+	if got, want := kroll.must("rollout", "resume", workload), kind+".apps/"+name+" resumed\n"; got != want {
+		t.Errorf("kroll rollout resume %s: %q, want %q", workload, got, want)
+	}
+}
+
 // Given StatefulSets (RollingUpdate, partition 0, OrderedReady) and DaemonSets with
 // kroll.dev/on-failure, when a rollout's new pods crash-loop, cannot pull their image,
 // or are not Ready in time, then kroll rolls the workload back (or pauses it) once,
@@ -259,7 +269,7 @@ func TestHealSets(t *testing.T) {
 			{"ds-crash", func(t *testing.T, s *scene) { dsRollback(t, s, "app:crash", "PodsFailing") }},
 			{"ds-pull", func(t *testing.T, s *scene) { dsRollback(t, s, "fluentd:nonexistent", "PodsFailing") }},
 			// Pause: web-2's new pod is not Ready 2 s after starting (it would be at 6 s):
-			// the partition goes up to 2 and holds web-0 and web-1; the user resuming
+			// the partition goes up to 2 and holds web-0 and web-1; kroll rollout resume
 			// (the partition back from partition-before-pause) lets the rollout finish,
 			// and it is not paused again for that revision.
 			{"sts-pause", func(t *testing.T, s *scene) {
@@ -278,7 +288,7 @@ func TestHealSets(t *testing.T) {
 				if got := s.stsPods(t); got != "web-0=r1 web-1=r1 web-2=r2" {
 					t.Errorf("paused, the pods moved: %s", got)
 				}
-				s.kubectl(t, "patch", "statefulset/web", "--type=merge", "-p", `{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`)
+				s.krollResume(t, "statefulset/web")
 				s.waitSTS(t, "web-0=r2 web-1=r2 web-2=r2")
 				if p := s.statefulSet(t).Spec.UpdateStrategy.RollingUpdate.Partition; deref(p) != 0 {
 					t.Errorf("paused again: partition %d", deref(p))
@@ -298,7 +308,7 @@ func TestHealSets(t *testing.T) {
 				if got := s.dsPods(t); strings.Count(got, "app:slow") != 1 || strings.Count(got, "fluentd:v1") != 2 {
 					t.Errorf("paused, the pods moved: %s", got)
 				}
-				s.kubectl(t, "annotate", "daemonset/logs", failure.PausedAnnotation+"-")
+				s.krollResume(t, "daemonset/logs")
 				s.waitDS(t, onNodes("app:slow", 0, 1, 2))
 			}},
 			// Bad values: a Warning event and a FailurePolicy condition naming the
