@@ -10,7 +10,7 @@ import (
 )
 
 // ReportFailureAction reports what kroll did to a failed rollout of obj (kind
-// "StatefulSet", "DaemonSet"), once its write succeeded: a Warning event (RolledBack or
+// "Deployment", "StatefulSet", "DaemonSet"), once its write succeeded: a Warning event (RolledBack or
 // RolloutPaused) with message, and the metric of the action.
 func ReportFailureAction(recorder record.EventRecorder, obj runtime.Object, kind string, act failure.Action, message string) {
 	switch act {

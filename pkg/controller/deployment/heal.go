@@ -12,7 +12,6 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
-	"github.com/kroll-dev/kroll/pkg/metrics"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -249,9 +248,8 @@ func (c *Controller) rollBackOnFailure(ctx context.Context, d *appsv1.Deployment
 	if err != nil {
 		return err
 	}
-	metrics.RolledBack.WithLabelValues("Deployment").Inc()
 	msg := plan.verdict.Message(failure.RolledBackOutcome(plan.from, strconv.FormatInt(history.Revision(plan.to), 10)))
-	c.recorder.Eventf(updated, corev1.EventTypeWarning, failure.EventRolledBack, "%s", msg)
+	controller.ReportFailureAction(c.recorder, updated, "Deployment", failure.Rollback, msg)
 	return c.recordFailure(ctx, updated, plan.verdict.Reason, msg)
 }
 
@@ -268,9 +266,8 @@ func (c *Controller) pauseOnFailure(ctx context.Context, d *appsv1.Deployment, p
 	if err != nil {
 		return err
 	}
-	metrics.PausedOnFailure.WithLabelValues("Deployment").Inc()
 	msg := plan.verdict.Message(failure.PausedOutcome(plan.from))
-	c.recorder.Eventf(updated, corev1.EventTypeWarning, failure.EventRolloutPaused, "%s", msg)
+	controller.ReportFailureAction(c.recorder, updated, "Deployment", failure.Pause, msg)
 	return c.recordFailure(ctx, updated, plan.verdict.Reason, msg)
 }
 
@@ -304,7 +301,7 @@ func (c *Controller) announcePolicyProblem(d *appsv1.Deployment, policy failure.
 	if prev, ok := c.announced.Swap(d.UID, problem); ok && prev == problem {
 		return
 	}
-	c.recorder.Eventf(d, corev1.EventTypeWarning, failure.EventInvalidFailurePolicy, "%s", problem)
+	controller.ReportInvalidFailurePolicy(c.recorder, d, problem)
 }
 
 // setFailureConditions brings the conditions of the failure policy up to date on
