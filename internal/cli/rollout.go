@@ -41,8 +41,9 @@ func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
 		}
 	}
 	withKrollPauseResume(pause, resume)
-	cmd.AddCommand(k.newRolloutStatusCommand(), k.newRolloutWatchCommand(), k.newRolloutPlanCommand(), k.newRolloutTimelineCommand())
-	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, history --diff, and pause/resume of what kroll pauses (DaemonSets, StatefulSets paused on failure)."
+	cmd.AddCommand(k.newRolloutStatusCommand(), k.newRolloutWatchCommand(), k.newRolloutPlanCommand(), k.newRolloutTimelineCommand(),
+		k.newRolloutPromoteCommand(k.streams.Out), k.newRolloutAbortCommand(k.streams.Out))
+	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, history --diff, promote and abort of staged rollouts, and pause/resume of what kroll pauses (DaemonSets, StatefulSets paused on failure)."
 	return cmd
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/staging"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
@@ -58,6 +59,11 @@ var notCopiedToReplicaSets = map[string]bool{
 	failure.RolledBackFromAnnotation:  true,
 	failure.PausedOnFailureAnnotation: true,
 	failure.CompleteAnnotation:        true,
+	// Where a staged rollout is, and a request to abort it: records of the workload.
+	staging.StepAnnotation:         true,
+	staging.StepRevisionAnnotation: true,
+	staging.StepSinceAnnotation:    true,
+	staging.AbortAnnotation:        true,
 }
 
 // TemplateHash is the pod-template-hash of template (without that label) and the
