@@ -95,6 +95,9 @@ type Progress struct {
 	// Failure is the RolloutFailed condition of the current rollout, when kroll's
 	// controller judged it failed (phase RolledBack or PausedOnFailure).
 	Failure *Failure `json:"failure,omitempty"`
+	// Staged is where a staged rollout (kroll.dev/partition, kroll.dev/rollout-steps)
+	// stands; absent when nothing stages it.
+	Staged *Staged `json:"staged,omitempty"`
 	// Warnings are lines to show beside the view: a failure policy whose annotations
 	// do not parse (the FailurePolicy condition's message).
 	Warnings []string `json:"warnings,omitempty"`
@@ -182,6 +185,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	case d.Spec.Paused:
 		p.Phase = Paused
 	}
+	p.stage(s, conds, d.Status.ObservedGeneration)
 	failureOf(d.ObjectMeta, d.Status.ObservedGeneration, conds, d.Spec.Paused).apply(&p)
 	p.finish(latest, s)
 	return p
@@ -210,6 +214,7 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 	if p.InPlace == inplace.ReasonBlocked && !p.Done {
 		p.Phase = Failed
 	}
+	p.stage(s, conds, set.Status.ObservedGeneration)
 	failureOf(set.ObjectMeta, set.Status.ObservedGeneration, conds, statefulSetPaused(set)).apply(&p)
 	p.finish(latest, s)
 	return p
@@ -250,6 +255,7 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 	case daemonSetPaused(ds):
 		p.Phase = Paused
 	}
+	p.stage(s, conds, ds.Status.ObservedGeneration)
 	failureOf(ds.ObjectMeta, ds.Status.ObservedGeneration, conds, daemonSetPaused(ds)).apply(&p)
 	p.finish(latest, s)
 	return p

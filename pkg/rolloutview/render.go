@@ -52,6 +52,7 @@ func Bar(p Progress) string {
 	for _, r := range p.Revisions {
 		fmt.Fprintf(&b, "  rev %-3s %-*s  %s  %s, %d available\n", r.Revision, nameWidth, r.Name, bar(r.Available, r.Pods, p.Desired), pods(r.Pods), r.Available)
 	}
+	b.WriteString(indent("  ", p.Staged.Lines()))
 	if p.Blocking != nil {
 		fmt.Fprintf(&b, "  waiting on %s", p.Blocking)
 		if p.Blocking.Message != "" {
@@ -63,6 +64,30 @@ func Bar(p Progress) string {
 		fmt.Fprintf(&b, "  warning: %s\n", w)
 	}
 	return b.String()
+}
+
+// Lines are a staged rollout's lines under a view's heading: where it stands, and what
+// moves it on when it is held. Empty for nil.
+//
+//	step 1/5: 10% (2 of 20 updated), paused until promoted
+//	to continue: kroll rollout promote deployment/web
+func (s *Staged) Lines() string {
+	if s == nil {
+		return ""
+	}
+	out := s.Message + "\n"
+	if s.Continue != "" {
+		out += "to continue: " + s.Continue + "\n"
+	}
+	return out
+}
+
+// indent puts prefix before each line of text.
+func indent(prefix, text string) string {
+	if text == "" {
+		return ""
+	}
+	return prefix + strings.ReplaceAll(strings.TrimSuffix(text, "\n"), "\n", "\n"+prefix) + "\n"
 }
 
 // bar draws available then not-yet-available pods out of desired cells (a revision

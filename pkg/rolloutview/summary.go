@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // Verdict is `kroll status`'s word for a rollout, as the batch status script of the
@@ -64,12 +66,16 @@ func detail(p Progress) string {
 	switch {
 	case p.Phase == Complete:
 		return ""
+	case p.Err == nil && p.Staged.Held():
+		return p.Staged.Where()
 	case p.onDelete:
 		return fmt.Sprintf("OnDelete: %d pods to delete", p.Desired-p.Updated)
 	case p.Err != nil && p.Blocking != nil:
 		return p.Err.Error() + "; waiting on " + p.Blocking.String()
 	case p.Err != nil:
 		return p.Err.Error()
+	case p.Blocking != nil && p.Staged != nil && p.Staged.Phase == staging.Progressing:
+		return p.Staged.Message + "; waiting on " + p.Blocking.String()
 	case p.Blocking != nil:
 		return "waiting on " + p.Blocking.String()
 	}

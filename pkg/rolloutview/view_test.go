@@ -324,7 +324,7 @@ var snapshots = []struct {
 }
 
 func TestViewsGolden(t *testing.T) {
-	for _, tt := range snapshots {
+	for _, tt := range append(snapshots, stagedSnapshots...) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := ProgressOf(tt.snap())
 			if err != nil {
@@ -456,7 +456,7 @@ func TestETA(t *testing.T) {
 
 func TestSummaryGolden(t *testing.T) {
 	var ps []Progress
-	for _, tt := range snapshots {
+	for _, tt := range append(snapshots, stagedSnapshots...) {
 		p, err := ProgressOf(tt.snap())
 		if err != nil {
 			t.Fatal(err)
