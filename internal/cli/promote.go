@@ -39,17 +39,7 @@ the steps done in kroll.dev/rollout-step ("1/5"), and promote moves that record 
 			if err != nil {
 				return err
 			}
-			var record staging.Record
-			err = updateWorkload(cmd.Context(), client, ref, func(obj runtime.Object) error {
-				meta := metaOf(obj)
-				r, err := staging.Promote(meta.Annotations, full, time.Now())
-				if err != nil {
-					return fmt.Errorf("%s cannot be promoted: %w", ref, err)
-				}
-				r.Set(meta.Annotations)
-				record = r
-				return nil
-			})
+			record, err := promote(cmd.Context(), client, ref, full, time.Now())
 			if err != nil {
 				return explainUnreachable(err, k.host())
 			}
@@ -81,30 +71,74 @@ another revision, started after the request, is not aborted by it.`,
 			if err != nil {
 				return err
 			}
-			snap, err := ref.snapshot(cmd.Context(), client)
+			revision, err := abort(cmd.Context(), client, ref)
 			if err != nil {
 				return explainUnreachable(err, k.host())
 			}
-			progress, err := rolloutview.ProgressOf(snap)
-			if err != nil {
-				return err
-			}
-			if progress.Phase == rolloutview.Complete || progress.Phase == rolloutview.RolledBack || progress.Revision == "" {
-				return fmt.Errorf("%s has no rollout in progress to abort (revision %s is %s)", ref, progress.Revision, progress.Phase)
-			}
-			err = updateWorkload(cmd.Context(), client, ref, func(obj runtime.Object) error {
-				meta := metaOf(obj)
-				meta.Annotations[staging.AbortAnnotation] = progress.Revision
-				return nil
-			})
-			if err != nil {
-				return explainUnreachable(err, k.host())
-			}
-			fmt.Fprintf(stdout, "%s.apps/%s abort of revision %s requested\n", ref.kind, ref.name, progress.Revision)
+			fmt.Fprintf(stdout, "%s.apps/%s abort of revision %s requested\n", ref.kind, ref.name, revision)
 			return nil
 		},
 	}
 	return cmd
+}
+
+// promote writes ref's step record one step on (to the end with full), in one update,
+// and returns it. It refuses a workload whose steps kroll's controller has not started
+// for the revision rolled out now: the record of an earlier template would be moved
+// on for nothing (the controller starts the new one at 0).
+func promote(ctx context.Context, client kubernetes.Interface, ref workloadRef, full bool, now time.Time) (staging.Record, error) {
+	snap, err := ref.snapshot(ctx, client)
+	if err != nil {
+		return staging.Record{}, err
+	}
+	progress, err := rolloutview.ProgressOf(snap)
+	if err != nil {
+		return staging.Record{}, err
+	}
+	var record staging.Record
+	err = updateWorkload(ctx, client, ref, func(obj runtime.Object) error {
+		meta := metaOf(obj)
+		settings := staging.SettingsOf(meta.Annotations)
+		if len(settings.Problems) == 0 && len(settings.Steps) == 0 && settings.Partition != nil {
+			return fmt.Errorf("%s cannot be promoted: it is staged by %s, not by steps; lower the partition instead: kroll annotate %s %s=0 --overwrite",
+				ref, staging.PartitionAnnotation, ref, staging.PartitionAnnotation)
+		}
+		r, err := staging.Promote(meta.Annotations, full, now)
+		if err != nil {
+			return fmt.Errorf("%s cannot be promoted: %w", ref, err)
+		}
+		switch st := progress.Staged; {
+		case st == nil:
+			return fmt.Errorf("%s cannot be promoted: its rollout of revision %s is not staged (a rollback, or no pod left on an older revision)", ref, progress.Revision)
+		case r.Revision != st.Revision:
+			return fmt.Errorf("%s cannot be promoted: its recorded steps (%s=%q) are not of the revision rolled out now (%s); kroll's controller starts its steps at its next sync, try again then",
+				ref, staging.StepRevisionAnnotation, r.Revision, progress.Revision)
+		}
+		r.Set(meta.Annotations)
+		record = r
+		return nil
+	})
+	return record, err
+}
+
+// abort asks kroll's controller to roll back the revision ref rolls out now, and
+// returns that revision. It refuses a workload with no rollout in progress.
+func abort(ctx context.Context, client kubernetes.Interface, ref workloadRef) (string, error) {
+	snap, err := ref.snapshot(ctx, client)
+	if err != nil {
+		return "", err
+	}
+	progress, err := rolloutview.ProgressOf(snap)
+	if err != nil {
+		return "", err
+	}
+	if progress.Phase == rolloutview.Complete || progress.Phase == rolloutview.RolledBack || progress.Revision == "" {
+		return "", fmt.Errorf("%s has no rollout in progress to abort (revision %s is %s)", ref, progress.Revision, progress.Phase)
+	}
+	return progress.Revision, updateWorkload(ctx, client, ref, func(obj runtime.Object) error {
+		metaOf(obj).Annotations[staging.AbortAnnotation] = progress.Revision
+		return nil
+	})
 }
 
 // updateWorkload reads the workload, lets edit change it (its annotations are never

@@ -29,6 +29,10 @@ type Staged struct {
 	// Message is the Staged condition's: "step 1/5: 10% (2 of 20 updated), paused
 	// until promoted".
 	Message string `json:"message"`
+	// Revision is the revision the steps run for, as kroll.dev/rollout-step-revision
+	// names it: a Deployment's new ReplicaSet's pod-template-hash, a StatefulSet's
+	// update revision, a DaemonSet's current ControllerRevision.
+	Revision string `json:"revision"`
 	// Continue is the command that moves a held rollout on; empty while it moves by
 	// itself.
 	Continue string `json:"continue,omitempty"`
@@ -79,7 +83,7 @@ func stagedOf(s Snapshot, ref string, conds []condition, observed int64) *Staged
 	if d.Phase == staging.Unstaged {
 		return nil
 	}
-	out := &Staged{Phase: d.Phase, Partition: d.Partition, Message: d.Message}
+	out := &Staged{Phase: d.Phase, Partition: d.Partition, Message: d.Message, Revision: progress.Revision}
 	if d.Record != nil {
 		out.Step, out.Total = d.Record.Done, d.Record.Total
 	}
