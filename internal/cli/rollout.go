@@ -112,9 +112,9 @@ func (r *redraw) show(text string) {
 
 func (k *kubectlVerbs) newRolloutStatusCommand() *cobra.Command {
 	var (
-		watch   bool
-		timeout time.Duration
-		output  string
+		watch, untilPaused bool
+		timeout            time.Duration
+		output             string
 	)
 	cmd := &cobra.Command{
 		Use:   "status (TYPE NAME | TYPE/NAME)",
@@ -136,13 +136,22 @@ line: "error: deployment "web" rollout failed: 3 of 4 new pods failed, threshold
 phase is RolledBack or PausedOnFailure and "failure" holds the condition's reason and
 message. A policy whose annotations do not parse is a Warning line.
 
+A staged rollout (kroll.dev/partition, kroll.dev/rollout-steps) shows its step:
+"step 1/5: 10% (2 of 20 updated), paused until promoted". Held at a pause or at its
+partition it is Paused, and the line names the command that continues ('kroll rollout
+promote deployment/web', or lowering kroll.dev/partition); status keeps waiting there,
+as kubectl's does on a paused Deployment, unless --until-paused is given: then it
+exits 0 once the rollout is held (or paused with 'kroll rollout pause'). -o json
+carries "staged": phase, step, total, partition, message.
+
 Exit codes are kubectl's: 0 once rolled out (or at once with --watch=false), 1 when the
 rollout failed (progress deadline exceeded, or an InPlaceOnly change that cannot be made
 in place), the timeout passed, or the workload is not found; and 1 when kroll's
 controller rolled the rollout back or paused it on failure.`,
 		Example: `  kroll rollout status deployment/web
   kroll rollout status statefulset/db --timeout=5m
-  kroll rollout status deployment/web --watch=false -o json`,
+  kroll rollout status deployment/web --watch=false -o json
+  kroll rollout status deployment/web --until-paused`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "" && output != "json" {
@@ -155,7 +164,7 @@ controller rolled the rollout back or paused it on failure.`,
 			if len(rest) > 0 {
 				return fmt.Errorf("one workload at a time: unexpected %q", strings.Join(rest, " "))
 			}
-			s := statusPrinter{out: k.streams.Out, errOut: k.streams.ErrOut, json: output == "json", terminal: output == "" && isTerminal(k.streams.Out)}
+			s := statusPrinter{out: k.streams.Out, errOut: k.streams.ErrOut, json: output == "json", terminal: output == "" && isTerminal(k.streams.Out), untilPaused: untilPaused}
 			ctx, cancel := interruptible(cmd.Context())
 			defer cancel()
 			if timeout > 0 {
@@ -183,6 +192,7 @@ controller rolled the rollout back or paused it on failure.`,
 	cmd.Flags().BoolVarP(&watch, "watch", "w", true, "Watch the status of the rollout until it's done.")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "The length of time to wait before ending watch, zero means never. Any other values should contain a corresponding time unit (e.g. 1s, 2m, 3h).")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json (one object per change). Default: a progress bar in a terminal, plain lines otherwise.")
+	cmd.Flags().BoolVar(&untilPaused, "until-paused", false, "Also stop, exit 0, once the rollout is paused: held at a step's pause or its kroll.dev/partition, or paused by 'kroll rollout pause'.")
 	return cmd
 }
 
@@ -191,6 +201,8 @@ controller rolled the rollout back or paused it on failure.`,
 type statusPrinter struct {
 	out, errOut    io.Writer
 	json, terminal bool
+	// untilPaused: a paused rollout ends the wait too (--until-paused).
+	untilPaused bool
 	// warned are the warnings printed already: each once, not on every change.
 	warned         map[string]bool
 	screen         redraw
@@ -244,6 +256,11 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		return true, nil
 	case prog.Phase == rolloutview.Failed:
 		return true, fmt.Errorf("%s/%s failed: %s", prog.Kind, prog.Name, inPlaceBlocked)
+	case p.untilPaused && prog.Phase == rolloutview.Paused:
+		if p.terminal {
+			fmt.Fprintln(p.out, prog.Message)
+		}
+		return true, nil
 	}
 	return false, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +11,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/rolloutview"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // A rollout past its progress deadline: kubectl prints `error: deployment "web"
@@ -82,5 +85,69 @@ func TestRolloutStatus_rolledBackAndWarnings(t *testing.T) {
 	}
 	if want := "Warning: deployment/web: " + problem + "\n"; stderr.String() != want {
 		t.Errorf("stderr %q, want once %q", stderr.String(), want)
+	}
+}
+
+// snapshotOfObjects is the rollout view's snapshot of the first object among objs,
+// which are a workload and what it owns, at stepsNow.
+func snapshotOfObjects(objs []runtime.Object) rolloutview.Snapshot {
+	var o owned
+	for _, x := range objs[1:] {
+		switch v := x.(type) {
+		case *appsv1.ReplicaSet:
+			o.replicaSets = append(o.replicaSets, v)
+		case *appsv1.ControllerRevision:
+			o.revisions = append(o.revisions, v)
+		case *corev1.Pod:
+			o.pods = append(o.pods, v)
+		}
+	}
+	return o.snapshotOf(objs[0], stepsNow)
+}
+
+// Held at a step's pause: status keeps waiting (as on a paused Deployment) and says
+// what continues; --until-paused stops there with no error; -o json has "staged".
+func TestRolloutStatus_heldAtAStep(t *testing.T) {
+	snap := snapshotOfObjects(stagedWeb(map[string]string{staging.StepsAnnotation: "25%, pause, 100%"}, 3, 1, "1/3"))
+	wantLine := `deployment "web": step 1/3: 25% (1 of 4 updated), paused until promoted; to continue: kroll rollout promote deployment/web` + "\n"
+	for _, untilPaused := range []bool{false, true} {
+		var out bytes.Buffer
+		p := statusPrinter{out: &out, untilPaused: untilPaused}
+		done, err := p.print(snap)
+		if done != untilPaused || err != nil {
+			t.Errorf("--until-paused=%v: done %v, err %v; want done only with the flag, no error", untilPaused, done, err)
+		}
+		if out.String() != wantLine {
+			t.Errorf("--until-paused=%v: printed %q, want %q", untilPaused, out.String(), wantLine)
+		}
+	}
+	var out bytes.Buffer
+	p := statusPrinter{out: &out, json: true}
+	if _, err := p.print(snap); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Phase  string
+		Staged map[string]any
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"phase": "StepPaused", "step": 1.0, "total": 3.0, "partition": 3.0, "revision": "new",
+		"message": "step 1/3: 25% (1 of 4 updated), paused until promoted", "continue": "kroll rollout promote deployment/web"}
+	if got.Phase != "Paused" || fmt.Sprint(got.Staged) != fmt.Sprint(want) {
+		t.Errorf("json phase %s staged %v, want Paused %v", got.Phase, got.Staged, want)
+	}
+}
+
+// A rollout moving toward its step's share is not paused: --until-paused waits on.
+func TestRolloutStatus_untilPausedWaitsWhileAStepRollsOut(t *testing.T) {
+	snap := snapshotOfObjects(stagedWeb(map[string]string{staging.StepsAnnotation: "25%, pause, 100%"}, 2, 2, "2/3"))
+	var out bytes.Buffer
+	p := statusPrinter{out: &out, untilPaused: true}
+	done, err := p.print(snap)
+	want := `Waiting for deployment "web" rollout to finish: step 2/3: rolling out to 100% (2 of 4 updated)...` + "\n"
+	if done || err != nil || out.String() != want {
+		t.Errorf("done %v err %v, printed %q; want waiting, %q", done, err, out.String(), want)
 	}
 }
