@@ -15,12 +15,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/rolloutview"
 	"github.com/kroll-dev/kroll/pkg/rolloutview/chart"
+	"github.com/kroll-dev/kroll/pkg/staging"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
@@ -320,7 +323,11 @@ func (k *kubectlVerbs) newRolloutWatchCommand() *cobra.Command {
 (Deployment) or ControllerRevision (StatefulSet, DaemonSet) holding it, and its pods with
 ready containers, status, restarts, age and image. In a terminal the tree is redrawn in
 place; elsewhere each change prints a new tree. Runs until interrupted, or until the
-rollout completes with --until-complete.`,
+rollout completes with --until-complete.
+
+A staged rollout (kroll.dev/partition, kroll.dev/rollout-steps) shows its step under
+the heading, and each step boundary it crosses while watched is marked with a line
+that stays: "--- 12:00:05 step 2/5: rolling out to 50% (2 of 20 updated)".`,
 		Example: `  kroll rollout watch deployment/web
   kroll rollout watch statefulset/db --until-complete`,
 		Args: cobra.RangeArgs(1, 2),
@@ -335,24 +342,8 @@ rollout completes with --until-complete.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			terminal := isTerminal(k.streams.Out)
-			screen := redraw{w: k.streams.Out}
-			last := ""
-			err = ref.watchSnapshots(ctx, client, func(s rolloutview.Snapshot) (bool, error) {
-				p, err := rolloutview.ProgressOf(s)
-				if err != nil {
-					return true, err
-				}
-				tree := rolloutview.Tree(s, p)
-				switch {
-				case terminal:
-					screen.show(tree)
-				case tree != last:
-					fmt.Fprintln(k.streams.Out, tree)
-				}
-				last = tree
-				return untilDone && p.Phase == rolloutview.Complete, nil
-			})
+			w := treeWatcher{out: k.streams.Out, terminal: isTerminal(k.streams.Out), untilDone: untilDone}
+			err = ref.watchSnapshots(ctx, client, w.show)
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return nil
 			}
@@ -362,6 +353,41 @@ rollout completes with --until-complete.`,
 	cmd.Flags().BoolVar(&untilDone, "until-complete", false, "Stop once the rollout is complete.")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "Stop watching after this long; zero means never.")
 	return cmd
+}
+
+// treeWatcher shows successive snapshots of one rollout as `rollout watch`'s tree.
+type treeWatcher struct {
+	out                 io.Writer
+	terminal, untilDone bool
+	screen              redraw
+	last                string
+	// staged is the staged state last shown, to mark the step boundaries crossed.
+	staged *rolloutview.Staged
+}
+
+// show draws s and says whether to stop (--until-complete and complete).
+func (w *treeWatcher) show(s rolloutview.Snapshot) (bool, error) {
+	p, err := rolloutview.ProgressOf(s)
+	if err != nil {
+		return true, err
+	}
+	w.screen.w = w.out
+	if rolloutview.StepChanged(w.staged, p.Staged) {
+		// A step boundary stays on screen, above the redrawn tree.
+		w.screen.show("")
+		fmt.Fprintf(w.out, "--- %s %s\n", s.Now.UTC().Format(time.TimeOnly), p.Staged.Message)
+		w.screen.lines = 0
+	}
+	w.staged = p.Staged
+	tree := rolloutview.Tree(s, p)
+	switch {
+	case w.terminal:
+		w.screen.show(tree)
+	case tree != w.last:
+		fmt.Fprintln(w.out, tree)
+	}
+	w.last = tree
+	return w.untilDone && p.Phase == rolloutview.Complete, nil
 }
 
 func (k *kubectlVerbs) newRolloutTimelineCommand() *cobra.Command {
@@ -375,7 +401,11 @@ new, available and unavailable pods, and the desired count.
 kroll's controllers record each rollout in the annotation kroll.dev/rollout-timeline
 of the workload, with the status write they make anyway: one sample per status change,
 started again by each new revision; at 240 samples every other one is dropped. Workloads run by other
-controllers have no record.`,
+controllers have no record.
+
+A staged rollout's step boundaries are marked with dashed lines ("1/5", "partition 10"),
+from its RolloutStep events: events expire (after an hour by default), so an older
+rollout's chart has fewer marks, or none.`,
 		Example: `  kroll rollout timeline deployment/web -o web.svg
   kroll rollout timeline daemonset/agent -o agent.png`,
 		Args: cobra.RangeArgs(1, 2),
@@ -401,6 +431,13 @@ controllers have no record.`,
 				return fmt.Errorf("%s: %w", ref, err)
 			}
 			opts := chart.Options{Title: fmt.Sprintf("%s → revision %s", ref, t.Revision)}
+			if _, recorded := staging.RecordOf(annotationsOf(obj)); recorded || staging.SettingsOf(annotationsOf(obj)).Staged() {
+				events, err := stepEvents(cmd.Context(), client, obj)
+				if err != nil {
+					fmt.Fprintf(k.streams.ErrOut, "Warning: %s: step boundaries not marked: %v\n", ref, err)
+				}
+				opts.Marks = rolloutview.StepMarks(t, events)
+			}
 			var data []byte
 			if ext == ".svg" {
 				data = chart.SVG(t, opts)
@@ -417,6 +454,17 @@ controllers have no record.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "File to write: .svg or .png (required)")
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
+}
+
+// stepEvents are the RolloutStep events of obj, which mark its step boundaries.
+func stepEvents(ctx context.Context, client kubernetes.Interface, obj runtime.Object) ([]corev1.Event, error) {
+	meta := obj.(metav1.Object)
+	list, err := client.CoreV1().Events(meta.GetNamespace()).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.uid": string(meta.GetUID()), "reason": staging.EventReason}.String()})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 func span(t timeline.Timeline) time.Duration {

@@ -151,3 +151,31 @@ func TestRolloutStatus_untilPausedWaitsWhileAStepRollsOut(t *testing.T) {
 		t.Errorf("done %v err %v, printed %q; want waiting, %q", done, err, out.String(), want)
 	}
 }
+
+// Watching a staged rollout through a promote: the step boundary is one line that
+// stays above the redrawn tree, in a terminal too; no line for a change within a step.
+func TestRolloutWatch_marksStepBoundaries(t *testing.T) {
+	steps := map[string]string{staging.StepsAnnotation: "25%, pause, 100%"}
+	views := []rolloutview.Snapshot{
+		snapshotOfObjects(stagedWeb(steps, 3, 1, "1/3")),
+		snapshotOfObjects(stagedWeb(steps, 3, 1, "2/3")),
+		snapshotOfObjects(stagedWeb(steps, 2, 2, "2/3")),
+	}
+	for _, terminal := range []bool{false, true} {
+		var out bytes.Buffer
+		w := treeWatcher{out: &out, terminal: terminal}
+		for _, v := range views {
+			if stop, err := w.show(v); stop || err != nil {
+				t.Fatalf("stop %v err %v", stop, err)
+			}
+		}
+		// A terminal's redraw escapes may come before the mark on its line.
+		mark := "--- 12:00:00 step 2/3: rolling out to 100% (1 of 4 updated)\n"
+		if n := strings.Count(out.String(), "--- "); n != 1 || !strings.Contains(out.String(), mark) {
+			t.Errorf("terminal=%v: %d marks, want 1: %q:\n%s", terminal, n, mark, out.String())
+		}
+		if terminal && !strings.Contains(out.String(), "--- 12:00:00 step 2/3: rolling out to 100% (1 of 4 updated)\ndeployment/web  Progressing") {
+			t.Errorf("terminal: the mark is not right above the redrawn tree:\n%q", out.String())
+		}
+	}
+}

@@ -2,6 +2,7 @@ package rolloutview
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,7 +12,9 @@ import (
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/rolloutview/chart"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // Staged is where a staged rollout (kroll.dev/partition, kroll.dev/rollout-steps)
@@ -291,4 +294,40 @@ func stagedCondition(conds []condition) *condition {
 		}
 	}
 	return nil
+}
+
+// StepChanged tells a staged rollout that crossed a step boundary between two views of
+// it: its recorded step moved, or it reached (or left) its partition. Neither nil:
+// the first view of a rollout is no boundary.
+func StepChanged(prev, cur *Staged) bool {
+	if prev == nil || cur == nil {
+		return false
+	}
+	return prev.Step != cur.Step || prev.Total != cur.Total || prev.Phase != cur.Phase
+}
+
+// StepMarks are the step boundaries of the rollout t records, for its chart: one mark
+// per RolloutStep event of the workload since t started (events of an earlier
+// revision's rollout come before it), at the event's first occurrence, labelled with
+// its step ("1/5") or partition ("partition 10"). Events expire (an hour by
+// default), so an old rollout's chart has fewer marks or none.
+func StepMarks(t timeline.Timeline, events []corev1.Event) []chart.Mark {
+	var marks []chart.Mark
+	for _, e := range events {
+		if e.Reason != staging.EventReason {
+			continue
+		}
+		at := e.FirstTimestamp.Time
+		if at.IsZero() {
+			at = e.EventTime.Time
+		}
+		if at.IsZero() || at.Before(t.Start) {
+			continue
+		}
+		label, _, _ := strings.Cut(e.Message, ":")
+		label, _ = strings.CutSuffix(strings.TrimPrefix(label, "step "), " reached")
+		marks = append(marks, chart.Mark{At: at.Sub(t.Start), Label: label})
+	}
+	sort.SliceStable(marks, func(i, j int) bool { return marks[i].At < marks[j].At })
+	return marks
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 const twentySteps = "10%, pause, 50%, pause: 5s, 100%"
@@ -208,5 +209,44 @@ func TestStagedWhere(t *testing.T) {
 		if got := tt.s.Where(); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.s.Message, got, tt.want)
 		}
+	}
+}
+
+func TestStepChanged(t *testing.T) {
+	at := func(step int, phase staging.Phase) *Staged { return &Staged{Phase: phase, Step: step, Total: 5} }
+	tests := []struct {
+		name      string
+		prev, cur *Staged
+		want      bool
+	}{
+		{"the first view is no boundary", nil, at(1, staging.StepPaused), false},
+		{"promoted: 1/5 to 2/5", at(1, staging.StepPaused), at(2, staging.Progressing), true},
+		{"pods moving within a step", at(2, staging.Progressing), at(2, staging.Progressing), false},
+		{"partition reached", &Staged{Phase: staging.Progressing, Partition: 10}, &Staged{Phase: staging.PartitionReached, Partition: 10}, true},
+		{"no longer staged (aborted): nothing to mark", at(2, staging.Progressing), nil, false},
+	}
+	for _, tt := range tests {
+		if got := StepChanged(tt.prev, tt.cur); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestStepMarks(t *testing.T) {
+	start := now.Add(-time.Minute)
+	tl := timeline.Timeline{Revision: "2", Start: start}
+	event := func(reason, message string, at time.Time) corev1.Event {
+		return corev1.Event{Reason: reason, Message: message, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at.Add(time.Hour))}
+	}
+	events := []corev1.Event{
+		event(staging.EventReason, "step 2/5: rolling out to 50% (2 of 20 updated)", start.Add(30*time.Second)),
+		event(staging.EventReason, "step 1/5: 10% (2 of 20 updated), paused until promoted", start.Add(10*time.Second)),
+		event(staging.EventReason, "step 4/5: rolling out to 100% (10 of 20 updated)", start.Add(-time.Hour)), // the rollout before
+		event("ScalingReplicaSet", "Scaled up replica set web-6f9c7d from 0 to 2", start.Add(time.Second)),
+		event(staging.EventReason, "partition 10 reached: 10 of 20 updated, 10 kept on the old revisions", start.Add(40*time.Second)),
+	}
+	got := fmt.Sprint(StepMarks(tl, events))
+	if want := "[{10s 1/5} {30s 2/5} {40s partition 10}]"; got != want {
+		t.Errorf("marks %s, want %s", got, want)
 	}
 }

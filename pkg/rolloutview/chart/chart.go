@@ -27,6 +27,17 @@ type Options struct {
 	Title string
 	// Width and Height are the size in pixels; 0 means 800×400.
 	Width, Height int
+	// Marks are moments to mark with a dashed vertical line and a short label: a
+	// staged rollout's step boundaries ("1/5"). Marks before the start or past the end
+	// of the time axis are left out.
+	Marks []Mark
+}
+
+// Mark is a labelled moment of the rollout.
+type Mark struct {
+	// At is since the rollout start, as a sample's At.
+	At    time.Duration
+	Label string
 }
 
 // SVG draws t as a standalone SVG document.
@@ -172,6 +183,7 @@ func compose(t timeline.Timeline, o Options) scene {
 	addGrid(&s, f)
 	addAxes(&s, f)
 	addDesired(&s, f, t.Desired)
+	addMarks(&s, f, o.Marks)
 	for i, sr := range allSeries {
 		if pts := steps(f, t.Samples, sr.value, dodge(i)); len(pts) > 0 {
 			s.add(polyline{points: pts, color: sr.color, width: seriesWidth})
@@ -322,6 +334,19 @@ func addDesired(s *scene, f frame, desired int32) {
 	// At the right end, where a finished rollout's lines meet it; above it, where the
 	// headroom keeps the lines away.
 	s.add(label{at: point{f.right - 4, y - 6}, text: fmt.Sprintf("desired %d", desired), color: axisInk, size: textSize, anchor: anchorEnd})
+}
+
+// addMarks draws each mark as a dashed vertical line over the plot, its label at the
+// top, just right of the line, where the legend is not.
+func addMarks(s *scene, f frame, marks []Mark) {
+	for _, m := range marks {
+		if m.At < 0 || m.At > f.span {
+			continue
+		}
+		x := f.x(m.At)
+		s.add(line{from: point{x, f.top}, to: point{x, f.bottom}, color: quietInk, width: 1, dashed: true})
+		s.add(label{at: point{x + 3, f.top + textSize}, text: m.Label, color: quietInk, size: textSize})
+	}
 }
 
 // dodge is how far series i is moved right and down, in pixels. The series often

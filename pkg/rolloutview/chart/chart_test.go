@@ -68,6 +68,8 @@ func cases() []chartCase {
 		{"rolling_update", rollingUpdate(), Options{Title: "deployment/web → revision 2"}},
 		{"empty", timeline.Timeline{}, Options{Title: "deployment/idle → revision 1"}},
 		{"one_sample", oneSample(), Options{Title: "statefulset/api → revision 5", Width: 640, Height: 320}},
+		{"steps_marked", rollingUpdate(), Options{Title: "deployment/web → revision 2", Marks: []Mark{
+			{At: 2 * time.Second, Label: "1/3"}, {At: 6 * time.Second, Label: "2/3"}, {At: time.Hour, Label: "past the end: left out"}}}},
 	}
 }
 
