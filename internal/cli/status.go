@@ -27,7 +27,9 @@ for one not done the pod it waits on.
 A rollout has failed when it cannot finish without a change: a Deployment past its
 progress deadline, an InPlaceOnly change that cannot be made in place, or one kroll's
 controller judged failed under its kroll.dev/on-failure policy (rolled-back or
-paused-on-failure, with the RolloutFailed condition's line). The exit code is 1 when any
+paused-on-failure, with the RolloutFailed condition's line). A staged rollout held at a
+pause or at its partition is paused, its detail where: "paused at step 2/5", "at
+partition 10". The exit code is 1 when any
 has failed, 0 otherwise. A failure policy whose annotations do not parse is a Warning
 line on stderr.`,
 		Example: `  kroll status
