@@ -99,7 +99,7 @@ func promote(ctx context.Context, client kubernetes.Interface, ref workloadRef, 
 	err = updateWorkload(ctx, client, ref, func(obj runtime.Object) error {
 		meta := metaOf(obj)
 		settings := staging.SettingsOf(meta.Annotations)
-		if len(settings.Problems) == 0 && len(settings.Steps) == 0 && settings.Partition != nil {
+		if len(settings.Problems) == 0 && len(settings.Steps) == 0 && settings.Partition != nil && ref.kind != kindStatefulSet {
 			return fmt.Errorf("%s cannot be promoted: it is staged by %s, not by steps; lower the partition instead: kroll annotate %s %s=0 --overwrite",
 				ref, staging.PartitionAnnotation, ref, staging.PartitionAnnotation)
 		}

@@ -85,7 +85,7 @@ func failureOf(meta metav1.ObjectMeta, observed int64, conds []condition, paused
 // status verbs exit 1 with ("deployment "web" rollout failed: …"), which also is its
 // message. A failed rollout's record wins over kubectl's own error (a deadline).
 func (s failureState) apply(p *Progress) {
-	p.Warnings = s.warnings
+	p.Warnings = append(p.Warnings, s.warnings...)
 	if s.failure == nil {
 		return
 	}

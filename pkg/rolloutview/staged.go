@@ -74,7 +74,7 @@ func stagedOf(s Snapshot, ref string, conds []condition, observed int64) *Staged
 	if !ok {
 		return nil
 	}
-	settings := staging.SettingsOf(meta.Annotations)
+	settings := settingsOf(s.Object, meta)
 	if !settings.Staged() {
 		return nil
 	}
@@ -118,6 +118,16 @@ func stagedOf(s Snapshot, ref string, conds []condition, observed int64) *Staged
 // kubectl's own pause keeps its phase and message; the staged state still comes with
 // them.
 func (p *Progress) stage(s Snapshot, conds []condition, observed int64) {
+	if meta, _, ok := stagingInput(s); ok {
+		// Annotations that do not parse turn staging off: a warning, as the
+		// controller's InvalidStaging event and Staged=False condition say.
+		if problem := staging.SettingsOf(meta.Annotations).Problem(); problem != "" {
+			p.Warnings = append(p.Warnings, problem)
+		}
+		if _, ok := s.Object.(*appsv1.StatefulSet); ok && meta.Annotations[staging.PartitionAnnotation] != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is for Deployments and DaemonSets, not used on a StatefulSet: use spec.updateStrategy.rollingUpdate.partition", staging.PartitionAnnotation))
+		}
+	}
 	st := stagedOf(s, p.Kind+"/"+p.Name, conds, observed)
 	p.Staged = st
 	if st == nil || st.Phase == staging.StepsDone || p.Phase != "" || p.Err != nil {
@@ -134,6 +144,16 @@ func (p *Progress) stage(s Snapshot, conds []condition, observed int64) {
 		return
 	}
 	p.Message = fmt.Sprintf("Waiting for %s %q rollout to finish: %s...", p.Kind, p.Name, st.Message)
+}
+
+// settingsOf are the staging settings the workload's controller follows: a
+// StatefulSet has a partition field of its own, and does not take kroll.dev/partition.
+func settingsOf(obj any, meta *metav1.ObjectMeta) staging.Settings {
+	settings := staging.SettingsOf(meta.Annotations)
+	if _, ok := obj.(*appsv1.StatefulSet); ok {
+		settings.Partition = nil
+	}
+	return settings
 }
 
 // continueCommand is what moves a held rollout on: promote for steps, a lower

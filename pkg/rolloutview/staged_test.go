@@ -180,6 +180,33 @@ func TestStaged(t *testing.T) {
 	}
 }
 
+// kroll.dev/partition on a StatefulSet: its controller does not take it (the
+// StatefulSet has its own partition field), so the view neither.
+func TestStaged_partitionAnnotationOnAStatefulSet(t *testing.T) {
+	s := statefulSetPartition()
+	s.Object.(*appsv1.StatefulSet).Annotations = map[string]string{staging.PartitionAnnotation: "3"}
+	p, err := ProgressOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "kroll.dev/partition is for Deployments and DaemonSets, not used on a StatefulSet: use spec.updateStrategy.rollingUpdate.partition"
+	if p.Staged != nil || len(p.Warnings) != 1 || p.Warnings[0] != want {
+		t.Errorf("staged %v, warnings %q; want not staged, one warning %q", p.Staged, p.Warnings, want)
+	}
+}
+
+// Steps that do not parse: not staged, and one warning line naming the annotation.
+func TestStaged_invalidAnnotationIsAWarning(t *testing.T) {
+	p, err := ProgressOf(stagedDeployment(map[string]string{staging.StepsAnnotation: "10%, later"}, 18, 2, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `kroll.dev/rollout-steps="10%, later" is not valid (step 2 "later" is neither a share of pods (10%, 3) nor a pause): want a comma-separated list of shares of pods updated (10%, 3) and pauses ("pause" until promoted, "pause: 2m"), like "10%, pause, 50%, pause: 5m, 100%"; the rollout is not staged`
+	if p.Staged != nil || len(p.Warnings) != 1 || p.Warnings[0] != want {
+		t.Errorf("staged %v, warnings %q; want not staged, one warning %q", p.Staged, p.Warnings, want)
+	}
+}
+
 // recordOfAnotherRevision is stepOnePaused's pods under a record of steps 3/5 of an
 // earlier template.
 func recordOfAnotherRevision() Snapshot {
