@@ -135,6 +135,8 @@ func (p *Progress) stage(s Snapshot, conds []condition, observed int64) {
 	}
 	p.Done = false
 	p.Target = max(p.Desired-st.Partition, 0)
+	// The partition staging holds now (a StatefulSet's field may lag a sync behind).
+	p.Partition = nil
 	if st.Partition > 0 {
 		p.Partition = &st.Partition
 	}

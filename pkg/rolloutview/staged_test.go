@@ -77,6 +77,14 @@ func stagedStatefulSet() Snapshot {
 	return s
 }
 
+// promotedStatefulSet is stagedStatefulSet promoted to 2/3 (100%): the Staged
+// condition and the partition field are still those of step 1/3.
+func promotedStatefulSet() Snapshot {
+	s := stagedStatefulSet()
+	s.Object.(*appsv1.StatefulSet).Annotations[staging.StepAnnotation] = "2/3"
+	return s
+}
+
 // daemonSetAtPartition is a DaemonSet over 10 nodes with kroll.dev/partition 7: the
 // first 7 nodes by name keep revision 1, 3 run revision 2.
 func daemonSetAtPartition() Snapshot {
@@ -154,6 +162,8 @@ func TestStaged(t *testing.T) {
 			`Waiting for deployment "web" rollout to finish: 2 out of 20 new replicas have been updated...`},
 		{"StatefulSet at its step's partition: kubectl is done, kroll waits", stagedStatefulSet(), "StepPaused 1/3 partition=4", Paused, false,
 			`statefulset "web": step 1/3: 20% (1 of 5 updated), paused until promoted; to continue: kroll rollout promote statefulset/web`},
+		{"StatefulSet promoted to 100% before its controller wrote partition 0: no partition shown", promotedStatefulSet(), "Progressing 2/3 partition=0", Progressing, false,
+			`Waiting for statefulset "web" rollout to finish: step 2/3: rolling out to 100% (1 of 5 updated)...`},
 		{"DaemonSet partition 7 of 10 nodes: 3 updated, held", daemonSetAtPartition(), "PartitionReached 0/0 partition=7", Paused, false,
 			`daemonset "agent": partition 7 reached: 3 of 10 updated, 7 kept on the old revisions; to continue: kroll annotate daemonset/agent kroll.dev/partition=0 --overwrite`},
 	}
@@ -172,6 +182,9 @@ func TestStaged(t *testing.T) {
 			}
 			if p.Phase != tt.wantPhase || p.Done != tt.wantDone {
 				t.Errorf("phase %s done %v, want %s %v", p.Phase, p.Done, tt.wantPhase, tt.wantDone)
+			}
+			if st := p.Staged; st != nil && st.Phase != staging.StepsDone && (p.Partition == nil) != (st.Partition == 0) {
+				t.Errorf("partition %v shown, staged partition %d", p.Partition, st.Partition)
 			}
 			if line := Line(p); line != tt.wantLine {
 				t.Errorf("line\n%s\nwant\n%s", line, tt.wantLine)
