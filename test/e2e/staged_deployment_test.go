@@ -182,6 +182,15 @@ func (s *scene) waitStep(t *testing.T, name, step, image string, updated, old in
 	})
 }
 
+// waitRecord waits until Deployment name records step (kroll.dev/rollout-step).
+func (s *scene) waitRecord(t *testing.T, name, step string) {
+	t.Helper()
+	eventually(t, time.Minute, name+" records step "+step, func(context.Context) (bool, string) {
+		got := s.deployment(t, name).Annotations[staging.StepAnnotation]
+		return got == step, got
+	})
+}
+
 // condition is a Deployment condition as "Status/Reason: message"; empty without one.
 func condition(d *appsv1.Deployment, ct appsv1.DeploymentConditionType) string {
 	if c := rollout.Condition(&d.Status, ct); c != nil {
@@ -238,6 +247,8 @@ func TestStagedDeployment(t *testing.T) {
 		_, bounds := s.rolledOut(t, "web")
 		w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
 		s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
+		s.waitRecord(t, "web", "0/5")
+		restart(t, "0/5")
 		s.waitStep(t, "web", "1/5", "app:2", 2, 18)
 		restart(t, "1/5")
 		time.Sleep(2 * time.Second) // held: nothing moves on without promote
@@ -255,9 +266,12 @@ func TestStagedDeployment(t *testing.T) {
 		}
 
 		krollIn(t, s).must("rollout", "promote", "deployment/web")
+		restart(t, "2/5")
 		s.waitStep(t, "web", "3/5", "app:2", 10, 10)
 		reached := time.Now()
 		restart(t, "3/5")
+		s.waitRecord(t, "web", "4/5")
+		restart(t, "4/5")
 		s.waitStep(t, "web", "5/5", "app:2", 20, 0)
 		if waited := time.Since(reached); waited < 4*time.Second {
 			t.Errorf("the 5s pause ended after %s", waited)
