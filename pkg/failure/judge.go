@@ -20,6 +20,9 @@ const (
 	ReasonPodsFailing              = "PodsFailing"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonInvalidAnnotation        = "InvalidAnnotation"
+	// ReasonAborted is RolloutFailed's reason for a rollback asked for by
+	// `kroll rollout abort` (kroll.dev/abort).
+	ReasonAborted = "Aborted"
 
 	EventRolledBack           = "RolledBack"
 	EventRolloutPaused        = "RolloutPaused"

@@ -39,6 +39,9 @@ type HandOverView struct {
 	// Start: more old pods may be picked this pass. False when the Deployment is paused
 	// or only scaled: pods on their way still arrive, none starts.
 	Start bool
+	// Partition is how many pods stay on the old ReplicaSets (a staged rollout's
+	// partition): no old pod is picked that would leave fewer. 0: none is kept.
+	Partition int32
 	// New is the ReplicaSet pods are handed to; nil when there is none (InPlace is then
 	// false). Old are the others, oldest first.
 	New *ReplicaSetPods
@@ -99,7 +102,8 @@ func (p HandOverPlan) Empty() bool {
 //     in service — once the new ReplicaSet's observed size counts them all.
 //  2. Old pods out of service for their grace period (a State) are handed over once it
 //     is over.
-//  3. With v.Start, more old pods are picked: those not available first (they cost
+//  3. With v.Start, more old pods are picked — never so many that fewer than
+//     v.Partition old pods stay —: those not available first (they cost
 //     nothing), then available ones, each by name, while fewer than
 //     max(1, MaxUnavailable) of Desired are without a serving pod. A serving pod counts
 //     up to the available replicas its ReplicaSet reports: a pod that has left, or is
@@ -176,7 +180,12 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 		}
 	}
 	if v.Start {
-		for _, pod := range h.pick(candidates, serving) {
+		// With 20 old pods, none leaving, and partition 18: at most 2 are picked.
+		picked := h.pick(candidates, serving)
+		if keep := int(v.Partition); keep > 0 {
+			picked = picked[:max(0, min(len(picked), len(candidates)-keep))]
+		}
+		for _, pod := range picked {
 			if v.Grace > 0 && HasGate(pod) {
 				state := OutOfService(pod, v.New.RS.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Images(&v.New.RS.Spec.Template), v.Now)
 				p.TakeOut = append(p.TakeOut, PodOut{Pod: pod, State: state})

@@ -177,6 +177,27 @@ func TestPlanHandOver(t *testing.T) {
 			want: "a: 2 replicas, leaving [a1,a2], arriving [] (gives away a1,a2)",
 		},
 		{
+			name: "partition 3 of 4 with maxUnavailable 2: one pod goes, three stay old",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+				v.MaxUnavailable, v.Partition = 2, 3
+				return v
+			},
+			want: "a: 3 replicas, leaving [a1], arriving [] (gives away a1)",
+		},
+		{
+			name: "at partition 2 (a1, a2 gone, B holds them): no more is picked, B counts desired − partition",
+			view: func() HandOverView {
+				A := a(2, 2, true)
+				B := b(2, 2, true)
+				v := view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")})
+				v.MaxUnavailable, v.Partition = 2, 2
+				return v
+			},
+			want: "",
+		},
+		{
 			name: "maxUnavailable 0 still moves one pod at a time: an in-place update needs one out of service",
 			view: func() HandOverView {
 				A := a(4, 4, true)

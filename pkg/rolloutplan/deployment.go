@@ -40,6 +40,11 @@ import (
 //     not available first, then by name, as many available ones per batch as keep
 //     replicas−maxUnavailable (maxUnavailable at least 1) serving. Otherwise
 //     InPlaceIfPossible falls back to RollingUpdate, and InPlaceOnly touches no pod.
+//   - Staged (kroll.dev/partition, kroll.dev/rollout-steps): each pass bounds the new
+//     ReplicaSet and the old ones by staging.Decide's partition, as the controller
+//     does; a batch after which a step pauses says so ("pause until promoted", "pause
+//     5s"), and the replay goes on as if promoted or the time passed; a partition
+//     stops it (the last batch says so).
 //   - A paused Deployment is only scaled.
 //
 // Errors: another object, a changed selector, an unknown in-place mode.
@@ -195,12 +200,16 @@ type deploymentSim struct {
 	// InPlaceOnly refused the change.
 	initialOld, initialNew int
 	blocked                bool
+	// staged is the staged rollout's state; firstNote what holds it before any batch.
+	staged    stagedSim
+	firstNote string
 }
 
 func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1.Pod, next *appsv1.Deployment, now time.Time) *deploymentSim {
 	d := next.DeepCopy()
 	d.Status = *cur.Status.DeepCopy()
 	s := &deploymentSim{d: d, now: now}
+	s.staged = newStagedSim(d)
 	var objs []*appsv1.ReplicaSet
 	for _, rs := range rss {
 		if rs != nil {
@@ -223,6 +232,7 @@ func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*
 		}
 	}
 	s.initialOld = s.oldPods()
+	s.staged.reused = s.newExists
 	if s.new != nil {
 		s.initialNew = len(s.new.pods)
 	}
@@ -408,6 +418,9 @@ func (s *deploymentSim) notes(cur, next *appsv1.Deployment, plan Plan) []string 
 	if !sameTemplate && s.initialNew > 0 {
 		notes = append(notes, fmt.Sprintf("a rollback: ReplicaSet %s (revision %d) has the new template already; its %d pods stay",
 			s.new.rs.Name, history.Revision(s.new.rs), s.initialNew))
+	}
+	if s.firstNote != "" {
+		notes = append(notes, s.firstNote)
 	}
 	if old := s.oldPods(); old > 0 && !s.d.Spec.Paused && !s.blocked {
 		notes = append(notes, fmt.Sprintf("the rollout stops with %d old pods left and %d of %d replicas new", old, len(s.new.pods), desired))

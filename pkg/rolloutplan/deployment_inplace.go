@@ -54,8 +54,14 @@ func (s *deploymentSim) inPlace() {
 		}
 	}
 	for range s.passLimit() {
-		plan := inplace.PlanHandOver(s.handOverView())
+		decision := s.decide()
+		view := s.handOverView()
+		view.Partition = decision.Partition
+		plan := inplace.PlanHandOver(view)
 		if plan.Empty() {
+			if s.held(decision) {
+				continue
+			}
 			return
 		}
 		for _, rec := range plan.Records {

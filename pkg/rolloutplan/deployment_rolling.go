@@ -33,7 +33,7 @@ func (s *deploymentSim) scale() {
 	}
 	s.d.Status.Replicas = int32(total)
 	newRS, old := s.objects()
-	plan, ok := rollout.ProportionalScale(s.d, newRS, old)
+	plan, ok := rollout.PartitionedScale(s.d, newRS, old, s.decide().Partition)
 	if !ok {
 		return
 	}
@@ -60,6 +60,7 @@ func (s *deploymentSim) rolling() {
 	desired := int(rollout.DesiredReplicas(s.d))
 	for range s.passLimit() {
 		s.adoptNew()
+		decision := s.decide()
 		newRS, old := s.objects()
 		all := append(append([]*appsv1.ReplicaSet{}, old...), newRS)
 		size := len(s.new.pods)
@@ -67,7 +68,7 @@ func (s *deploymentSim) rolling() {
 		case size > desired:
 			size = desired
 		case size < desired:
-			size = int(rollout.NewReplicaSetReplicas(s.d, all, newRS, nil))
+			size = int(rollout.PartitionedNewReplicas(s.d, all, newRS, nil, decision.Partition))
 		}
 		if size != len(s.new.pods) {
 			s.resize(s.new, size)
@@ -75,12 +76,12 @@ func (s *deploymentSim) rolling() {
 			s.flush()
 			continue
 		}
-		for _, sc := range rollout.OldReplicaSetScaleDown(s.d, rollout.Active(old), newRS) {
+		for _, sc := range rollout.PartitionedScaleDown(s.d, rollout.Active(old), newRS, decision.Partition) {
 			r := s.byName(sc.ReplicaSet)
 			s.resize(r, int(sc.To))
 			s.annotate(r)
 		}
-		if !s.flush() {
+		if !s.flush() && !s.held(decision) {
 			return
 		}
 	}

@@ -63,6 +63,9 @@ type PodOp struct {
 // Batch is what happens at once; the next batch starts when this one has completed.
 type Batch struct {
 	Ops []PodOp `json:"ops"`
+	// Note says what holds the rollout once the batch has completed: a staged
+	// rollout's pause ("pause until promoted …", "pause 5s …") or its partition.
+	Note string `json:"note,omitempty"`
 }
 
 // Plan is what a change to one workload does to its pods.

@@ -48,6 +48,9 @@ func (p Plan) Text() string {
 	width := len(fmt.Sprint(len(p.Batches)))
 	for i, batch := range p.Batches {
 		fmt.Fprintf(&b, "  %*d. %s\n", width, i+1, strings.Join(p.describe(batch), "; "))
+		if batch.Note != "" {
+			fmt.Fprintf(&b, "  %*s  then: %s\n", width, "", batch.Note)
+		}
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)

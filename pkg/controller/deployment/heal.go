@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // A failing rollout heals itself (kroll.dev/on-failure, see pkg/failure): planHeal
@@ -232,25 +234,97 @@ func (c *Controller) healRollout(ctx context.Context, p *pass, policy failure.Po
 // their failure until the kubelet restarts them on its images. Killed between the two
 // writes, the controller decides the same again, and finds the target marked.
 func (c *Controller) rollBackOnFailure(ctx context.Context, d *appsv1.Deployment, plan healPlan) error {
-	if !isComplete(plan.to) {
-		marked := plan.to.DeepCopy()
+	msg := plan.verdict.Message(failure.RolledBackOutcome(plan.from, strconv.FormatInt(history.Revision(plan.to), 10)))
+	return c.rollBack(ctx, d, plan.to, plan.from, plan.verdict.Reason, msg)
+}
+
+// rollBack is the rollback's writes: to marked complete, then one Update giving d its
+// template with kroll.dev/rolled-back-from (and no kroll.dev/abort: an abort's request
+// goes in the same write); then the RolledBack event, the metric and the RolloutFailed
+// condition with reason and msg.
+func (c *Controller) rollBack(ctx context.Context, d *appsv1.Deployment, to *appsv1.ReplicaSet, from, reason, msg string) error {
+	if !isComplete(to) {
+		marked := to.DeepCopy()
+		if marked.Annotations == nil {
+			marked.Annotations = map[string]string{}
+		}
 		marked.Annotations[failure.CompleteAnnotation] = "true"
 		if _, err := c.writes.updateReplicaSet(ctx, marked); err != nil {
 			return err
 		}
 	}
 	next := d.DeepCopy()
-	next.Spec.Template = *plan.to.Spec.Template.DeepCopy()
+	next.Spec.Template = *to.Spec.Template.DeepCopy()
 	delete(next.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	history.SetAnnotationsFrom(next, plan.to)
-	next.Annotations[failure.RolledBackFromAnnotation] = plan.from
+	history.SetAnnotationsFrom(next, to)
+	next.Annotations[failure.RolledBackFromAnnotation] = from
+	delete(next.Annotations, staging.AbortAnnotation)
 	updated, err := c.writes.updateDeployment(ctx, next)
 	if err != nil {
 		return err
 	}
-	msg := plan.verdict.Message(failure.RolledBackOutcome(plan.from, strconv.FormatInt(history.Revision(plan.to), 10)))
 	controller.ReportFailureAction(c.recorder, updated, "Deployment", failure.Rollback, msg)
-	return c.recordFailure(ctx, updated, plan.verdict.Reason, msg)
+	return c.recordFailure(ctx, updated, reason, msg)
+}
+
+// abortRollout carries out kroll.dev/abort (`kroll rollout abort`): when it names the
+// revision rolling out, that revision is rolled back as a failure's rollback is
+// (reason Aborted: "aborted by request; rolled back from revision 5 to 4"), in the
+// Update that removes the request. The target is the failure policy's (the newest
+// old ReplicaSet marked complete), else the newest old one that still has pods: the
+// revision the rollout started from. A request naming another revision, or arriving
+// when nothing rolls out, is stale: it is removed with a Warning AbortIgnored naming
+// both revisions. acted says it wrote.
+func (c *Controller) abortRollout(ctx context.Context, p *pass) (acted bool, err error) {
+	d := p.d
+	asked, ok := d.Annotations[staging.AbortAnnotation]
+	if !ok {
+		return false, nil
+	}
+	current := ""
+	if p.newRS != nil {
+		current = strconv.FormatInt(history.Revision(p.newRS), 10)
+	}
+	to := abortTarget(p)
+	if current == "" || asked != current || to == nil || !inProgress(p) {
+		next := d.DeepCopy()
+		delete(next.Annotations, staging.AbortAnnotation)
+		if _, err := c.writes.updateDeployment(ctx, next); err != nil {
+			return true, err
+		}
+		why := fmt.Sprintf("revision %s is rolling out", current)
+		if current == "" || to == nil || !inProgress(p) {
+			why = fmt.Sprintf("revision %s is not rolling out from an older one", current)
+		}
+		c.recorder.Eventf(d, corev1.EventTypeWarning, reasonAbortIgnored, "abort of revision %s ignored: %s", asked, why)
+		return true, nil
+	}
+	msg := "aborted by request; " + failure.RolledBackOutcome(current, strconv.FormatInt(history.Revision(to), 10))
+	return true, c.rollBack(ctx, d, to, current, failure.ReasonAborted, msg)
+}
+
+// reasonAbortIgnored is the Warning event of a stale kroll.dev/abort.
+const reasonAbortIgnored = "AbortIgnored"
+
+// abortTarget is the ReplicaSet an abort goes back to: the newest old one marked
+// complete, else the newest old one with pods; nil without one.
+func abortTarget(p *pass) *appsv1.ReplicaSet {
+	var newest, complete *appsv1.ReplicaSet
+	for _, rs := range p.oldRSs {
+		if rs == nil || rs.DeletionTimestamp != nil {
+			continue
+		}
+		if isComplete(rs) && (complete == nil || history.Revision(rs) > history.Revision(complete)) {
+			complete = rs
+		}
+		if (rollout.Replicas(rs.Spec.Replicas) > 0 || rs.Status.Replicas > 0) && (newest == nil || history.Revision(rs) > history.Revision(newest)) {
+			newest = rs
+		}
+	}
+	if complete != nil {
+		return complete
+	}
+	return newest
 }
 
 // pauseOnFailure pauses d with the record of the bad revision in the same Update; then

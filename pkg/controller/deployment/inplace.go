@@ -53,9 +53,11 @@ func (c *Controller) handOverView(p *pass, start bool) inplace.HandOverView {
 		Now:             now,
 		Grace:           inplace.GracePeriod(d.Annotations),
 		// Nothing left to judge (no old pods) still leaves arrived pods to put back.
-		InPlace:  inPlaceMode(d) != inplace.Off && p.newRS != nil && (!p.judged || p.verdict.Proceeds()),
-		Start:    start,
-		TakenOut: sets.New[types.UID](),
+		InPlace: inPlaceMode(d) != inplace.Off && p.newRS != nil && (!p.judged || p.verdict.Proceeds()),
+		Start:   start,
+		// A staged rollout keeps its partition of old pods: none of those is picked.
+		Partition: p.staged.Partition,
+		TakenOut:  sets.New[types.UID](),
 	}
 	pods := func(rs *appsv1.ReplicaSet) inplace.ReplicaSetPods {
 		ps := inplace.ReplicaSetPods{RS: rs, Pods: controller.ActivePods(c.podIndexer, string(rs.UID))}

@@ -94,7 +94,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.Rep
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: template},
 	}
-	size := rollout.NewReplicaSetReplicas(d, append(append([]*appsv1.ReplicaSet{}, oldRSs...), rs), rs, c.seenPods)
+	size := rollout.PartitionedNewReplicas(d, append(append([]*appsv1.ReplicaSet{}, oldRSs...), rs), rs, c.seenPods, p.staged.Partition)
 	if v := p.verdict; p.judged && (v.Proceeds() || v.Reason == inplace.ReasonBlocked) {
 		// No surge: the old pods come over in place (or, blocked, stay where they are).
 		size = max(0, rollout.DesiredReplicas(d)-rollout.SpecReplicas(oldRSs))

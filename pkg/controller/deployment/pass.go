@@ -9,6 +9,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // pass is what one reconcile pass of a Deployment works on: the Deployment, its
@@ -29,6 +30,9 @@ type pass struct {
 	// in, or no old pod left).
 	verdict inplace.Verdict
 	judged  bool
+	// staged is the staged rollout's decision for this pass (see stage): its Partition
+	// bounds the rollout; the zero Decision when d is not staged.
+	staged staging.Decision
 }
 
 // newPass splits rsList into d's new ReplicaSet (the oldest whose template is d's,

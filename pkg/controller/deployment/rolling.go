@@ -24,12 +24,12 @@ func (c *Controller) rolloutRolling(ctx context.Context, p *pass) error {
 		return c.syncRolloutStatus(ctx, p)
 	}
 	d, all, newRS := p.d, p.all(), p.newRS
-	if changed, err := c.scaleNewReplicaSet(ctx, d, all, newRS); err != nil {
+	if changed, err := c.scaleNewReplicaSet(ctx, d, all, newRS, p.staged.Partition); err != nil {
 		return err
 	} else if changed {
 		return c.syncRolloutStatus(ctx, p)
 	}
-	if changed, err := c.scaleDownOld(ctx, d, rollout.Active(p.oldRSs), newRS); err != nil {
+	if changed, err := c.scaleDownOld(ctx, d, rollout.Active(p.oldRSs), newRS, p.staged.Partition); err != nil {
 		return err
 	} else if changed {
 		return c.syncRolloutStatus(ctx, p)
@@ -43,8 +43,8 @@ func (c *Controller) rolloutRolling(ctx context.Context, p *pass) error {
 }
 
 // scaleNewReplicaSet sizes the new ReplicaSet: down to replicas if above, otherwise up
-// by what maxSurge leaves room for.
-func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (bool, error) {
+// by what maxSurge leaves room for, no further than replicas−partition.
+func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, partition int32) (bool, error) {
 	desired := rollout.DesiredReplicas(d)
 	size := *newRS.Spec.Replicas
 	switch {
@@ -53,7 +53,7 @@ func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deploymen
 	case size > desired:
 		size = desired
 	default:
-		size = rollout.NewReplicaSetReplicas(d, all, newRS, c.seenPods)
+		size = rollout.PartitionedNewReplicas(d, all, newRS, c.seenPods, partition)
 	}
 	if size == *newRS.Spec.Replicas {
 		return false, nil
@@ -62,14 +62,15 @@ func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deploymen
 	return changed, err
 }
 
-// scaleDownOld applies the old-ReplicaSet scale-down plan (unavailable pods first).
-func (c *Controller) scaleDownOld(ctx context.Context, d *appsv1.Deployment, activeOld []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (bool, error) {
+// scaleDownOld applies the old-ReplicaSet scale-down plan (unavailable pods first),
+// leaving partition pods on the old ReplicaSets.
+func (c *Controller) scaleDownOld(ctx context.Context, d *appsv1.Deployment, activeOld []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, partition int32) (bool, error) {
 	byName := map[string]*appsv1.ReplicaSet{}
 	for _, rs := range activeOld {
 		byName[rs.Name] = rs
 	}
 	changed := false
-	for _, s := range rollout.OldReplicaSetScaleDown(d, activeOld, newRS) {
+	for _, s := range rollout.PartitionedScaleDown(d, activeOld, newRS, partition) {
 		scaled, _, err := c.scaleReplicaSet(ctx, d, byName[s.ReplicaSet], s.To)
 		if err != nil {
 			return changed, err

@@ -58,6 +58,7 @@ func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
 	now := c.now()
 	setInPlaceCondition(&status, p, now)
 	setFailureConditions(&status, p, now)
+	setStagedCondition(&status, p, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {
@@ -86,6 +87,15 @@ func (c *Controller) syncRolloutStatus(ctx context.Context, p *pass) error {
 			subject = fmt.Sprintf("ReplicaSet %q", newRS.Name)
 		}
 		switch {
+		case held(p.staged):
+			// Held at the partition or a step's pause: no deadline runs, as for a
+			// paused Deployment, and the rollout is not complete.
+			cond := newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, reasonPartitionReached, partitionReachedMessage(p, &status), now)
+			if current != nil && current.Reason == reasonPartitionReached && current.Message != cond.Message {
+				cond.LastTransitionTime = current.LastTransitionTime
+				removeCondition(&status, appsv1.DeploymentProgressing)
+			}
+			setCondition(&status, cond)
 		case rollout.Complete(d, &status):
 			setCondition(&status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonNewReplicaSetAvailable, subject+" has successfully progressed.", now))
 		case rollout.Progressing(d, &status):
@@ -108,7 +118,9 @@ func (c *Controller) syncRolloutStatus(ctx context.Context, p *pass) error {
 		removeCondition(&status, appsv1.DeploymentReplicaFailure)
 	}
 	if equality.Semantic.DeepEqual(d.Status, status) {
-		c.requeueForDeadline(d, &status, now)
+		if !held(p.staged) {
+			c.requeueForDeadline(d, &status, now)
+		}
 		return nil
 	}
 	return c.writeStatus(ctx, d, status)
@@ -158,6 +170,7 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 	if equality.Semantic.DeepEqual(d.Status, status) {
 		return nil
 	}
+	c.announceStep(d, &status)
 	next := d.DeepCopy()
 	next.Status = status
 	desired := rollout.DesiredReplicas(d)

@@ -76,6 +76,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	policy := failure.PolicyOf(d.Annotations)
 	c.announcePolicyProblem(d, policy)
+	// A request to abort goes back before anything else moves; then the staged
+	// rollout's step record is written, alone, before the pass acts on it.
+	if acted, err := c.abortRollout(ctx, p); err != nil || acted {
+		return err
+	}
+	if acted, err := c.stage(ctx, p); err != nil || acted {
+		return err
+	}
 	if d.Spec.Paused {
 		return c.scaleOnly(ctx, p)
 	}
@@ -157,7 +165,7 @@ func (c *Controller) scaleOnly(ctx context.Context, p *pass) error {
 		}
 		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
-	if plan, ok := rollout.ProportionalScale(d, p.newRS, p.oldRSs); ok {
+	if plan, ok := rollout.PartitionedScale(d, p.newRS, p.oldRSs, p.staged.Partition); ok {
 		byName := map[string]*appsv1.ReplicaSet{}
 		for _, rs := range p.all() {
 			if rs != nil {
