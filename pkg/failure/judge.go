@@ -20,6 +20,8 @@ const (
 	ReasonPodsFailing              = "PodsFailing"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonInvalidAnnotation        = "InvalidAnnotation"
+	// ReasonAborted: the rollout was rolled back on request (kroll.dev/abort).
+	ReasonAborted = "Aborted"
 
 	EventRolledBack           = "RolledBack"
 	EventRolloutPaused        = "RolloutPaused"

@@ -66,6 +66,8 @@ type Controller struct {
 	failedBackoff *flowcontrol.Backoff
 	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
 	takenOut inplace.TakenOut
+	// stagedReports keeps the events of staged rollouts to one per step or problem.
+	stagedReports controller.StagedReports
 }
 
 // New builds the controller on shared informers (start them after).
@@ -250,12 +252,28 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	revs := rollbackRevisions(ds, owned, hash)
 	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, ds, heal.PolicyEvent)
+	if handled, err := c.abort(ctx, ds, pods, revs, hash, now); handled {
+		return err
+	}
 	if heal.Act != failure.None {
 		return c.carryOut(ctx, ds, revs, heal, now)
 	}
 	if !heal.Recheck.IsZero() {
 		c.queue.EnqueueAfter(ds, heal.Recheck.Sub(now)+10*time.Millisecond)
 	}
+
+	// Then the staged rollout: its step record is written alone, before any step acts
+	// on it (a controller restarted in between neither skips nor repeats a step).
+	stage := planStaging(ds, nodes, fits, byNode, hash, revs.newest, owned, now)
+	if stage.write != nil {
+		_, err := c.dsWriter.Update(ctx, stage.write)
+		return err
+	}
+	if until := stage.decision.Until; !until.IsZero() {
+		c.queue.EnqueueAfter(ds, until.Sub(now)+10*time.Millisecond)
+	}
+	staged := stagedNews(ds, stage, now)
+	c.stagedReports.Report(c.recorder, ds, ds.UID, staged)
 
 	var syncErr error
 	var verdict *inplace.Verdict // the InPlaceUpdate condition's news
@@ -273,14 +291,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					desired++
 				}
 				if list, ok := byNode[n.Name]; ok {
-					states = append(states, splitPods(ds, n.Name, fits[n.Name].ShouldRun, list, hash))
+					state := splitPods(ds, n.Name, fits[n.Name].ShouldRun, list, hash)
+					state.held = stage.held[n.Name]
+					states = append(states, state)
 				}
 			}
 			maxUnavailable, maxSurge, ferr := rollout.DaemonSetFenceposts(ds.Spec.UpdateStrategy.RollingUpdate, desired)
 			if ferr != nil {
 				return ferr
 			}
-			handled, v, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable)
+			handled, v, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable, stage.held)
 			verdict = v
 			if err != nil {
 				return err
@@ -292,7 +312,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
 	}
-	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions)
+	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.
 		c.queue.EnqueueAfter(ds, time.Until(at)+10*time.Millisecond)
