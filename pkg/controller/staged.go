@@ -180,3 +180,10 @@ func ReportAbort(recorder record.EventRecorder, obj runtime.Object, kind, ignore
 	}
 	ReportFailureAction(recorder, obj, kind, failure.Rollback, failure.AbortedMessage(outcome))
 }
+
+// StagedHolds tells a staging decision that holds the rollout where it is — at its
+// partition, or at a step's pause — rather than rolling toward them: a set's failure
+// policy runs no progress deadline then (failure.SetView.Held).
+func StagedHolds(d staging.Decision) bool {
+	return d.Phase == staging.PartitionReached || d.Phase == staging.StepPaused || d.Phase == staging.StepWaiting
+}

@@ -250,7 +250,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	now := c.now()
 	revs := rollbackRevisions(ds, owned, hash)
-	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), now)
+	stage := planStaging(ds, nodes, fits, byNode, hash, revs.newest, owned, now)
+	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, ds, heal.PolicyEvent)
 	if handled, err := c.abort(ctx, ds, pods, revs, hash, now); handled {
 		return err
@@ -264,7 +265,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	// Then the staged rollout: its step record is written alone, before any step acts
 	// on it (a controller restarted in between neither skips nor repeats a step).
-	stage := planStaging(ds, nodes, fits, byNode, hash, revs.newest, owned, now)
 	if stage.write != nil {
 		_, err := c.dsWriter.Update(ctx, stage.write)
 		return err

@@ -113,8 +113,9 @@ func restoring(ds *appsv1.DaemonSet, newest int64) bool {
 }
 
 // planFailure is the failure policy's plan for ds in this sync. st is ds's status as
-// this sync counts it; pods are its pods.
-func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, hash string, st appsv1.DaemonSetStatus, now time.Time) failure.SetPlan {
+// this sync counts it; pods are its pods; held tells a staged rollout held at its
+// partition or a pause (no progress deadline runs then).
+func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, hash string, st appsv1.DaemonSetStatus, held bool, now time.Time) failure.SetPlan {
 	old := ds.Status
 	v := failure.SetView{
 		Policy:      failure.PolicyOf(ds.Annotations),
@@ -122,6 +123,7 @@ func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, has
 		Desired:     st.DesiredNumberScheduled,
 		Progressed: st.UpdatedNumberScheduled > old.UpdatedNumberScheduled || st.NumberReady > old.NumberReady ||
 			st.NumberAvailable > old.NumberAvailable,
+		Held:       held,
 		Subject:    fmt.Sprintf("DaemonSet %q", ds.Name),
 		Conditions: failureConditions.All(ds.Status.Conditions),
 	}

@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/staging"
@@ -80,6 +82,53 @@ func TestPlanStagingDaemonSet(t *testing.T) {
 			got := fmt.Sprintf("held [%s] write %s phase %s", strings.Join(held, " "), write, plan.decision.Phase)
 			if got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAbortDaemonSet(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name, abort string
+		pods        []*corev1.Pod
+		wantImage   string
+		wantEvent   string
+	}{
+		{name: "the revision rolling out named: revision 1's template back in one Update, reason Aborted",
+			abort: "logs-new", pods: []*corev1.Pod{daemonPod("a", "old", true), daemonPod("b", "new", true)}, wantImage: "img:old",
+			wantEvent: "Warning RolledBack aborted by request; rolled back from revision 2 to 1"},
+		{name: "another revision named: removed, AbortIgnored",
+			abort: "logs-old", pods: []*corev1.Pod{daemonPod("a", "old", true), daemonPod("b", "new", true)}, wantImage: "fluentd:v2",
+			wantEvent: `Warning AbortIgnored kroll.dev/abort names revision "logs-old", but revision "logs-new" is rolling out; the request is removed`},
+		{name: "no rollout in progress: removed, AbortIgnored",
+			abort: "logs-new", pods: []*corev1.Pod{daemonPod("a", "new", true), daemonPod("b", "new", true)}, wantImage: "fluentd:v2",
+			wantEvent: `Warning AbortIgnored kroll.dev/abort names revision "logs-new", but no rollout is in progress; the request is removed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := newDaemonSet("1", "0")
+			ds.Annotations[staging.AbortAnnotation] = tc.abort
+			revs := rollbackRevisions(ds, []*appsv1.ControllerRevision{dsRevision(t, ds, "old", 1, "img:old"), dsRevision(t, ds, "new", 2, "fluentd:v2")}, "new")
+			w := &fakeDSWriter{}
+			rec := record.NewFakeRecorder(10)
+			c := &Controller{dsWriter: w, recorder: rec}
+			if handled, err := c.abort(context.Background(), ds, tc.pods, revs, "new", now); !handled || err != nil {
+				t.Fatalf("handled %v, err %v", handled, err)
+			}
+			if len(w.updates) != 1 {
+				t.Fatalf("%d updates, want 1", len(w.updates))
+			}
+			got := w.updates[0]
+			if _, ok := got.Annotations[staging.AbortAnnotation]; ok || got.Spec.Template.Spec.Containers[0].Image != tc.wantImage {
+				t.Errorf("image %s, annotations %v; want %s without the request", got.Spec.Template.Spec.Containers[0].Image, got.Annotations, tc.wantImage)
+			}
+			if ev := <-rec.Events; ev != tc.wantEvent {
+				t.Errorf("event %q, want %q", ev, tc.wantEvent)
+			}
+			if tc.wantImage == "img:old" {
+				if c := w.statuses[0].Status.Conditions; len(c) != 1 || c[0].Reason != "Aborted" {
+					t.Errorf("conditions %+v, want RolloutFailed Aborted", c)
+				}
 			}
 		})
 	}

@@ -188,7 +188,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// The failure policy first: a failed rollout is rolled back or paused before the
 	// update below takes it a step further.
-	heal := planFailure(set, pods, current, now)
+	stage := planStaging(set, pods, current, now)
+	heal := planFailure(set, pods, current, controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, set, heal.PolicyEvent)
 	if set.DeletionTimestamp == nil {
 		if handled, err := c.abort(ctx, set, pods, current, now); handled {
@@ -203,7 +204,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// Then the staged rollout: the step record and the partition it sets are written
 	// in one Update, before the rolling update acts on them.
-	stage := planStaging(set, pods, current, now)
 	if stage.write != nil && set.DeletionTimestamp == nil {
 		_, err := c.setWriter.Update(ctx, stage.write)
 		return err

@@ -62,8 +62,9 @@ var failureConditions = failure.Conditions[appsv1.StatefulSetCondition]{
 }
 
 // planFailure is the failure policy's plan for set in this sync, from what the cache
-// shows: its pods and revisions.
-func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, now time.Time) failure.SetPlan {
+// shows: its pods and revisions; held tells a staged rollout held at a step's pause (no
+// progress deadline runs then).
+func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, held bool, now time.Time) failure.SetPlan {
 	var counted appsv1.StatefulSetStatus
 	countPods(set, pods, revs, &counted, now)
 	old := set.Status
@@ -77,6 +78,7 @@ func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, no
 		Progressed: counted.UpdatedReplicas > old.UpdatedReplicas || counted.ReadyReplicas > old.ReadyReplicas ||
 			counted.AvailableReplicas > old.AvailableReplicas,
 		Target:     revs.current.Revision,
+		Held:       held,
 		Subject:    fmt.Sprintf("StatefulSet %q", set.Name),
 		Conditions: failureConditions.All(set.Status.Conditions),
 	}
