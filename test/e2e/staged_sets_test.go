@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,6 +137,15 @@ func TestStagedSets(t *testing.T) {
 		s.apply(t, annotateWorkload(daemonSetManifest("", ""), "logs", staging.PartitionAnnotation, "7"))
 		s.waitDS(t, onNodes("fluentd:v1", all...))
 		w := clustertest.WatchDaemonSet(t, s.c.Client, s.ns, "logs")
+		// The plan shows where the partition holds: the last 3 nodes by name, then held.
+		plan := kroll(t, s).must("rollout", "plan", "daemonset/logs", "--image", "agent=fluentd:v2")
+		for _, line := range []string{"replace on kroll-node-7", "replace on kroll-node-9",
+			"note: partition 7: batches 1–3 (3 of 10 updated), then held at kroll.dev/partition: lower or remove it to go on",
+			"note: the first 7 nodes by name keep logs-"} {
+			if !strings.Contains(plan, line) || strings.Contains(plan, "replace on kroll-node-6") {
+				t.Errorf("rollout plan has no %q (or replaces a held node):\n%s", line, plan)
+			}
+		}
 		hw := watchHeldNodes(t, s, "fluentd:v2", 0, 1, 2, 3, 4, 5, 6)
 		s.kubectl(t, "set", "image", "daemonset/logs", "agent=fluentd:v2")
 		want := onNodes("fluentd:v1", 0, 1, 2, 3, 4, 5, 6) + " " + onNodes("fluentd:v2", 7, 8, 9)
@@ -164,6 +174,11 @@ func TestStagedSets(t *testing.T) {
 		s := scene(t, "sts-steps")
 		s.apply(t, annotateWorkload(statefulSetManifest(5, ""), "web", staging.StepsAnnotation, "20%, pause, 60%, pause, 100%"))
 		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1 web-3=r1 web-4=r1")
+		plan := kroll(t, s).must("rollout", "plan", "statefulset/web", "--image", "nginx=nginx:1.16.1")
+		if !strings.Contains(plan, "note: step 1/5: 20%: batch 1 (1 of 5 updated), then paused until promoted (kroll rollout promote)") ||
+			!strings.Contains(plan, "note: step 3/5: 60%: batches 2–3 (3 of 5 updated), then paused until promoted") {
+			t.Errorf("rollout plan does not show the steps:\n%s", plan)
+		}
 		w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
 		pw := watchPartition(t, s)
 		s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
