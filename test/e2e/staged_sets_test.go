@@ -128,7 +128,18 @@ func TestStagedSets(t *testing.T) {
 		return krollCLI{t: t, bin: bin, kubeconfig: c.KubeconfigPath, ns: s.ns}
 	}
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	scene := func(t *testing.T, ns string) *scene { return newScene(t, c, ns, cluster.WorkloadControllersKroll) }
+	// scene makes a namespace for one scenario; if the scenario fails, what its
+	// workloads and events looked like is logged.
+	scene := func(t *testing.T, ns string) *scene {
+		s := newScene(t, c, ns, cluster.WorkloadControllersKroll)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("at the failure:\n%s", s.kubectl(t, "get", "daemonsets,statefulsets,controllerrevisions,pods,events", "-o", "wide"))
+				t.Logf("%s", s.kubectl(t, "get", "daemonsets,statefulsets", "-o", "yaml"))
+			}
+		})
+		return s
+	}
 
 	// A DaemonSet over 10 nodes with partition 7: the last 3 nodes by name run the new
 	// revision and it stays so; partition 0 finishes.
@@ -165,6 +176,29 @@ func TestStagedSets(t *testing.T) {
 		s.waitDS(t, onNodes("fluentd:v2", all...))
 		s.waitSetsCondition(t, "daemonset/logs", staging.ConditionType, `^/: $`)
 		w.Verify(t, 10)
+	})
+
+	// In place: partition 8 updates the pods of the last 2 nodes by name where they run
+	// (no pod is created or deleted); removing the partition finishes in place.
+	t.Run("daemonset-in-place-partition", func(t *testing.T) {
+		s := scene(t, "ds-in-place")
+		s.apply(t, annotateWorkload(optIn(daemonSetManifest("", ""), "logs"), "logs", staging.PartitionAnnotation, "8"))
+		s.waitDS(t, onNodes("fluentd:v1", all...))
+		names := func() string { return strings.Join(s.podNames(t, "app=logs"), " ") }
+		before := names()
+		hw := watchHeldNodes(t, s, "fluentd:v2", 0, 1, 2, 3, 4, 5, 6, 7)
+		s.kubectl(t, "set", "image", "daemonset/logs", "agent=fluentd:v2")
+		s.waitSetsCondition(t, "daemonset/logs", staging.ConditionType, `^True/PartitionReached: partition 8 reached: 2 of 10 updated`)
+		if got, want := s.dsPods(t), onNodes("fluentd:v1", 0, 1, 2, 3, 4, 5, 6, 7)+" "+onNodes("fluentd:v2", 8, 9); got != want || names() != before {
+			t.Fatalf("at partition 8: %s, want %s; pods %s, want the same as before (%s)", got, want, names(), before)
+		}
+		hw.verify(t, 4)
+		hw.holding.Store(false)
+		s.kubectl(t, "annotate", "daemonset/logs", staging.PartitionAnnotation+"-")
+		s.waitDS(t, onNodes("fluentd:v2", all...))
+		if names() != before {
+			t.Errorf("pods %s, want the same as before (%s): an in-place update creates none", names(), before)
+		}
 	})
 
 	// A StatefulSet of 5 with steps: the partition field follows them (5 → 4 at 20%,

@@ -114,6 +114,15 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 			DeleteFunc: func(any) { c.enqueueAll() },
 		}},
 		{revisions.Informer(), cache.ResourceEventHandlerFuncs{
+			// A staged rollout decides from the template's revision as the cache shows
+			// it (planStaging holds every node until then): its arrival is news.
+			AddFunc: func(obj any) {
+				if r, ok := obj.(*appsv1.ControllerRevision); ok {
+					if ref := metav1.GetControllerOf(r); ref != nil && ref.Kind == "DaemonSet" {
+						c.queue.Add(r.Namespace + "/" + ref.Name)
+					}
+				}
+			},
 			DeleteFunc: func(obj any) {
 				if r, ok := controller.Deleted[*appsv1.ControllerRevision](obj); ok {
 					if ref := metav1.GetControllerOf(r); ref != nil && ref.Kind == "DaemonSet" {
