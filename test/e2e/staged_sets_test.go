@@ -123,7 +123,12 @@ func (pw *partitionWatch) String() string {
 // promote and abort move them on or back, and bad values are reported once.
 func TestStagedSets(t *testing.T) {
 	bin := buildKroll(t)
-	c := clustertest.Start(t, clustertest.WithNodes(10))
+	// kroll's controllers run beside the cluster (not inside it), so that a scenario can
+	// restart them.
+	c := clustertest.Start(t, clustertest.WithNodes(10), clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone))
+	top := t // the controllers live as long as the whole test
+	stop := startKrollControllers(top, c)
+	defer func() { stop() }()
 	kroll := func(t *testing.T, s *scene) krollCLI {
 		return krollCLI{t: t, bin: bin, kubeconfig: c.KubeconfigPath, ns: s.ns}
 	}
@@ -242,6 +247,53 @@ func TestStagedSets(t *testing.T) {
 			return deref(set.Spec.UpdateStrategy.RollingUpdate.Partition) == 0 && !recorded && !abort, fmt.Sprint(set.Annotations)
 		})
 		s.expectEvent(t, failure.EventRolledBack, "aborted by request; rolled back from revision 2 to 1")
+		if got := pw.String(); got != "[0 4 2 0]" {
+			t.Errorf("partition went %s, want [0 4 2 0]", got)
+		}
+		w.Verify(t, 10)
+	})
+
+	// The controllers restarted at every step boundary: the step record goes 0/5 to
+	// 5/5 one step at a time, never skipping or repeating one, and the partition
+	// follows (5 → 4 → 2 → 0).
+	t.Run("statefulset-steps-restarts", func(t *testing.T) {
+		s := scene(t, "sts-restarts")
+		s.apply(t, annotateWorkload(statefulSetManifest(5, ""), "web", staging.StepsAnnotation, "20%, pause: 1s, 60%, pause: 1s, 100%"))
+		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1 web-3=r1 web-4=r1")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sets, err := s.c.Client.AppsV1().StatefulSets(s.ns).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sets.Stop()
+		w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
+		pw := watchPartition(t, s)
+		s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
+		var steps []string
+		deadline := time.After(90 * time.Second)
+		for len(steps) == 0 || steps[len(steps)-1] != "5/5" {
+			select {
+			case ev := <-sets.ResultChan():
+				set, ok := ev.Object.(*appsv1.StatefulSet)
+				step := ""
+				if ok {
+					step = set.Annotations[staging.StepAnnotation]
+				}
+				if step == "" || (len(steps) > 0 && steps[len(steps)-1] == step) {
+					continue
+				}
+				steps = append(steps, step)
+				stop() // at the boundary, before the step is acted on
+				stop = startKrollControllers(top, c)
+			case <-deadline:
+				t.Fatalf("steps seen %v, not done in 90s", steps)
+			}
+		}
+		if got := fmt.Sprint(steps); got != "[0/5 1/5 2/5 3/5 4/5 5/5]" {
+			t.Errorf("step records %s, want each of 0/5…5/5 once, in order", got)
+		}
+		s.waitSTS(t, "web-0=r2 web-1=r2 web-2=r2 web-3=r2 web-4=r2")
 		if got := pw.String(); got != "[0 4 2 0]" {
 			t.Errorf("partition went %s, want [0 4 2 0]", got)
 		}
