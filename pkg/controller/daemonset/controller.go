@@ -4,10 +4,14 @@
 // as upstream does, and updated by RollingUpdate (maxUnavailable, maxSurge) or
 // OnDelete through ControllerRevisions.
 //
+// A staged rollout (kroll.dev/partition, kroll.dev/rollout-steps; see staged.go) keeps
+// the FIRST partition eligible nodes, sorted by name, on their old pods and updates the
+// rest: over node-0…node-9 with partition 7, node-7, node-8 and node-9 update.
+//
 // controller.go holds the informers and one sync; plan.go the pure decisions (manage:
 // which pods placement creates and deletes; planRollingUpdate: the next update step);
-// pods.go the pod writes; inplace.go the in-place update; history.go the
-// ControllerRevisions; status.go the status.
+// staged.go the staged rollout; pods.go the pod writes; inplace.go the in-place update;
+// history.go the ControllerRevisions; status.go the status.
 package daemonset
 
 import (

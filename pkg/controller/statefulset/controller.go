@@ -2,7 +2,8 @@
 // (<set>-<ordinal>), network identities and storage, created and removed in ordinal
 // order, updated through ControllerRevisions by RollingUpdate (highest ordinal first,
 // partition, maxUnavailable) or OnDelete — as upstream does, with one deliberate
-// difference explained at update.
+// difference explained at update. kroll.dev/rollout-steps drive the partition field
+// (see staged.go).
 package statefulset
 
 import (
