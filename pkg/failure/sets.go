@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // StatefulSets and DaemonSets have no progressDeadlineSeconds and no Progressing
@@ -54,6 +56,10 @@ type SetView struct {
 	// Target is the number of the revision a rollback would return to; 0 when there is
 	// none (the set's first revision failed): the rollout is then paused instead.
 	Target int64
+	// Held: a staged rollout holds at its partition or at a step's pause (see
+	// pkg/staging). No progress deadline runs while it does: Progressing is True with
+	// reason PartitionReached, and the clock starts again when the rollout moves on.
+	Held bool
 	// Subject names the set in the Progressing condition's messages: `StatefulSet "web"`.
 	Subject string
 	// Conditions are the set's conditions now (all types; the plan replaces only
@@ -97,8 +103,10 @@ func Acted(annotations map[string]string, revision int64) bool {
 //     rollout is in progress (its lastTransitionTime is the last progress: set
 //     conditions have no lastUpdateTime, so the condition is written afresh on each
 //     progress), True/NewRevisionAvailable when none is, False/ProgressDeadlineExceeded
-//     once deadline seconds passed without progress. With 600 s and the last progress
-//     at 12:00:00, the set is looked at again at 12:10:00 and is past its deadline then.
+//     once deadline seconds passed without progress; True/PartitionReached while a
+//     staged rollout holds (Held), its clock starting again after. With 600 s and the
+//     last progress at 12:00:00, the set is looked at again at 12:10:00 and is past its
+//     deadline then.
 //   - RolloutFailed stays until the user's next change starts a rollout of a revision
 //     kroll did not act on; then it is removed.
 //   - Only an in-progress rollout of a revision kroll has not acted on, and that is not
@@ -125,12 +133,15 @@ func PlanSet(v SetView, now time.Time) SetPlan {
 	} else if !v.InProgress {
 		conds = set(conds, Condition{Type: ConditionProgressing, Status: corev1.ConditionTrue, Reason: ReasonNewRevisionAvailable,
 			Message: fmt.Sprintf("%s has successfully progressed.", v.Subject)}, now)
+	} else if v.Held {
+		conds = set(conds, Condition{Type: ConditionProgressing, Status: corev1.ConditionTrue, Reason: string(staging.PartitionReached),
+			Message: fmt.Sprintf("ControllerRevision %q reached its partition.", v.RevisionName)}, now)
 	} else {
 		progressing := Condition{Type: ConditionProgressing, Status: corev1.ConditionTrue, Reason: ReasonReplicasUpdated,
 			Message: fmt.Sprintf("ControllerRevision %q is progressing.", v.RevisionName), LastTransitionTime: metav1.NewTime(now)}
 		deadline := time.Duration(*d) * time.Second
 		switch cur := find(conds, ConditionProgressing); {
-		case cur == nil || cur.Reason == ReasonNewRevisionAvailable || !sameRevision(cur, v.RevisionName):
+		case cur == nil || cur.Reason == ReasonNewRevisionAvailable || cur.Reason == string(staging.PartitionReached) || !sameRevision(cur, v.RevisionName):
 			conds = put(conds, progressing) // a new rollout starts its clock
 			plan.Recheck = now.Add(deadline)
 		case cur.Reason == ReasonProgressDeadlineExceeded:
@@ -173,6 +184,16 @@ func PlanSet(v SetView, now time.Time) SetPlan {
 // (outcome: RolledBackOutcome or PausedOutcome).
 func WithRolloutFailed(conds []Condition, v Verdict, outcome string, now time.Time) []Condition {
 	return set(conds, Condition{Type: ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: v.Reason, Message: v.Message(outcome)}, now)
+}
+
+// AbortedMessage is the message of a rollout rolled back on request (kroll.dev/abort):
+// "aborted by request; rolled back from revision 5 to 4".
+func AbortedMessage(outcome string) string { return "aborted by request; " + outcome }
+
+// WithAborted is conds with the RolloutFailed condition of a rollout rolled back on
+// request (reason Aborted, message AbortedMessage).
+func WithAborted(conds []Condition, outcome string, now time.Time) []Condition {
+	return set(conds, Condition{Type: ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: ReasonAborted, Message: AbortedMessage(outcome)}, now)
 }
 
 func sameRevision(c *Condition, name string) bool {

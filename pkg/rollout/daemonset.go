@@ -12,6 +12,22 @@ type DaemonNode struct {
 	HasOld, OldAvailable, HasUpdated, UpdatedAvailable bool
 	// ShouldRun: the DaemonSet still places pods on the node (its template fits it).
 	ShouldRun bool
+	// Held: a partition keeps the node on its old pod (see DaemonSetHeld): the update
+	// neither deletes it nor starts an updated pod beside it.
+	Held bool
+}
+
+// DaemonSetHeld tells which nodes a DaemonSet's partition keeps on their old pods:
+// the first partition of the eligible nodes (those it should run on) sorted by name,
+// as a StatefulSet keeps the ordinals below its partition. With 10 nodes node-0..9 and
+// partition 7, node-0..6 keep their old pods and node-7..9 update. eligible must be
+// sorted by name.
+func DaemonSetHeld(eligible []string, partition int32) map[string]bool {
+	held := map[string]bool{}
+	for _, n := range eligible[:min(int(max(partition, 0)), len(eligible))] {
+		held[n] = true
+	}
+	return held
 }
 
 // DaemonSetStep is one step of a DaemonSet's rolling update: the nodes whose old pod
@@ -38,6 +54,11 @@ type DaemonSetStep struct {
 // the old pod is deleted once the updated one is available. No updated pod goes where
 // the DaemonSet no longer places pods (a taint added since); an old pod there that
 // serves nothing goes.
+//
+// A held node (a partition) with an old pod and no updated one is left as it is: not
+// a candidate, and without surge it counts as unavailable when its old pod is not
+// available (it stays so until the partition lets it go). A held node that has an
+// updated pod already keeps it: a partition never takes updated pods back.
 func DaemonSetUpdate(nodes []DaemonNode, maxUnavailable, maxSurge int) DaemonSetStep {
 	var step DaemonSetStep
 	if maxSurge == 0 {
@@ -45,6 +66,10 @@ func DaemonSetUpdate(nodes []DaemonNode, maxUnavailable, maxSurge int) DaemonSet
 		var candidates []string
 		for _, n := range nodes {
 			switch {
+			case n.Held && n.HasOld && !n.HasUpdated:
+				if !n.OldAvailable {
+					unavailable++
+				}
 			case n.Extra, !n.HasOld && !n.HasUpdated, n.HasOld && n.HasUpdated:
 				unavailable++
 			case n.HasUpdated:
@@ -68,7 +93,7 @@ func DaemonSetUpdate(nodes []DaemonNode, maxUnavailable, maxSurge int) DaemonSet
 		switch {
 		case n.Extra:
 			surging++
-		case !n.HasUpdated && !n.HasOld:
+		case !n.HasUpdated && !n.HasOld, n.Held && !n.HasUpdated:
 		case !n.HasUpdated && !n.ShouldRun:
 			if !n.OldAvailable {
 				step.DeleteOld = append(step.DeleteOld, n.Name)

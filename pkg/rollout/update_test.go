@@ -42,7 +42,8 @@ func TestStatefulSetUpdate(t *testing.T) {
 
 func TestDaemonSetUpdate(t *testing.T) {
 	// nodes builds nodes from pairs: old pod (o available, O not, - none), updated pod
-	// (u available, U not, - none); x: two pods of a kind; n: the node no longer fits.
+	// (u available, U not, - none); x: two pods of a kind; n: the node no longer fits;
+	// h: a partition holds the node.
 	nodes := func(specs ...string) []DaemonNode {
 		var out []DaemonNode
 		for i, s := range specs {
@@ -57,6 +58,8 @@ func TestDaemonSetUpdate(t *testing.T) {
 					n.Extra = true
 				case 'n':
 					n.ShouldRun = false
+				case 'h':
+					n.Held = true
 				}
 			}
 			out = append(out, n)
@@ -79,9 +82,30 @@ func TestDaemonSetUpdate(t *testing.T) {
 		{"surge 1: an updated pod not yet available holds the surge", nodes("oU", "o-"), 0, 1, "delete [] surge []"},
 		{"surge: a node whose old pod is not available gets its updated pod at once", nodes("oU", "O-"), 0, 1, "delete [] surge [n1]"},
 		{"surge: no updated pod where the DaemonSet no longer places pods; an old one there that serves nothing goes", nodes("On", "on"), 0, 1, "delete [n0] surge []"},
+		{"partition 2 of 4: the held nodes keep their old pods, the others update", nodes("o-h", "o-h", "o-", "o-"), 2, 0, "delete [n2 n3] surge []"},
+		{"partition: a held node's unavailable old pod stays and uses the room", nodes("O-h", "o-", "o-"), 1, 0, "delete [] surge []"},
+		{"partition: a held node that is updated already keeps its updated pod", nodes("-uh", "o-h", "o-"), 1, 0, "delete [n2] surge []"},
+		{"partition with surge: no updated pod beside a held node's old one", nodes("o-h", "O-h", "o-"), 0, 2, "delete [] surge [n2]"},
 	} {
 		step := DaemonSetUpdate(tt.nodes, tt.maxUnavailable, tt.maxSurge)
 		if got := fmt.Sprintf("delete %v surge %v", step.DeleteOld, step.Surge); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestDaemonSetHeld(t *testing.T) {
+	nodes := []string{"a", "b", "c", "d"}
+	for _, tt := range []struct {
+		name      string
+		partition int32
+		want      string
+	}{
+		{"partition 0 holds none", 0, "map[]"},
+		{"partition 3 of 4 holds the first three by name", 3, "map[a:true b:true c:true]"},
+		{"a partition above the nodes holds them all", 9, "map[a:true b:true c:true d:true]"},
+	} {
+		if got := fmt.Sprint(DaemonSetHeld(nodes, tt.partition)); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // DaemonSet plans the change of cur into next over nodes; pods are cur's (terminating
@@ -38,6 +39,10 @@ import (
 //     Otherwise InPlaceIfPossible rolls as above, and InPlaceOnly touches no pod.
 //   - OnDelete: no pod changes but placement; a pod you delete comes back at the new
 //     revision.
+//   - Staged (kroll.dev/partition, kroll.dev/rollout-steps: see pkg/staging): the
+//     update runs stage by stage, each to its partition, with the first partition
+//     eligible nodes by name kept on their old pods (rollout.DaemonSetHeld); a note per
+//     stage names its batches and the pause after it.
 //
 // Revisions are ControllerRevision names, "<daemonset>-<hash>", the hash computed as the
 // controller computes it (next must be as the API server stores it); a pod is at a
@@ -136,12 +141,33 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 			plan.Strategy = fmt.Sprintf("%s (maxUnavailable %d)", mode, maxUnavailable)
 		}
 	}
-	switch {
-	case !rolling, v.Reason == inplace.ReasonBlocked:
-	case v.Proceeds():
-		s.inPlace(maxUnavailable)
-	default:
-		s.rolling(maxUnavailable, maxSurge)
+	settings := staging.SettingsOf(next.Annotations)
+	if p := settings.Problem(); p != "" {
+		plan.Notes = append(plan.Notes, p)
+	}
+	var eligible []string
+	for _, n := range s.nodes {
+		if n.shouldRun {
+			eligible = append(eligible, n.name)
+		}
+	}
+	for _, st := range stagesOf(settings, int32(len(eligible))) {
+		if !rolling || v.Reason == inplace.ReasonBlocked {
+			break
+		}
+		s.held = rollout.DaemonSetHeld(eligible, st.partition)
+		first := len(s.batches) + 1
+		if v.Proceeds() {
+			s.inPlace(maxUnavailable)
+		} else {
+			s.rolling(maxUnavailable, maxSurge)
+		}
+		if st.label != "" {
+			plan.Notes = append(plan.Notes, stageNote(st, first, len(s.batches), int32(len(eligible)-s.oldPods()), int32(len(eligible))))
+		}
+	}
+	if len(s.held) > 0 && s.oldPods() > 0 {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("the first %d nodes by name keep %s: %s", len(s.held), plan.From, heldNames(s.nodes, s.held)))
 	}
 	plan.Batches = s.batches
 	plan.bounds(initial)
@@ -201,6 +227,19 @@ type dsSim struct {
 	nodes    []*dsNode
 	created  int
 	batches  []Batch
+	// held are the nodes a partition keeps on their old pods in the stage replayed.
+	held map[string]bool
+}
+
+// heldNames lists the held nodes, in the nodes' order.
+func heldNames(nodes []*dsNode, held map[string]bool) string {
+	var out []string
+	for _, n := range nodes {
+		if held[n.name] {
+			out = append(out, n.name)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // fenceposts are the controller's bounds over the nodes that should run a pod.
@@ -305,7 +344,7 @@ func (s *dsSim) rolling(maxUnavailable, maxSurge int) {
 			byName[n.name] = n
 			view = append(view, rollout.DaemonNode{Name: n.name, ShouldRun: n.shouldRun,
 				HasOld: n.old != nil, OldAvailable: n.old != nil && n.old.available,
-				HasUpdated: n.updated != nil, UpdatedAvailable: n.updated != nil && n.updated.available})
+				HasUpdated: n.updated != nil, UpdatedAvailable: n.updated != nil && n.updated.available, Held: s.held[n.name]})
 		}
 		step := rollout.DaemonSetUpdate(view, maxUnavailable, maxSurge)
 		var ops []PodOp
@@ -344,7 +383,7 @@ func (s *dsSim) inPlace(maxUnavailable int) {
 					unavailable++
 				}
 			}
-			if n.old != nil {
+			if n.old != nil && !s.held[n.name] {
 				old = append(old, n)
 			}
 		}

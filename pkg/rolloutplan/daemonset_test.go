@@ -65,6 +65,27 @@ func TestDaemonSet(t *testing.T) {
 			},
 			ops:     "in-place@node-2 | in-place@node-1 | in-place@node-3 | in-place@node-4",
 			maxDown: 1, maxPods: 4},
+		{name: "partition 3 of 4: node-4 updated, the first 3 by name keep their pods",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four, edit: func(ds *appsv1.DaemonSet) {
+				dsImage("fluentd:v2")(ds)
+				ds.Annotations = map[string]string{"kroll.dev/partition": "75%"}
+			},
+			ops:  "delete@node-4, create@node-4",
+			note: "partition 3: batch 1 (1 of 4 updated), then held at kroll.dev/partition: lower or remove it to go on", maxDown: 1, maxPods: 4},
+		{name: "steps 50%, pause: 1m, 100%: the last two nodes, a timed pause, then the first two",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four, edit: func(ds *appsv1.DaemonSet) {
+				dsImage("fluentd:v2")(ds)
+				ds.Annotations = map[string]string{"kroll.dev/rollout-steps": "50%, pause: 1m, 100%"}
+			},
+			ops:  "delete@node-3, create@node-3 | delete@node-4, create@node-4 | delete@node-1, create@node-1 | delete@node-2, create@node-2",
+			note: "step 1/3: 50%: batches 1–2 (2 of 4 updated), then paused for 1m0s\nstep 3/3: 100%: batches 3–4 (4 of 4 updated)", maxDown: 1, maxPods: 4},
+		{name: "in place with partition 2: node-3 and node-4 in place, node-1 and node-2 kept",
+			cur: newDaemonSet("logs", "1", "0"), nodes: four, podsOn: four,
+			edit: func(ds *appsv1.DaemonSet) {
+				dsImage("fluentd:v2")(ds)
+				ds.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible), "kroll.dev/partition": "2"}
+			},
+			ops: "in-place@node-3 | in-place@node-4", note: "the first 2 nodes by name keep", maxDown: 1, maxPods: 4},
 		{name: "OnDelete: no batches, a note",
 			cur: newDaemonSet("logs", "", ""), nodes: four, podsOn: four, edit: dsImage("fluentd:v2"),
 			ops: "", note: "OnDelete: pods change only when you delete them", maxPods: 4},

@@ -15,6 +15,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // StatefulSet plans the change of cur into next; pods are cur's (terminating ones count
@@ -36,6 +37,9 @@ import (
 //     Otherwise InPlaceIfPossible replaces them, and InPlaceOnly touches none.
 //   - OnDelete: no pod changes but for scaling; a pod you delete comes back at the new
 //     revision.
+//   - Steps (kroll.dev/rollout-steps, see pkg/staging): the rolling update runs step
+//     by step, each to the partition the controller writes for it; a note per step
+//     names its batches and the pause after it.
 //
 // OrderedReady waits for every pod in range to be available before any other change;
 // a pod that is not available (and that the plan does not replace first) stops the plan,
@@ -105,8 +109,29 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.State
 	blocked := v.Reason == inplace.ReasonBlocked
 	plan.Strategy = s.strategy(mode, v)
 
+	// Steps drive the partition (kroll.dev/rollout-steps): the scaling and each stage
+	// run at the partition the stage sets.
+	settings := staging.StatefulSetSettingsOf(next.Annotations)
+	if p := settings.Problem(); p != "" {
+		plan.Notes = append(plan.Notes, p)
+	}
+	stages := []stage{{partition: int32(partition(next))}}
+	if len(settings.Steps) > 0 && rolling {
+		stages = stagesOf(settings, int32(s.replicas()))
+	}
+	s.setPartition(stages[0].partition)
 	if s.scale() && rolling && !blocked {
-		s.rollingUpdate()
+		for _, st := range stages {
+			s.setPartition(st.partition)
+			first := len(s.batches) + 1
+			s.rollingUpdate()
+			if st.label != "" {
+				plan.Notes = append(plan.Notes, stageNote(st, first, len(s.batches), int32(s.updatedInRange()), int32(s.replicas())))
+			}
+			if s.stuck != "" {
+				break
+			}
+		}
 	}
 	plan.Batches = s.batches
 	plan.bounds(initial)
@@ -182,6 +207,26 @@ func partition(set *appsv1.StatefulSet) int {
 		return int(*ru.Partition)
 	}
 	return 0
+}
+
+// setPartition sets the partition the model's rolling update runs to (the changed
+// set's own, or the one a step writes).
+func (s *setSim) setPartition(p int32) {
+	if s.set.Spec.UpdateStrategy.RollingUpdate == nil {
+		s.set.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+	}
+	s.set.Spec.UpdateStrategy.RollingUpdate.Partition = &p
+}
+
+// updatedInRange counts the in-range ordinals whose pod is at the new revision.
+func (s *setSim) updatedInRange() int {
+	n := 0
+	for o := s.start(); o < s.start()+s.replicas(); o++ {
+		if p := s.byOrdinal[o]; p != nil && p.revision == s.update {
+			n++
+		}
+	}
+	return n
 }
 
 // setPod is an ordinal's pod in the model.

@@ -42,6 +42,18 @@ func TestStatefulSet(t *testing.T) {
 			cur: newStatefulSet("web", 5, 2, ""), pods: 5, edit: setImageOf("nginx:1.26"),
 			ops:  "delete web-4, create web-4 | delete web-3, create web-3 | delete web-2, create web-2",
 			note: "web-0, web-1 stay at their revision: below partition 2"},
+		{name: "steps 40%, pause, 100% over 5: web-4 and web-3, paused until promoted, then the rest",
+			cur: newStatefulSet("web", 5, 0, ""), pods: 5, edit: both(setImageOf("nginx:1.26"), func(s *appsv1.StatefulSet) {
+				s.Annotations = map[string]string{"kroll.dev/rollout-steps": "40%, pause, 100%"}
+			}),
+			ops:  "delete web-4, create web-4 | delete web-3, create web-3 | delete web-2, create web-2 | delete web-1, create web-1 | delete web-0, create web-0",
+			note: "step 1/3: 40%: batches 1–2 (2 of 5 updated), then paused until promoted (kroll rollout promote)\nstep 3/3: 100%: batches 3–5 (5 of 5 updated)"},
+		{name: "kroll.dev/partition on a StatefulSet: a note naming the field; the rollout is not held",
+			cur: newStatefulSet("web", 2, 0, ""), pods: 2, edit: both(setImageOf("nginx:1.26"), func(s *appsv1.StatefulSet) {
+				s.Annotations = map[string]string{"kroll.dev/partition": "1"}
+			}),
+			ops:  "delete web-1, create web-1 | delete web-0, create web-0",
+			note: "with spec.updateStrategy.rollingUpdate.partition; set that field and remove the annotation"},
 		{name: "maxUnavailable 2 of 5: two at a time, highest first",
 			cur: newStatefulSet("web", 5, 0, "2"), pods: 5, edit: setImageOf("nginx:1.26"),
 			ops: "delete web-4, create web-4, delete web-3, create web-3 | delete web-2, create web-2, delete web-1, create web-1 | delete web-0, create web-0"},

@@ -89,6 +89,14 @@ func TestText(t *testing.T) {
 			s.Annotations = annotate(failure.OnFailureAnnotation, "Pause", failure.RestartsAnnotation, "5",
 				failure.ReadyTimeoutAnnotation, "90s", failure.ProgressDeadlineAnnotation, "300")
 		})},
+		{"statefulset-steps", statefulSet(newStatefulSet("web", 5, 0, ""), nil, func(s *appsv1.StatefulSet) {
+			setImageOf("nginx:1.26")(s)
+			s.Annotations = annotate("kroll.dev/rollout-steps", "20%, pause, 60%, pause: 2m, 100%")
+		})},
+		{"daemonset-partition", daemonSet(newDaemonSet("logs", "1", "0"), nil, func(ds *appsv1.DaemonSet) {
+			dsImage("fluentd:v2")(ds)
+			ds.Annotations = annotate("kroll.dev/partition", "2")
+		})},
 		{"daemonset-on-failure-invalid", daemonSet(newDaemonSet("logs", "1", "0"), nil, func(ds *appsv1.DaemonSet) {
 			dsImage("fluentd:v2")(ds)
 			ds.Annotations = annotate(failure.OnFailureAnnotation, "Sometimes")

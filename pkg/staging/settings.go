@@ -201,3 +201,15 @@ func scaled(v intstr.IntOrString, total int32) int32 {
 func ResolvePartition(partition intstr.IntOrString, total int32) int32 {
 	return min(total, max(0, scaled(partition, total)))
 }
+
+// StatefulSetSettingsOf reads a StatefulSet's staging settings: a StatefulSet has
+// spec.updateStrategy.rollingUpdate.partition, so kroll.dev/partition alone is a
+// problem naming that field (with steps, the steps govern, as on every kind).
+func StatefulSetSettingsOf(annotations map[string]string) Settings {
+	s := SettingsOf(annotations)
+	if v, ok := annotations[PartitionAnnotation]; ok && len(s.Steps) == 0 && len(s.Problems) == 0 {
+		return Settings{Problems: []string{fmt.Sprintf("%s=%q is for Deployments and DaemonSets: a StatefulSet keeps pods on its current revision with spec.updateStrategy.rollingUpdate.partition; set that field and remove the annotation",
+			PartitionAnnotation, v)}}
+	}
+	return s
+}

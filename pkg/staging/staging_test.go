@@ -1,6 +1,7 @@
 package staging
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,28 @@ func TestRecordAndPromote(t *testing.T) {
 	for _, bad := range []string{"x", "3/2", "-1/2", "1/0"} {
 		if _, ok := RecordOf(map[string]string{StepAnnotation: bad}); ok {
 			t.Errorf("record %q read as valid", bad)
+		}
+	}
+}
+
+func TestStatefulSetSettingsOf(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        string // steps, or the problem
+	}{
+		{name: "kroll.dev/partition alone names the field to use", annotations: map[string]string{PartitionAnnotation: "2"},
+			want: `kroll.dev/partition="2" is for Deployments and DaemonSets: a StatefulSet keeps pods on its current revision with spec.updateStrategy.rollingUpdate.partition; set that field and remove the annotation; the rollout is not staged`},
+		{name: "with steps, the steps govern", annotations: map[string]string{PartitionAnnotation: "2", StepsAnnotation: "50%"}, want: "[50%]"},
+		{name: "steps alone", annotations: map[string]string{StepsAnnotation: "1, pause"}, want: "[1 pause]"},
+	} {
+		s := StatefulSetSettingsOf(tc.annotations)
+		got := s.Problem()
+		if got == "" {
+			got = fmt.Sprint(s.Steps)
+		}
+		if s.Partition != nil || got != tc.want {
+			t.Errorf("%s: %q (partition %v), want %q", tc.name, got, s.Partition, tc.want)
 		}
 	}
 }

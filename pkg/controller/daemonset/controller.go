@@ -4,10 +4,14 @@
 // as upstream does, and updated by RollingUpdate (maxUnavailable, maxSurge) or
 // OnDelete through ControllerRevisions.
 //
+// A staged rollout (kroll.dev/partition, kroll.dev/rollout-steps; see staged.go) keeps
+// the FIRST partition eligible nodes, sorted by name, on their old pods and updates the
+// rest: over node-0…node-9 with partition 7, node-7, node-8 and node-9 update.
+//
 // controller.go holds the informers and one sync; plan.go the pure decisions (manage:
 // which pods placement creates and deletes; planRollingUpdate: the next update step);
-// pods.go the pod writes; inplace.go the in-place update; history.go the
-// ControllerRevisions; status.go the status.
+// staged.go the staged rollout; pods.go the pod writes; inplace.go the in-place update;
+// history.go the ControllerRevisions; status.go the status.
 package daemonset
 
 import (
@@ -66,6 +70,8 @@ type Controller struct {
 	failedBackoff *flowcontrol.Backoff
 	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
 	takenOut inplace.TakenOut
+	// stagedReports keeps the events of staged rollouts to one per step or problem.
+	stagedReports controller.StagedReports
 }
 
 // New builds the controller on shared informers (start them after).
@@ -112,6 +118,15 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 			DeleteFunc: func(any) { c.enqueueAll() },
 		}},
 		{revisions.Informer(), cache.ResourceEventHandlerFuncs{
+			// A staged rollout decides from the template's revision as the cache shows
+			// it (planStaging holds every node until then): its arrival is news.
+			AddFunc: func(obj any) {
+				if r, ok := obj.(*appsv1.ControllerRevision); ok {
+					if ref := metav1.GetControllerOf(r); ref != nil && ref.Kind == "DaemonSet" {
+						c.queue.Add(r.Namespace + "/" + ref.Name)
+					}
+				}
+			},
 			DeleteFunc: func(obj any) {
 				if r, ok := controller.Deleted[*appsv1.ControllerRevision](obj); ok {
 					if ref := metav1.GetControllerOf(r); ref != nil && ref.Kind == "DaemonSet" {
@@ -248,14 +263,30 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	now := c.now()
 	revs := rollbackRevisions(ds, owned, hash)
-	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), now)
+	stage := planStaging(ds, nodes, fits, byNode, hash, revs.newest, owned, now)
+	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, ds, heal.PolicyEvent)
+	if handled, err := c.abort(ctx, ds, pods, revs, hash, now); handled {
+		return err
+	}
 	if heal.Act != failure.None {
 		return c.carryOut(ctx, ds, revs, heal, now)
 	}
 	if !heal.Recheck.IsZero() {
 		c.queue.EnqueueAfter(ds, heal.Recheck.Sub(now)+10*time.Millisecond)
 	}
+
+	// Then the staged rollout: its step record is written alone, before any step acts
+	// on it (a controller restarted in between neither skips nor repeats a step).
+	if stage.write != nil {
+		_, err := c.dsWriter.Update(ctx, stage.write)
+		return err
+	}
+	if until := stage.decision.Until; !until.IsZero() {
+		c.queue.EnqueueAfter(ds, until.Sub(now)+10*time.Millisecond)
+	}
+	staged := stagedNews(ds, stage, now)
+	c.stagedReports.Report(c.recorder, ds, ds.UID, staged)
 
 	var syncErr error
 	var verdict *inplace.Verdict // the InPlaceUpdate condition's news
@@ -273,14 +304,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					desired++
 				}
 				if list, ok := byNode[n.Name]; ok {
-					states = append(states, splitPods(ds, n.Name, fits[n.Name].ShouldRun, list, hash))
+					state := splitPods(ds, n.Name, fits[n.Name].ShouldRun, list, hash)
+					state.held = stage.held[n.Name]
+					states = append(states, state)
 				}
 			}
 			maxUnavailable, maxSurge, ferr := rollout.DaemonSetFenceposts(ds.Spec.UpdateStrategy.RollingUpdate, desired)
 			if ferr != nil {
 				return ferr
 			}
-			handled, v, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable)
+			handled, v, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable, stage.held)
 			verdict = v
 			if err != nil {
 				return err
@@ -292,7 +325,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
 	}
-	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions)
+	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.
 		c.queue.EnqueueAfter(ds, time.Until(at)+10*time.Millisecond)

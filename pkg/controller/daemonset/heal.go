@@ -14,6 +14,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // A DaemonSet's failure policy (see pkg/failure): a rollout is in progress while some
@@ -112,8 +113,9 @@ func restoring(ds *appsv1.DaemonSet, newest int64) bool {
 }
 
 // planFailure is the failure policy's plan for ds in this sync. st is ds's status as
-// this sync counts it; pods are its pods.
-func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, hash string, st appsv1.DaemonSetStatus, now time.Time) failure.SetPlan {
+// this sync counts it; pods are its pods; held tells a staged rollout held at its
+// partition or a pause (no progress deadline runs then).
+func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, hash string, st appsv1.DaemonSetStatus, held bool, now time.Time) failure.SetPlan {
 	old := ds.Status
 	v := failure.SetView{
 		Policy:      failure.PolicyOf(ds.Annotations),
@@ -121,6 +123,7 @@ func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, has
 		Desired:     st.DesiredNumberScheduled,
 		Progressed: st.UpdatedNumberScheduled > old.UpdatedNumberScheduled || st.NumberReady > old.NumberReady ||
 			st.NumberAvailable > old.NumberAvailable,
+		Held:       held,
 		Subject:    fmt.Sprintf("DaemonSet %q", ds.Name),
 		Conditions: failureConditions.All(ds.Status.Conditions),
 	}
@@ -182,4 +185,47 @@ func (c *Controller) carryOut(ctx context.Context, ds *appsv1.DaemonSet, revs ds
 	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
 	_, err = c.dsWriter.UpdateStatus(ctx, updated)
 	return err
+}
+
+// abort carries out kroll.dev/abort (see pkg/staging): when it names the revision
+// being rolled out (revs.newest, while some daemon pod is not on it), the rollback the
+// failure policy makes — the previous revision's template and
+// kroll.dev/rolled-back-from, in one Update that also removes the request — then
+// RolloutFailed with reason Aborted, a Warning RolledBack event and the metric. A stale
+// request (another revision, no rollout, nothing to go back to) is removed with a
+// Warning AbortIgnored event. handled is false without a request.
+func (c *Controller) abort(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, hash string, now time.Time) (handled bool, err error) {
+	rolling := ""
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && !isUpdated(ds, p, hash) && revs.newest != nil {
+			rolling = revs.newest.Name
+		}
+	}
+	act, ignored := controller.AbortRequest(ds.Annotations, rolling)
+	if act && revs.target == nil {
+		act, ignored = false, fmt.Sprintf("%s names revision %q, but it has no earlier revision to roll back to; the request is removed", staging.AbortAnnotation, rolling)
+	}
+	if !act && ignored == "" {
+		return false, nil
+	}
+	next := ds.DeepCopy()
+	outcome := ""
+	if act {
+		if next, outcome, err = actOnFailure(ds, revs, failure.Rollback); err != nil {
+			return true, err
+		}
+	}
+	delete(next.Annotations, staging.AbortAnnotation)
+	updated, err := c.dsWriter.Update(ctx, next)
+	if err != nil {
+		return true, err
+	}
+	controller.ReportAbort(c.recorder, updated, "DaemonSet", ignored, outcome)
+	if !act {
+		return true, nil
+	}
+	updated = updated.DeepCopy()
+	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithAborted(failureConditions.All(updated.Status.Conditions), outcome, now))
+	_, err = c.dsWriter.UpdateStatus(ctx, updated)
+	return true, err
 }

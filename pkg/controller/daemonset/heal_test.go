@@ -126,7 +126,7 @@ func TestCarryOutDaemonSet(t *testing.T) {
 			bad := daemonPod("b", "new", false)
 			bad.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
 			pods := []*corev1.Pod{daemonPod("a", "old", true), bad, daemonPod("c", "old", true)}
-			plan := planFailure(ds, pods, revs, "new", appsv1.DaemonSetStatus{DesiredNumberScheduled: 3}, now)
+			plan := planFailure(ds, pods, revs, "new", appsv1.DaemonSetStatus{DesiredNumberScheduled: 3}, false, now)
 			if plan.Act != failure.Action(tc.onFailure) {
 				t.Fatalf("act %q, want %s", plan.Act, tc.onFailure)
 			}
@@ -155,7 +155,7 @@ func TestCarryOutDaemonSet(t *testing.T) {
 			if ev := <-rec.Events; ev != tc.wantEvent+" "+tc.wantMessage {
 				t.Errorf("event %q, want %q", ev, tc.wantEvent+" "+tc.wantMessage)
 			}
-			if again := planFailure(got, pods, revs, "new", appsv1.DaemonSetStatus{DesiredNumberScheduled: 3}, now); again.Act != failure.None {
+			if again := planFailure(got, pods, revs, "new", appsv1.DaemonSetStatus{DesiredNumberScheduled: 3}, false, now); again.Act != failure.None {
 				t.Errorf("after the write the plan acts again: %s", again.Act)
 			}
 		})

@@ -13,22 +13,24 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // inPlace carries out the in-place update of an opted-in DaemonSet (see pkg/inplace):
 // every pod that is mid-update moves on a step, and old pods start one — unavailable
-// ones first — while no more than maxUnavailable nodes are without an available pod.
+// ones first — while no more than maxUnavailable nodes are without an available pod;
+// old pods on the nodes a partition holds (held) are left as they are.
 // A fresh pod of an opted-in DaemonSet is put in service the same way once its
 // containers are ready. handled is false when the change cannot be made in place and
 // the mode allows the usual rolling update instead; verdict is what the InPlaceUpdate
 // condition becomes (nil: unchanged, no reason: removed).
-func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int) (handled bool, verdict *inplace.Verdict, err error) {
+func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int, held map[string]bool) (handled bool, verdict *inplace.Verdict, err error) {
 	mode, _ := inplace.ModeOf(ds.Annotations)
 	now := c.now()
 	grace := inplace.GracePeriod(ds.Annotations)
 	var old []*corev1.Pod
-	unavailable := 0
+	unavailable, holding := 0, false
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
@@ -43,6 +45,10 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 			}
 			continue
 		}
+		if held[placement.TargetNode(p)] {
+			holding = true // kept on its old revision by a partition
+			continue
+		}
 		old = append(old, p)
 	}
 	if mode == inplace.Off {
@@ -51,6 +57,9 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 		return false, &inplace.Verdict{}, nil
 	}
 	if len(old) == 0 {
+		if holding {
+			return true, nil, nil // not finished while a partition holds old pods
+		}
 		for _, p := range pods {
 			if p.DeletionTimestamp == nil && !c.serving(ds, p, now) {
 				return true, nil, nil

@@ -54,6 +54,8 @@ type onNode struct {
 	ok           bool
 	// shouldRun: the DaemonSet still places pods on this node.
 	shouldRun bool
+	// held: a partition keeps the node on its old pod (see staged.go).
+	held bool
 }
 
 func splitPods(ds *appsv1.DaemonSet, node string, shouldRun bool, pods []*corev1.Pod, hash string) onNode {
@@ -167,7 +169,7 @@ func planRollingUpdate(ds *appsv1.DaemonSet, nodes []onNode, maxUnavailable, max
 	old := map[string]*corev1.Pod{}
 	for i, n := range nodes {
 		view[i] = rollout.DaemonNode{Name: n.node, Extra: !n.ok, ShouldRun: n.shouldRun,
-			HasOld: n.old != nil, OldAvailable: available(n.old), HasUpdated: n.updated != nil, UpdatedAvailable: available(n.updated)}
+			HasOld: n.old != nil, OldAvailable: available(n.old), HasUpdated: n.updated != nil, UpdatedAvailable: available(n.updated), Held: n.held}
 		old[n.node] = n.old
 	}
 	step := rollout.DaemonSetUpdate(view, maxUnavailable, maxSurge)

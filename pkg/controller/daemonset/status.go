@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/placement"
@@ -21,7 +22,7 @@ import (
 // has a pod, and whether its oldest pod is ready, available and updated; per node that
 // should not, whether it has one anyway (misscheduled). observedGeneration moves only
 // when this sync acted on the generation (expectations satisfied).
-func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict, failureConds []failure.Condition) error {
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict, failureConds []failure.Condition, staged *failure.Condition) error {
 	now := c.now()
 	st := statusOf(ds, nodes, fits, byNode, hash, now)
 	st.ObservedGeneration = ds.Status.ObservedGeneration
@@ -29,7 +30,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 		st.ObservedGeneration = ds.Generation
 	}
 	st.CollisionCount = ds.Status.CollisionCount
-	st.Conditions = failureConditions.Merge(conditions.With(ds.Status.Conditions, verdict, now), failureConds)
+	st.Conditions = controller.WithStaged(failureConditions, failureConditions.Merge(conditions.With(ds.Status.Conditions, verdict, now), failureConds), staged)
 	if equality.Semantic.DeepEqual(st, ds.Status) {
 		return nil
 	}

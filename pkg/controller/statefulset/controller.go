@@ -2,7 +2,8 @@
 // (<set>-<ordinal>), network identities and storage, created and removed in ordinal
 // order, updated through ControllerRevisions by RollingUpdate (highest ordinal first,
 // partition, maxUnavailable) or OnDelete — as upstream does, with one deliberate
-// difference explained at update.
+// difference explained at update. kroll.dev/rollout-steps drive the partition field
+// (see staged.go).
 package statefulset
 
 import (
@@ -47,6 +48,8 @@ type Controller struct {
 	queue     controller.Queue
 	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
 	takenOut inplace.TakenOut
+	// stagedReports keeps the events of staged rollouts to one per step or problem.
+	stagedReports controller.StagedReports
 }
 
 // New builds the controller on shared informers (start them after).
@@ -186,16 +189,33 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// The failure policy first: a failed rollout is rolled back or paused before the
 	// update below takes it a step further.
-	heal := planFailure(set, pods, current, now)
+	stage := planStaging(set, pods, current, now)
+	heal := planFailure(set, pods, current, controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, set, heal.PolicyEvent)
+	if set.DeletionTimestamp == nil {
+		if handled, err := c.abort(ctx, set, pods, current, now); handled {
+			return err
+		}
+	}
 	if heal.Act != failure.None && set.DeletionTimestamp == nil {
 		return c.carryOut(ctx, set, pods, current, heal, now)
 	}
 	if !heal.Recheck.IsZero() {
 		c.queue.EnqueueAfter(set, heal.Recheck.Sub(now)+10*time.Millisecond)
 	}
+	// Then the staged rollout: the step record and the partition it sets are written
+	// in one Update, before the rolling update acts on them.
+	if stage.write != nil && set.DeletionTimestamp == nil {
+		_, err := c.setWriter.Update(ctx, stage.write)
+		return err
+	}
+	if until := stage.decision.Until; !until.IsZero() {
+		c.queue.EnqueueAfter(set, until.Sub(now)+10*time.Millisecond)
+	}
+	staged := stagedNews(set, stage, now)
+	c.stagedReports.Report(c.recorder, set, set.UID, staged)
 	status, updateErr := c.update(ctx, set, pods, current, now)
-	status.Conditions = failureConditions.Merge(status.Conditions, heal.Conditions)
+	status.Conditions = controller.WithStaged(failureConditions, failureConditions.Merge(status.Conditions, heal.Conditions), staged.Condition)
 	status.CollisionCount = &collisions
 	completeRollingUpdate(set, &status)
 	if statusChanged(set, &status) || set.Status.CollisionCount == nil || *set.Status.CollisionCount != collisions {

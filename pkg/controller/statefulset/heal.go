@@ -13,6 +13,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // A StatefulSet's failure policy (see pkg/failure): a rollout is in progress while the
@@ -61,8 +62,9 @@ var failureConditions = failure.Conditions[appsv1.StatefulSetCondition]{
 }
 
 // planFailure is the failure policy's plan for set in this sync, from what the cache
-// shows: its pods and revisions.
-func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, now time.Time) failure.SetPlan {
+// shows: its pods and revisions; held tells a staged rollout held at a step's pause (no
+// progress deadline runs then).
+func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, held bool, now time.Time) failure.SetPlan {
 	var counted appsv1.StatefulSetStatus
 	countPods(set, pods, revs, &counted, now)
 	old := set.Status
@@ -76,6 +78,7 @@ func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, no
 		Progressed: counted.UpdatedReplicas > old.UpdatedReplicas || counted.ReadyReplicas > old.ReadyReplicas ||
 			counted.AvailableReplicas > old.AvailableReplicas,
 		Target:     revs.current.Revision,
+		Held:       held,
 		Subject:    fmt.Sprintf("StatefulSet %q", set.Name),
 		Conditions: failureConditions.All(set.Status.Conditions),
 	}
@@ -155,4 +158,38 @@ func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, pods
 	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
 	_, err = c.setWriter.UpdateStatus(ctx, updated)
 	return err
+}
+
+// abort carries out kroll.dev/abort (see pkg/staging): when it names the update
+// revision of a rollout in progress, the rollback the failure policy makes — the
+// current revision's template and kroll.dev/rolled-back-from, in one Update that also
+// removes the request — then RolloutFailed with reason Aborted, a Warning RolledBack
+// event and the metric. A stale request (another revision, or no rollout) is removed
+// with a Warning AbortIgnored event. handled is false without a request.
+func (c *Controller) abort(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, now time.Time) (handled bool, err error) {
+	rolling := ""
+	if revs.update.Name != revs.current.Name {
+		rolling = revs.update.Name
+	}
+	act, ignored := controller.AbortRequest(set.Annotations, rolling)
+	if !act && ignored == "" {
+		return false, nil
+	}
+	next, outcome := set.DeepCopy(), ""
+	if act {
+		next, outcome = actOnFailure(set, pods, revs, failure.Rollback)
+	}
+	delete(next.Annotations, staging.AbortAnnotation)
+	updated, err := c.setWriter.Update(ctx, next)
+	if err != nil {
+		return true, err
+	}
+	controller.ReportAbort(c.recorder, updated, "StatefulSet", ignored, outcome)
+	if !act {
+		return true, nil
+	}
+	updated = updated.DeepCopy()
+	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithAborted(failureConditions.All(updated.Status.Conditions), outcome, now))
+	_, err = c.setWriter.UpdateStatus(ctx, updated)
+	return true, err
 }

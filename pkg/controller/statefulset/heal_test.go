@@ -105,7 +105,7 @@ func TestCarryOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set, revs := healSet(0, tc.annotations)
 			pods := []*corev1.Pod{setPod(set, 0, "web-1", true), setPod(set, 1, "web-1", true), setPod(set, 2, "web-1", true), crashing(setPod(set, 3, "web-2", false))}
-			plan := planFailure(set, pods, revs, now)
+			plan := planFailure(set, pods, revs, false, now)
 			w := &fakeSetWriter{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{setWriter: w, recorder: rec}
@@ -135,7 +135,7 @@ func TestCarryOut(t *testing.T) {
 				t.Errorf("event %q, want %q", ev, tc.wantEvent+" "+tc.wantMessage)
 			}
 			// The records make the next sync leave it alone, even on the same cache.
-			if again := planFailure(got, pods, revs, now); again.Act != failure.None {
+			if again := planFailure(got, pods, revs, false, now); again.Act != failure.None {
 				t.Errorf("after the write the plan acts again: %s", again.Act)
 			}
 		})
