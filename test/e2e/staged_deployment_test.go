@@ -246,6 +246,13 @@ func TestStagedDeployment(t *testing.T) {
 		s.apply(t, stagedDeployment("web", 20, tenPercentSteps))
 		_, bounds := s.rolledOut(t, "web")
 		w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
+		// The plan replays the same steps: 2 pods, the pause, to 10, the timed pause, 20.
+		plan := krollIn(t, s).must("rollout", "plan", "deployment/web", "--image", "app=app:2")
+		for _, want := range []string{"then: pause until promoted (kroll rollout promote): step 1/5", "then: pause 5s: step 3/5", "20 created, 20 deleted"} {
+			if !strings.Contains(plan, want) {
+				t.Errorf("kroll rollout plan does not say %q:\n%s", want, plan)
+			}
+		}
 		s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
 		s.waitRecord(t, "web", "0/5")
 		restart(t, "0/5")
