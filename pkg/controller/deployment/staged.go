@@ -84,6 +84,9 @@ func (c *Controller) stage(ctx context.Context, p *pass) (acted bool, err error)
 	if r, ok := staging.RecordOf(d.Annotations); ok {
 		recorded = &r
 	}
+	if !settings.Staged() && recorded == nil {
+		return false, nil // nothing to decide: no pod needs looking at
+	}
 	decision := staging.Decide(settings, recorded, c.stagingProgress(p, now), now)
 	if decision.Write {
 		next := d.DeepCopy()
