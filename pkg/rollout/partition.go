@@ -59,14 +59,16 @@ func PartitionedScaleDown(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet, new
 //	20→10 at partition 50% (old 10, new 10; 50% of 10 is 5): old 5, new 5
 //
 // Old ReplicaSets give pods up oldest first and take them newest first. Without a
-// partition, a new ReplicaSet or old pods, it is ProportionalScale.
+// partition, a new ReplicaSet, old pods or a change of replicas (every ReplicaSet with
+// pods was sized for the replicas now: a paused Deployment mid-surge keeps its
+// pods), it is ProportionalScale.
 func PartitionedScale(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet, partition int32) (plan []Scale, ok bool) {
 	active := Active(oldRSs)
 	oldTotal := SpecReplicas(active)
-	if partition <= 0 || newRS == nil || oldTotal == 0 {
+	desired := DesiredReplicas(d)
+	if partition <= 0 || newRS == nil || oldTotal == 0 || !resized(desired, append(active, newRS)) {
 		return ProportionalScale(d, newRS, oldRSs)
 	}
-	desired := DesiredReplicas(d)
 	newSize := Replicas(newRS.Spec.Replicas)
 	keep := min(desired, max(min(oldTotal, max(partition, desired-newSize)), partition))
 	order := ByCreation(active)
@@ -89,4 +91,15 @@ func PartitionedScale(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*
 	}
 	plan = append(plan, Scale{ReplicaSet: newRS.Name, From: newSize, To: desired - keep})
 	return plan, true
+}
+
+// resized tells whether some ReplicaSet with pods of rss was sized for other replicas
+// than desired (its DesiredReplicasAnnotation; unannotated counts as resized).
+func resized(desired int32, rss []*appsv1.ReplicaSet) bool {
+	for _, rs := range Active(rss) {
+		if n, ok := annotatedInt(rs, DesiredReplicasAnnotation); !ok || n != desired {
+			return true
+		}
+	}
+	return false
 }

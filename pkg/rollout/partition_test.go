@@ -85,6 +85,18 @@ func TestPartitionedScale(t *testing.T) {
 	}
 }
 
+func TestPartitionedScale_withoutAChangeOfReplicasIsProportional(t *testing.T) {
+	// Paused mid-surge at partition 10 (old 12, new 10, both sized for 20): nothing moves.
+	d := newDeployment(20, "5", "5")
+	old := []*appsv1.ReplicaSet{annotated(newRS("a", 12, 12, 0), "20", "25")}
+	n := annotated(newRS("n", 10, 10, 1), "20", "25")
+	got, _ := PartitionedScale(d, n, old, 10)
+	want, _ := ProportionalScale(d, n, old)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
 func TestPartitionedScale_withoutPartitionIsProportional(t *testing.T) {
 	d := newDeployment(40, "5", "5")
 	old := []*appsv1.ReplicaSet{annotated(newRS("a", 10, 10, 0), "20", "25")}

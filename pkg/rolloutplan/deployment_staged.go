@@ -5,6 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/kroll-dev/kroll/pkg/history"
+
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -50,11 +52,11 @@ func (s *deploymentSim) stagingProgress() staging.Progress {
 	// Only a ReplicaSet that exists already can be an older one brought back; the one
 	// the plan creates is the newest.
 	if s.staged.reused {
+		var old []*appsv1.ReplicaSet
 		for _, r := range s.old() {
-			if s.new.rs.CreationTimestamp.Before(&r.rs.CreationTimestamp) {
-				p.Rollback = true
-			}
+			old = append(old, r.rs)
 		}
+		p.Rollback = history.BroughtBack(s.new.rs, old)
 	}
 	return p
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/rolloutplan"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
@@ -230,7 +233,13 @@ func TestStagedDeployment(t *testing.T) {
 	stop := startKrollControllers(t, c)
 	defer func() { stop() }()
 	// Started on t, not on the subtest: they run on after it.
-	restart := func(sub *testing.T, at string) {
+	// Each restart waits for the step's RolloutStep event first: events are sent
+	// asynchronously, and one queued when the controllers stop is lost.
+	restart := func(sub *testing.T, s *scene, at, event string) {
+		eventually(sub, 30*time.Second, "the RolloutStep event of step "+at, func(context.Context) (bool, string) {
+			out := s.kubectl(sub, "get", "events", "--field-selector", "reason="+staging.EventReason, "-o", "custom-columns=M:.message", "--no-headers")
+			return strings.Contains(out, event), out
+		})
 		stop()
 		sub.Logf("controllers restarted at step %s", at)
 		stop = startKrollControllers(t, c)
@@ -246,11 +255,18 @@ func TestStagedDeployment(t *testing.T) {
 		s.apply(t, stagedDeployment("web", 20, tenPercentSteps))
 		_, bounds := s.rolledOut(t, "web")
 		w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
+		// The plan replays the same steps: 2 pods, the pause, to 10, the timed pause, 20.
+		plan := krollIn(t, s).must("rollout", "plan", "deployment/web", "--image", "app=app:2")
+		for _, want := range []string{"then: pause until promoted (kroll rollout promote): step 1/5", "then: pause 5s: step 3/5", "20 created, 20 deleted"} {
+			if !strings.Contains(plan, want) {
+				t.Errorf("kroll rollout plan does not say %q:\n%s", want, plan)
+			}
+		}
 		s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
 		s.waitRecord(t, "web", "0/5")
-		restart(t, "0/5")
+		restart(t, s, "0/5", "step 0/5: rolling out to 10%")
 		s.waitStep(t, "web", "1/5", "app:2", 2, 18)
-		restart(t, "1/5")
+		restart(t, s, "1/5", "step 1/5: 10% (2 of 20 updated), paused until promoted")
 		time.Sleep(2 * time.Second) // held: nothing moves on without promote
 		s.waitStep(t, "web", "1/5", "app:2", 2, 18)
 		d := s.deployment(t, "web")
@@ -266,17 +282,17 @@ func TestStagedDeployment(t *testing.T) {
 		}
 
 		krollIn(t, s).must("rollout", "promote", "deployment/web")
-		restart(t, "2/5")
+		restart(t, s, "2/5", "step 2/5: rolling out to 50%")
 		s.waitStep(t, "web", "3/5", "app:2", 10, 10)
 		reached := time.Now()
-		restart(t, "3/5")
+		restart(t, s, "3/5", "step 3/5: 50% (10 of 20 updated), paused for 5s")
 		s.waitRecord(t, "web", "4/5")
-		restart(t, "4/5")
+		restart(t, s, "4/5", "step 4/5: rolling out to 100%")
 		s.waitStep(t, "web", "5/5", "app:2", 20, 0)
 		if waited := time.Since(reached); waited < 4*time.Second {
 			t.Errorf("the 5s pause ended after %s", waited)
 		}
-		restart(t, "5/5")
+		restart(t, s, "5/5", "step 5/5: all steps done (20 of 20")
 		s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=1m")
 		if got, want := strings.Join(w.steps(), " "), "5/5 0/5 1/5 2/5 3/5 4/5 5/5"; got != want {
 			t.Errorf("recorded steps %q, want %q: the first revision's, then each step once", got, want)
@@ -352,8 +368,34 @@ func TestStagedDeployment(t *testing.T) {
 			s.rolledOut(t, "web")
 			w := watchStaged(t, s, "web", "app:1", nil)
 			oldHash := s.replicaSets(t)[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			// The plan printed before stops where the controller does: 10 created, 10
+			// deleted, held by the partition.
+			var plan rolloutplan.Plan
+			if err := json.Unmarshal([]byte(krollIn(t, s).must("rollout", "plan", "deployment/web", "--image", "app=app:2", "-o", "json")), &plan); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(plan.Batches); n < 2 || !strings.HasPrefix(plan.Batches[n-1].Note, "the partition holds the rollout: 10 old pods stay") {
+				t.Errorf("plan %+v: want batches ending with the partition's note", plan.Batches)
+			}
+			rec := recordPodOps(t, c, s.ns, func(p *corev1.Pod) string {
+				if ref := metav1.GetControllerOf(p); ref != nil {
+					return ref.Name
+				}
+				return ""
+			})
 			s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
 			s.waitStep(t, "web", "", "app:2", 10, 10)
+			time.Sleep(500 * time.Millisecond) // and no more
+			rec.mu.Lock()
+			ops := map[rolloutplan.Op]int{}
+			for _, op := range rec.ops {
+				ops[op.Op]++
+			}
+			rec.mu.Unlock()
+			if creates, deletes, _ := plan.Counts(); ops[rolloutplan.Create] != creates || ops[rolloutplan.Delete] != deletes || creates != 10 {
+				t.Errorf("the controller created %d pods and deleted %d; the plan printed before: %d and %d, want 10 and 10",
+					ops[rolloutplan.Create], ops[rolloutplan.Delete], creates, deletes)
+			}
 			w.hold(10, 10)
 			eventually(t, 30*time.Second, "Staged PartitionReached", func(context.Context) (bool, string) {
 				got := condition(s.deployment(t, "web"), staging.ConditionType)

@@ -286,15 +286,18 @@ func (c *Controller) abortRollout(ctx context.Context, p *pass) (acted bool, err
 		current = strconv.FormatInt(history.Revision(p.newRS), 10)
 	}
 	to := abortTarget(p)
-	if current == "" || asked != current || to == nil || !inProgress(p) {
+	why := ""
+	switch {
+	case current == "" || to == nil || !inProgress(p):
+		why = fmt.Sprintf("revision %s is not rolling out from an older one", current)
+	case asked != current:
+		why = fmt.Sprintf("revision %s is rolling out", current)
+	}
+	if why != "" {
 		next := d.DeepCopy()
 		delete(next.Annotations, staging.AbortAnnotation)
 		if _, err := c.writes.updateDeployment(ctx, next); err != nil {
 			return true, err
-		}
-		why := fmt.Sprintf("revision %s is rolling out", current)
-		if current == "" || to == nil || !inProgress(p) {
-			why = fmt.Sprintf("revision %s is not rolling out from an older one", current)
 		}
 		c.recorder.Eventf(d, corev1.EventTypeWarning, reasonAbortIgnored, "abort of revision %s ignored: %s", asked, why)
 		return true, nil

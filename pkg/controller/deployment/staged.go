@@ -60,7 +60,7 @@ func (c *Controller) stagingProgress(p *pass, now time.Time) staging.Progress {
 		return pr
 	}
 	pr.Revision = p.newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	pr.Rollback = isRollback(p)
+	pr.Rollback = history.BroughtBack(p.newRS, p.oldRSs)
 	pr.Updated = p.newRS.Status.Replicas
 	pr.UpdatedAvailable = p.newRS.Status.AvailableReplicas
 	policy := failure.PolicyOf(d.Annotations)
@@ -70,17 +70,6 @@ func (c *Controller) stagingProgress(p *pass, now time.Time) staging.Progress {
 		}
 	}
 	return pr
-}
-
-// isRollback tells a new ReplicaSet that is not the newest created of d's: an undo,
-// a rollback on failure or an abort brought an older one back. It is never staged.
-func isRollback(p *pass) bool {
-	for _, rs := range p.oldRSs {
-		if rs != nil && p.newRS.CreationTimestamp.Before(&rs.CreationTimestamp) {
-			return true
-		}
-	}
-	return false
 }
 
 // stage decides p's staged rollout and keeps it in p; acted says it wrote the step
@@ -94,6 +83,9 @@ func (c *Controller) stage(ctx context.Context, p *pass) (acted bool, err error)
 	var recorded *staging.Record
 	if r, ok := staging.RecordOf(d.Annotations); ok {
 		recorded = &r
+	}
+	if !settings.Staged() && recorded == nil {
+		return false, nil // nothing to decide: no pod needs looking at
 	}
 	decision := staging.Decide(settings, recorded, c.stagingProgress(p, now), now)
 	if decision.Write {

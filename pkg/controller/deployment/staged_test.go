@@ -80,6 +80,24 @@ func TestSync_heldAtThePartitionReportsIt(t *testing.T) {
 	}
 }
 
+func TestSync_heldAtThePartitionNeverTimesOut(t *testing.T) {
+	// Held for an hour with a 600s deadline: still PartitionReached, never
+	// ProgressDeadlineExceeded.
+	d, old := staged(map[string]string{staging.PartitionAnnotation: "18"})
+	old.Spec.Replicas, old.Status.Replicas, old.Status.AvailableReplicas = ptr(int32(18)), 18, 18
+	newRS := settled(d, replicaSetOf(d, "app:2", 2, 2, 2, time.Hour))
+	long := metav1.NewTime(time.Now().Add(-time.Hour))
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 20, UpdatedReplicas: 2, AvailableReplicas: 20,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: "True", Reason: rollout.ReasonReplicaSetUpdated,
+			LastUpdateTime: long, LastTransitionTime: long}}}
+	f := newFixture(t, d, old, newRS)
+	f.sync()
+	got, _ := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if p := rollout.Condition(&got.Status, appsv1.DeploymentProgressing); p == nil || p.Reason != reasonPartitionReached || p.Status != "True" {
+		t.Errorf("Progressing %+v, want True/PartitionReached", p)
+	}
+}
+
 func TestSync_invalidStagingIsAnnouncedOnceAndIgnored(t *testing.T) {
 	d, old := staged(map[string]string{staging.PartitionAnnotation: "-1"})
 	f := newFixture(t, d, old)

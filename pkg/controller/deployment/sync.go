@@ -25,7 +25,9 @@ import (
 // kept on every ReplicaSet (so that an undo keeps them); pausing and resuming are
 // recorded in the Progressing condition; the new ReplicaSet's revision and annotations
 // are brought up to date and the in-place verdict is judged (the pass, once); an
-// invalid failure policy is reported; a paused
+// invalid failure policy is reported; a request to abort (kroll.dev/abort) is rolled
+// back or removed, and a staged rollout's step record is written, alone (staged.go),
+// its partition bounding everything after; a paused
 // Deployment is only scaled (in proportion across its ReplicaSets); a rollback asked
 // for by the deprecated annotation is carried out; a failed rollout is rolled back or
 // paused as its failure policy asks, and a watched one that completed is marked so
