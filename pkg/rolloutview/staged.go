@@ -178,18 +178,20 @@ func stagingInput(s Snapshot) (*metav1.ObjectMeta, staging.Progress, bool) {
 	switch o := s.Object.(type) {
 	case *appsv1.Deployment:
 		p := staging.Progress{Desired: rollout.DesiredReplicas(o), Paused: o.Spec.Paused}
-		var newRS *appsv1.ReplicaSet
-		for _, rs := range s.ReplicaSets {
-			if history.EqualIgnoringHash(&rs.Spec.Template, &o.Spec.Template) {
+		var newRS *appsv1.ReplicaSet // the oldest with the template, as the controller picks it
+		for _, rs := range rollout.ByCreation(s.ReplicaSets) {
+			if newRS == nil && history.EqualIgnoringHash(&rs.Spec.Template, &o.Spec.Template) {
 				newRS = rs
 			}
 		}
-		// A rollback reuses an older ReplicaSet: the new one is not the newest made.
+		// A rollback brings an older ReplicaSet back, as the controller tells it.
+		var others []*appsv1.ReplicaSet
 		for _, rs := range s.ReplicaSets {
-			if newRS != nil && rs != newRS && newerThan(rs.ObjectMeta, newRS.ObjectMeta) {
-				p.Rollback = true
+			if rs != newRS {
+				others = append(others, rs)
 			}
 		}
+		p.Rollback = history.BroughtBack(newRS, others)
 		for _, rs := range s.ReplicaSets {
 			pods := ownedBy(s.Pods, rs.UID)
 			if rs == newRS {

@@ -280,6 +280,18 @@ func TestStagedDeployment(t *testing.T) {
 		if out, err := s.tryKubectl(t, "rollout", "status", "deployment/web", "--timeout=2s"); err == nil {
 			t.Errorf("kubectl rollout status returned at a partition: %s", out)
 		}
+		// kroll's status names the step and the command that continues, and returns
+		// there only with --until-paused; kroll status shows the step too.
+		if out := krollIn(t, s).must("rollout", "status", "deployment/web", "--until-paused"); !strings.Contains(out, "step 1/5: 10% (2 of 20 updated), paused until promoted") ||
+			!strings.Contains(out, "kroll rollout promote deployment/web") {
+			t.Errorf("kroll rollout status --until-paused: %q", out)
+		}
+		if code, out, _ := krollIn(t, s).run("rollout", "status", "deployment/web", "--timeout=2s"); code == 0 {
+			t.Errorf("kroll rollout status returned 0 at a pause without --until-paused: %q", out)
+		}
+		if out := krollIn(t, s).must("status"); !strings.Contains(out, "paused at step 1/5") {
+			t.Errorf("kroll status does not show the step:\n%s", out)
+		}
 
 		krollIn(t, s).must("rollout", "promote", "deployment/web")
 		restart(t, s, "2/5", "step 2/5: rolling out to 50%")

@@ -234,10 +234,12 @@ func TestStagedSets(t *testing.T) {
 		}
 		s.expectEvent(t, staging.EventReason, "step 1/5: 20% (1 of 5 updated), paused until promoted")
 		s.expectEvent(t, staging.EventReason, "step 3/5: 60% (3 of 5 updated), paused until promoted")
-		// The request `kroll rollout abort` writes: kroll.dev/abort naming the update
-		// revision. (The verb itself refuses a StatefulSet held at a step today: its
-		// view reads a rollout held at a partition as complete.)
-		s.kubectl(t, "annotate", "statefulset/web", staging.AbortAnnotation+"="+s.statefulSet(t).Status.UpdateRevision)
+		// kroll rollout abort writes kroll.dev/abort naming the update revision; a
+		// StatefulSet held at a step is not complete, so the verb takes it.
+		update := s.statefulSet(t).Status.UpdateRevision
+		if got, want := kroll(t, s).must("rollout", "abort", "statefulset/web"), "statefulset.apps/web abort of revision "+update+" requested\n"; got != want {
+			t.Errorf("kroll rollout abort: %q, want %q", got, want)
+		}
 		s.waitSetsCondition(t, "statefulset/web", failure.ConditionRolloutFailed, `^True/Aborted: aborted by request; rolled back from revision 2 to 1$`)
 		s.waitSTS(t, "web-0=r3 web-1=r3 web-2=r3 web-3=r3 web-4=r3")
 		eventually(t, 30*time.Second, "partition 0 and no step record", func(context.Context) (bool, string) {
