@@ -26,9 +26,11 @@ const (
 	StepRevisionAnnotation = "kroll.dev/rollout-step-revision"
 	// StepSinceAnnotation is when the recorded step count last changed (RFC 3339).
 	StepSinceAnnotation = "kroll.dev/rollout-step-since"
-	// AbortAnnotation asks the controller to roll back the named revision ("5" for a
-	// Deployment's revision, the update revision's number for a StatefulSet or
-	// DaemonSet) as its failure policy's rollback does; the rollback's write removes it.
+	// AbortAnnotation asks the controller to roll back the named revision (a
+	// Deployment's revision number, "5"; a StatefulSet's update revision or a
+	// DaemonSet's newest ControllerRevision, by name) as its failure policy's rollback
+	// does; the rollback's write removes it, and a request naming another revision is
+	// removed with a Warning event AbortIgnored.
 	AbortAnnotation = "kroll.dev/abort"
 )
 
