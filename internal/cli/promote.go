@@ -87,16 +87,18 @@ another revision, started after the request, is not aborted by it.`,
 // for the revision rolled out now: the record of an earlier template would be moved
 // on for nothing (the controller starts the new one at 0).
 func promote(ctx context.Context, client kubernetes.Interface, ref workloadRef, full bool, now time.Time) (staging.Record, error) {
-	snap, err := ref.snapshot(ctx, client)
-	if err != nil {
-		return staging.Record{}, err
-	}
-	progress, err := rolloutview.ProgressOf(snap)
-	if err != nil {
-		return staging.Record{}, err
-	}
 	var record staging.Record
-	err = updateWorkload(ctx, client, ref, func(obj runtime.Object) error {
+	err := updateWorkload(ctx, client, ref, func(obj runtime.Object) error {
+		// Read on every attempt: a conflict may be the controller starting the
+		// steps of a new revision, which the next attempt must see.
+		snap, err := ref.snapshot(ctx, client)
+		if err != nil {
+			return err
+		}
+		progress, err := rolloutview.ProgressOf(snap)
+		if err != nil {
+			return err
+		}
 		meta := metaOf(obj)
 		settings := staging.SettingsOf(meta.Annotations)
 		if len(settings.Problems) == 0 && len(settings.Steps) == 0 && settings.Partition != nil && ref.kind != kindStatefulSet {

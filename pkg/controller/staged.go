@@ -47,7 +47,7 @@ type StagedNews struct {
 //	otherwise         True, the phase, the decision's message
 //
 // The counts in the message change on most syncs; an event goes out only when the
-// step or phase does: "step 1/5: rolling out to 10% (0 of 20 updated)" then "step 1/5:
+// step or phase does: "step 0/5: rolling out to 10% (0 of 20 updated)" then "step 1/5:
 // 10% (2 of 20 updated), paused until promoted" are two events (Progressing, then
 // StepPaused), "(1 of 20 updated)" in between is none.
 func PlanStaged(problem string, d staging.Decision, cur *failure.Condition, now time.Time) StagedNews {

@@ -146,7 +146,8 @@ type Decision struct {
 	// anything else of this decision is done.
 	Record *Record
 	Write  bool
-	// Until is when a timed pause ends (StepWaiting): look again then.
+	// Until is when a timed pause ends (StepWaiting): look again then. Zero once that
+	// time has passed (the pause then waits on a failed pod or a pause of the rollout).
 	Until time.Time
 	// Message says where the rollout is, with the numbers: "step 1/5: 10% (2 of 20
 	// updated), paused until promoted". Empty when Unstaged.
@@ -218,7 +219,12 @@ func Decide(s Settings, recorded *Record, p Progress, now time.Time) Decision {
 				r.Done, r.Since, write = r.Done+1, now, true
 				continue
 			}
-			d.Phase, d.Partition, d.Until = StepWaiting, held, until
+			d.Phase, d.Partition = StepWaiting, held
+			if until.After(now) {
+				// Past it, the pause waits for a pod to heal or a resume, which bring
+				// the workload back by themselves: no timer to set.
+				d.Until = until
+			}
 			d.Message = fmt.Sprintf("step %s: %s (%d of %d updated), paused for %s until %s",
 				r, label, p.Updated, p.Desired, step.For, until.UTC().Format(time.RFC3339))
 		default:

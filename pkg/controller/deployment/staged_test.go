@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kroll-dev/kroll/pkg/failure"
@@ -182,4 +183,26 @@ func (f *fixture) created() *appsv1.ReplicaSet {
 	}
 	f.t.Fatal("no ReplicaSet was created")
 	return nil
+}
+
+func TestSync_movingOnFromAnHourLongHoldDoesNotTimeOut(t *testing.T) {
+	// Held at partition 18 for an hour (Progressing PartitionReached since then), the
+	// partition is lowered to 10. With maxSurge 0 the first pass after it only scales
+	// the old ReplicaSet down, which its status does not show yet: no progress seen,
+	// and the 600s deadline counts from now, not from when the hold began.
+	d, old := staged(map[string]string{staging.PartitionAnnotation: "10"})
+	d.Spec.Strategy.RollingUpdate.MaxSurge = ptr(intstr.FromInt32(0))
+	old.Spec.Replicas, old.Status.Replicas, old.Status.AvailableReplicas = ptr(int32(18)), 18, 18
+	newRS := settled(d, replicaSetOf(d, "app:2", 2, 2, 2, time.Hour))
+	long := metav1.NewTime(time.Now().Add(-time.Hour))
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 20, UpdatedReplicas: 2, ReadyReplicas: 20, AvailableReplicas: 20,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: "True", Reason: reasonPartitionReached,
+			LastUpdateTime: long, LastTransitionTime: long}}}
+	f := newFixture(t, d, old, newRS)
+	f.sync()
+	got, _ := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	p := rollout.Condition(&got.Status, appsv1.DeploymentProgressing)
+	if p == nil || p.Status != "True" || p.Reason != rollout.ReasonReplicaSetUpdated || time.Since(p.LastUpdateTime.Time) > time.Minute {
+		t.Errorf("Progressing %+v, want True/ReplicaSetUpdated updated now", p)
+	}
 }

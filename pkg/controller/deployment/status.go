@@ -98,6 +98,14 @@ func (c *Controller) syncRolloutStatus(ctx context.Context, p *pass) error {
 			setCondition(&status, cond)
 		case rollout.Complete(d, &status):
 			setCondition(&status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonNewReplicaSetAvailable, subject+" has successfully progressed.", now))
+		case current != nil && current.Reason == reasonPartitionReached:
+			// Moving on from a hold (promoted, the partition lowered): the deadline's
+			// clock starts now, as after a resume, not when the hold began — a pause
+			// of an hour must not fail the first pass after it.
+			cond := newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonReplicaSetUpdated, subject+" is progressing.", now)
+			cond.LastTransitionTime = current.LastTransitionTime
+			removeCondition(&status, appsv1.DeploymentProgressing)
+			setCondition(&status, cond)
 		case rollout.Progressing(d, &status):
 			// Progress refreshes lastUpdateTime even when the reason stays the same.
 			cond := newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, rollout.ReasonReplicaSetUpdated, subject+" is progressing.", now)
@@ -170,7 +178,6 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 	if equality.Semantic.DeepEqual(d.Status, status) {
 		return nil
 	}
-	c.announceStep(d, &status)
 	next := d.DeepCopy()
 	next.Status = status
 	desired := rollout.DesiredReplicas(d)
@@ -178,8 +185,13 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 		Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
 		Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
 	}, c.now())
-	_, err := c.writes.updateStatus(ctx, next)
-	return err
+	// The step's event follows the write: a pass that read a stale status, whose
+	// write then conflicts, does not announce the step a second time.
+	if _, err := c.writes.updateStatus(ctx, next); err != nil {
+		return err
+	}
+	c.announceStep(d, &status)
+	return nil
 }
 
 func newCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) appsv1.DeploymentCondition {
