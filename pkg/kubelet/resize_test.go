@@ -8,6 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // resized is a copy of pod whose first container now asks for cpu and memory requests
@@ -259,5 +263,78 @@ func TestStatusPatchBody_removesResizeConditionsTheKubeletDropped(t *testing.T) 
 	}
 	if !found {
 		t.Errorf("patch %s does not delete PodResizeInProgress", body)
+	}
+}
+
+// testKubelet is a Kubelet of one node, kroll-node-0, whose events go to the returned
+// recorder; enough for the decisions of one sync.
+func testKubelet(t *testing.T, node *corev1.Node) (*Kubelet, *record.FakeRecorder) {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := indexer.Add(node); err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(20)
+	k := &Kubelet{
+		nodeLister: corelisters.NewNodeLister(indexer),
+		pods:       map[string]*nodePods{node.Name: newNodePods()},
+		recorders:  map[string]record.EventRecorder{node.Name: rec},
+		queue:      workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+	}
+	t.Cleanup(k.queue.ShutDown)
+	return k, rec
+}
+
+func drain(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestKubelet_resizeEventsAndTheDelayAnnotation(t *testing.T) {
+	k, rec := testKubelet(t, testNode("4", "4Gi", 110))
+	web := requesting("web", "1", "")
+	web.Annotations[AnnotationResizeDelay] = "soon"
+	if v := k.pods["kroll-node-0"].admitOnce(k.node("kroll-node-0"), web); v.rejected {
+		t.Fatalf("web rejected: %+v", v)
+	}
+	clk := newPodClock()
+
+	// Accepted: ResizeStarted, and the bad annotation named once; the default delay applies.
+	grown := resized(web, "2", "")
+	rs := k.resizeStateOf(grown, "default/web", clk, t0)
+	if rs.delay != DefaultResizeDelay || rs.acceptedGen != 2 || !rs.acceptedAt.Equal(t0) || rs.pending != nil {
+		t.Errorf("state after an accepted resize = %+v", rs)
+	}
+	events := drain(rec)
+	want := []string{
+		`Normal ResizeStarted Pod resize started: {"containers":[{"name":"c0","resources":{"requests":{"cpu":"2"}}}],"generation":2}`,
+		`Warning InvalidAnnotation kroll.dev/resize-delay="soon" is not valid: want a Go duration of 0 or more ("500ms"); the resize takes 200ms`,
+	}
+	if strings.Join(events, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events\n got %q\nwant %q", events, want)
+	}
+
+	// Deferred: one ResizeDeferred naming admission's reason; a second sync of the same
+	// generation, with the condition written, records nothing more.
+	huge := resized(grown, "5", "")
+	rs = k.resizeStateOf(huge, "default/web", clk, t0.Add(time.Second))
+	if rs.pending == nil || rs.pending.pendingReason() != corev1.PodReasonDeferred {
+		t.Fatalf("2 → 5 CPUs on a 4-CPU node: pending %+v, want Deferred", rs.pending)
+	}
+	if got := drain(rec); len(got) != 1 || !strings.HasPrefix(got[0], `Warning ResizeDeferred Pod resize OutOfcpu: {"containers"`) ||
+		!strings.HasSuffix(got[0], `"generation":3,"error":"Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000"}`) {
+		t.Errorf("events of a deferred resize = %q", got)
+	}
+	huge.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, ObservedGeneration: 3}}
+	k.resizeStateOf(huge, "default/web", clk, t0.Add(2*time.Second))
+	if got := drain(rec); len(got) != 0 {
+		t.Errorf("the same deferred resize again recorded %q", got)
 	}
 }
