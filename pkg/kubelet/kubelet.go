@@ -306,14 +306,17 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 		return 0, fmt.Errorf("no free pod IP on node %s for pod %s/%s", pod.Spec.NodeName, pod.Namespace, pod.Name)
 	}
 	status, due, held := k.holdForVolumes(pod, clk, hostIP, now)
+	var rs resizeState
 	if !held {
-		rs := k.resizeStateOf(pod, key, clk, now)
+		rs = k.resizeStateOf(pod, key, clk, now)
 		status, due = k.sim.podStatusWith(pod, clk, addresses{hostIP: hostIP, podIP: podIP}, rs, now)
 	}
 	if err := k.writeStatus(ctx, pod, &status); err != nil {
 		return 0, err
 	}
-	k.resizeCompleted(pod, status)
+	if !held {
+		k.resizeCompleted(pod, rs.alloc, status)
+	}
 	k.mu.Lock()
 	if _, alive := k.clocks[pod.UID]; alive {
 		k.clocks[pod.UID] = clk

@@ -250,7 +250,8 @@ func setResizeConditions(st *corev1.PodStatus, rs resizeState, generation int64,
 			if old.Type != t {
 				continue
 			}
-			if old.Reason == reason {
+			// A new resize accepted while one is in progress sets the condition afresh.
+			if old.Reason == reason && (t != corev1.PodResizeInProgress || old.ObservedGeneration == gen) {
 				c.LastTransitionTime = old.LastTransitionTime
 				if old.Message == message && old.ObservedGeneration == gen {
 					c.LastProbeTime = old.LastProbeTime

@@ -338,3 +338,35 @@ func TestKubelet_resizeEventsAndTheDelayAnnotation(t *testing.T) {
 		t.Errorf("the same deferred resize again recorded %q", got)
 	}
 }
+
+func TestPodStatus_sidecarReportsItsResize(t *testing.T) {
+	sim := newSimulator(t)
+	addrs := addresses{hostIP: "127.1.0.1", podIP: "10.244.0.2"}
+	always := corev1.ContainerRestartPolicyAlways
+	pod := requesting("web", "1", "")
+	pod.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: "nginx:1.14.2", RestartPolicy: &always,
+		Resources:    corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+		ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}}}
+	clk := newPodClock()
+	for _, at := range []time.Duration{0, time.Second} {
+		pod.Status, _ = sim.podStatus(pod, clk, addrs, t0.Add(at))
+	}
+	pod.Generation = 2
+	pod.Spec.InitContainers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+	rs := resizeState{alloc: allocationOf(pod), acceptedAt: t0.Add(2 * time.Second), acceptedGen: 2, delay: DefaultResizeDelay}
+	sidecarCPU := func(st corev1.PodStatus) string {
+		q := st.InitContainerStatuses[0].Resources.Requests[corev1.ResourceCPU]
+		return q.String()
+	}
+	pod.Status, _ = sim.podStatusWith(pod, clk, addrs, rs, t0.Add(2*time.Second))
+	if got := sidecarCPU(pod.Status); got != "100m" || podCondition(pod.Status, corev1.PodResizeInProgress) == nil {
+		t.Errorf("during the resize delay: sidecar cpu %s, in progress %v; want 100m, true", got, podCondition(pod.Status, corev1.PodResizeInProgress) != nil)
+	}
+	pod.Status, _ = sim.podStatusWith(pod, clk, addrs, rs, t0.Add(3*time.Second))
+	if got := sidecarCPU(pod.Status); got != "200m" || podCondition(pod.Status, corev1.PodResizeInProgress) != nil {
+		t.Errorf("after the delay: sidecar cpu %s, in progress %v; want 200m, false", got, podCondition(pod.Status, corev1.PodResizeInProgress) != nil)
+	}
+	if pod.Status.ContainerStatuses[0].State.Running == nil || pod.Status.Phase != corev1.PodRunning {
+		t.Errorf("app container after the sidecar's resize: %+v", pod.Status.ContainerStatuses[0].State)
+	}
+}

@@ -50,9 +50,10 @@ func (k *Kubelet) retryResizes(keys []string, except string) {
 	}
 }
 
-// resizeCompleted records the kubelet's ResizeCompleted event when a status write took
-// the PodResizeInProgress condition away: the resize is actuated.
-func (k *Kubelet) resizeCompleted(pod *corev1.Pod, written corev1.PodStatus) {
+// resizeCompleted records the kubelet's ResizeCompleted event, naming the allocated
+// resources, when a status write took the PodResizeInProgress condition away: the
+// resize is actuated.
+func (k *Kubelet) resizeCompleted(pod *corev1.Pod, alloc allocation, written corev1.PodStatus) {
 	at, gen := inProgressSince(pod)
 	if at.IsZero() && gen == 0 {
 		return
@@ -62,5 +63,5 @@ func (k *Kubelet) resizeCompleted(pod *corev1.Pod, written corev1.PodStatus) {
 			return
 		}
 	}
-	k.recorders[pod.Spec.NodeName].Event(pod, corev1.EventTypeNormal, reasonResizeCompleted, resizeEventMessage(resizeMessageCompleted, pod, gen, ""))
+	k.recorders[pod.Spec.NodeName].Event(pod, corev1.EventTypeNormal, reasonResizeCompleted, resizeEventMessage(resizeMessageCompleted, alloc.applyTo(pod), gen, ""))
 }

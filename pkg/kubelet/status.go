@@ -158,7 +158,7 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 
 	// Init containers run to completion, in order, once the sandbox is created; a
 	// restartable one (a sidecar) keeps running instead.
-	initDone := true
+	initDone, initResizing := true, false
 	var incomplete []string
 	initStatuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.InitContainers))
 	for _, c := range pod.Spec.InitContainers {
@@ -176,6 +176,12 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 		default:
 			cs = completedStatus(pod, c.Name, image, created, old)
 		}
+		// An init container reports its resources as an app container does; a sidecar
+		// whose resize asks for a restart is not restarted here (a not-ready sidecar
+		// would hold the app containers back as if initialising), it only changes.
+		if s.resources(pod, c, findStatus(st.InitContainerStatuses, c.Name), &cs, clk, rs, delay, false, now, &w) {
+			initResizing = true
+		}
 		if cs.State.Terminated == nil && !(cs.State.Running != nil && cs.Ready) {
 			if initDone {
 				incomplete = append(incomplete, c.Name)
@@ -191,13 +197,13 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 	statuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
 	everRan, allTerminated, anyFailed := false, true, false
 	var unready []string
-	resizing := false
+	resizing := initResizing
 	for _, c := range pod.Spec.Containers {
 		old := findStatus(st.ContainerStatuses, c.Name)
 		var cs corev1.ContainerStatus
 		if initDone {
 			cs = s.container(pod, c, old, clk, created, delay, now, &w)
-			if s.resources(pod, c, old, &cs, clk, rs, delay, now, &w) {
+			if s.resources(pod, c, old, &cs, clk, rs, delay, true, now, &w) {
 				resizing = true
 			}
 		} else {
@@ -239,9 +245,9 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 }
 
 // resources sets the resources a container that has an instance reports (allocated,
-// and actuated: see actuate), restarting it when its actuation asks for that. It
-// returns whether the container still waits for its resize to be actuated.
-func (s *simulator) resources(pod *corev1.Pod, c corev1.Container, old *corev1.ContainerStatus, cs *corev1.ContainerStatus, clk *podClock, rs resizeState, delay time.Duration, now time.Time, w *wake) bool {
+// and actuated: see actuate), restarting it when its actuation asks for that and
+// mayRestart. It returns whether the container still waits for its resize to be actuated.
+func (s *simulator) resources(pod *corev1.Pod, c corev1.Container, old *corev1.ContainerStatus, cs *corev1.ContainerStatus, clk *podClock, rs resizeState, delay time.Duration, mayRestart bool, now time.Time, w *wake) bool {
 	if cs.ContainerID == "" {
 		return false // never created: the kubelet reports no resources yet
 	}
@@ -253,7 +259,7 @@ func (s *simulator) resources(pod *corev1.Pod, c corev1.Container, old *corev1.C
 	if waiting {
 		w.offer(rs.acceptedAt.Add(rs.delay))
 	}
-	if restart {
+	if restart && mayRestart {
 		next := *cs.DeepCopy()
 		next.LastTerminationState = stoppedInstance(cs, now)
 		*cs = s.startInstance(pod, c, cs.Image, &next, now, cs.RestartCount+1, s.readinessDelay(s.planImage(pod, c.Image).fault, delay), delay, clk, w)
