@@ -294,6 +294,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 	if verdict := node.admitOnce(k.node(pod.Spec.NodeName), pod); verdict.rejected {
 		return 0, k.reject(ctx, pod, verdict, now)
 	}
+	k.retryResizes(node.refresh(pod), key)
 
 	podIP, ok := k.ipam.podIP(pod.Spec.NodeName, pod.UID, pod.Status.PodIP)
 	hostIP := k.ipam.hostIP(pod.Spec.NodeName)
@@ -310,6 +311,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 	if !held {
 		rs = k.resizeStateOf(pod, key, clk, now)
 		status, due = k.sim.podStatusWith(pod, clk, addresses{hostIP: hostIP, podIP: podIP}, rs, now)
+		due = nextResizeRetry(rs, due, now)
 	}
 	if err := k.writeStatus(ctx, pod, &status); err != nil {
 		return 0, err

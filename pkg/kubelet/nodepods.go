@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // nodePods is what one node's kubelet remembers of the pods bound to it: the admission
@@ -49,9 +50,6 @@ func (n *nodePods) admitOnce(node *corev1.Node, pod *corev1.Pod) admission {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if v, seen := n.verdict[pod.UID]; seen {
-		if _, held := n.holding[pod.UID]; held {
-			n.holding[pod.UID] = pod // its latest labels and ports; alloc keeps its resources
-		}
 		return v
 	}
 	alloc := resumedAllocation(pod)
@@ -62,6 +60,30 @@ func (n *nodePods) admitOnce(node *corev1.Node, pod *corev1.Pod) admission {
 		n.alloc[pod.UID] = alloc
 	}
 	return v
+}
+
+// refresh keeps the latest version of an admitted pod (its labels, ports, and status:
+// the accounting counts the larger of allocated and actuated resources). When what it
+// counts shrinks (a decrease actuated), it returns the deferred resizes to try again, as
+// the kubelet does on such a pod update.
+func (n *nodePods) refresh(pod *corev1.Pod) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	old, held := n.holding[pod.UID]
+	if !held {
+		return nil
+	}
+	n.holding[pod.UID] = pod
+	if len(n.deferred) == 0 {
+		return nil
+	}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
+	before := resourcehelper.PodRequests(n.alloc[pod.UID].applyTo(old), opts)
+	after := resourcehelper.PodRequests(n.alloc[pod.UID].applyTo(pod), opts)
+	if after.Cpu().Cmp(*before.Cpu()) < 0 || after.Memory().Cmp(*before.Memory()) < 0 {
+		return n.deferredKeys()
+	}
+	return nil
 }
 
 // resize decides an admitted pod's resize against the other pods' allocations and, when

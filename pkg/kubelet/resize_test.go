@@ -370,3 +370,62 @@ func TestPodStatus_sidecarReportsItsResize(t *testing.T) {
 		t.Errorf("app container after the sidecar's resize: %+v", pod.Status.ContainerStatuses[0].State)
 	}
 }
+
+func TestNextResizeRetry(t *testing.T) {
+	deferred := &resizeDecision{kind: resizeDeferred}
+	infeasible := &resizeDecision{kind: resizeInfeasible}
+	tests := []struct {
+		name    string
+		pending *resizeDecision
+		due     time.Time
+		want    time.Time
+	}{
+		{name: "no pending resize: due as it was", due: t0.Add(time.Second), want: t0.Add(time.Second)},
+		{name: "deferred, nothing else due: retried in 3m", pending: deferred, want: t0.Add(3 * time.Minute)},
+		{name: "deferred, a container due in 1s first", pending: deferred, due: t0.Add(time.Second), want: t0.Add(time.Second)},
+		{name: "infeasible is not retried on a timer", pending: infeasible, want: time.Time{}},
+	}
+	for _, tt := range tests {
+		if got := nextResizeRetry(resizeState{pending: tt.pending}, tt.due, t0); !got.Equal(tt.want) {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestNodePods_refreshRetriesDeferredWhenADecreaseIsActuated(t *testing.T) {
+	node := testNode("4", "4Gi", 110)
+	n := newNodePods()
+	hog, web := requesting("hog", "2", ""), requesting("web", "1", "")
+	report := func(p *corev1.Pod, cpu string) *corev1.Pod {
+		r := p.DeepCopy()
+		r.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c0", ContainerID: "containerd://x",
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
+		return r
+	}
+	hog = report(hog, "2")
+	for _, p := range []*corev1.Pod{hog, web} {
+		n.admitOnce(node, p)
+	}
+	if d, _, _ := n.resize(node, resized(web, "3", ""), "default/web", false); d.kind != resizeDeferred {
+		t.Fatalf("web 1 → 3 beside hog's 2: %+v, want Deferred", d)
+	}
+	// hog's decrease to 1 is accepted, but until actuated it still counts 2 (the larger
+	// of allocated 1 and actuated 2): web stays deferred.
+	small := resized(hog, "1", "")
+	if d, _, _ := n.resize(node, small, "default/hog", false); d.kind != resizeAccepted {
+		t.Fatalf("hog 2 → 1: %+v, want accepted", d)
+	}
+	if retry := n.refresh(small); len(retry) != 0 {
+		t.Errorf("refresh before actuation retried %v", retry)
+	}
+	if d, _, _ := n.resize(node, resized(web, "3", ""), "default/web", false); d.kind != resizeDeferred {
+		t.Fatalf("web beside hog actuated at 2: %+v, want Deferred", d)
+	}
+	// hog reports 1 CPU actuated: web is handed back, and fits (3 + 1 ≤ 4).
+	if retry := n.refresh(report(small, "1")); len(retry) != 1 || retry[0] != "default/web" {
+		t.Fatalf("refresh after actuation = %v, want [default/web]", retry)
+	}
+	if d, _, _ := n.resize(node, resized(web, "3", ""), "default/web", false); d.kind != resizeAccepted {
+		t.Errorf("web beside hog actuated at 1: %+v, want accepted", d)
+	}
+}

@@ -53,6 +53,8 @@ func (k *Kubelet) retryResizes(keys []string, except string) {
 // resizeCompleted records the kubelet's ResizeCompleted event, naming the allocated
 // resources, when a status write took the PodResizeInProgress condition away: the
 // resize is actuated.
+// (The room a decrease frees is counted once the informer brings the written status
+// back: nodePods.refresh then retries the deferred resizes.)
 func (k *Kubelet) resizeCompleted(pod *corev1.Pod, alloc allocation, written corev1.PodStatus) {
 	at, gen := inProgressSince(pod)
 	if at.IsZero() && gen == 0 {
@@ -64,4 +66,18 @@ func (k *Kubelet) resizeCompleted(pod *corev1.Pod, alloc allocation, written cor
 		}
 	}
 	k.recorders[pod.Spec.NodeName].Event(pod, corev1.EventTypeNormal, reasonResizeCompleted, resizeEventMessage(resizeMessageCompleted, alloc.applyTo(pod), gen, ""))
+}
+
+// deferredRetry is how often the kubelet tries its deferred resizes again even when
+// nothing it watches freed room (its allocation manager's periodic retry).
+const deferredRetry = 3 * time.Minute
+
+// nextResizeRetry brings due forward to the periodic retry of a deferred resize.
+func nextResizeRetry(rs resizeState, due, now time.Time) time.Time {
+	if rs.pending == nil || rs.pending.kind != resizeDeferred {
+		return due
+	}
+	w := wake{at: due}
+	w.offer(now.Add(deferredRetry))
+	return w.at
 }

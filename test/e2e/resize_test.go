@@ -21,7 +21,7 @@ import (
 // RestartContainer) and hog (2 CPUs), when web is resized through pods/resize, then the
 // simulated kubelet carries each resize out as the 1.36 kubelet does: a CPU change in
 // place without a restart, a memory change with restartCount+1, a CPU increase the node
-// has no room for Deferred until hog leaves, each reported in containerStatuses'
+// has no room for Deferred until hog shrinks (through its own resize) or leaves, each reported in containerStatuses'
 // resources and allocatedResources with the pod's observedGeneration.
 func TestKubeletResize(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithNodes(1), clustertest.WithKubelet(func(k *kubelet.Config) {
@@ -111,27 +111,42 @@ func TestKubeletResize(t *testing.T) {
 		waitPod(t, c.Client, "default", "web", "resized to 512Mi with one restart", done("1500m", "512Mi", 1))
 	})
 
-	t.Run("cpu the node has no room for: Deferred until hog leaves", func(t *testing.T) {
-		// web 1.5 → 2.5 CPUs beside hog's 2 of 4: 2.5 > 4 - 2, Deferred.
+	// deferred patches web's CPU request to cpu and waits for PodResizePending Deferred
+	// with admission's message, the allocation left at allocated.
+	deferred := func(t *testing.T, cpu, message, allocated string) {
+		t.Helper()
 		mustKubectl(t, c.KubeconfigPath, "patch", "pod", "web", "--subresource", "resize", "--type", "strategic",
-			"-p", `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"2500m"}}}]}}`)
-		want := "Node didn't have enough resource: cpu, requested: 2500, used: 2000, capacity: 4000"
+			"-p", fmt.Sprintf(`{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":%q}}}]}}`, cpu))
 		p := waitPod(t, c.Client, "default", "web", "resize Deferred", func(p *corev1.Pod) bool {
 			for _, cond := range p.Status.Conditions {
 				if cond.Type == corev1.PodResizePending {
-					return cond.Reason == corev1.PodReasonDeferred && cond.Message == want && cond.ObservedGeneration == p.Generation
+					return cond.Reason == corev1.PodReasonDeferred && cond.Message == message && cond.ObservedGeneration == p.Generation
 				}
 			}
 			return false
 		})
-		if got := p.Status.ContainerStatuses[0].AllocatedResources[corev1.ResourceCPU]; got.String() != "1500m" {
-			t.Errorf("allocated cpu while deferred = %s, want 1500m", got.String())
+		if got := p.Status.ContainerStatuses[0].AllocatedResources[corev1.ResourceCPU]; got.String() != allocated {
+			t.Errorf("allocated cpu while deferred = %s, want %s", got.String(), allocated)
 		}
+	}
+
+	t.Run("cpu the node has no room for: Deferred until hog shrinks", func(t *testing.T) {
+		// web 1.5 → 3 CPUs beside hog's 2 of 4: 3 > 4 - 2, Deferred.
+		deferred(t, "3", "Node didn't have enough resource: cpu, requested: 3000, used: 2000, capacity: 4000", "1500m")
 		expectEvents(t, c.Client, "web", "ResizeDeferred")
+		// hog 2 → 1 CPU frees the room once actuated (1s later): 3 + 1 ≤ 4.
+		mustKubectl(t, c.KubeconfigPath, "patch", "pod", "hog", "--subresource", "resize", "--type", "strategic",
+			"-p", `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1"}}}]}}`)
+		waitPod(t, c.Client, "default", "web", "resized to 3 CPUs once hog shrank", done("3", "512Mi", 1))
+	})
+
+	t.Run("cpu the node has no room for: Deferred until hog leaves", func(t *testing.T) {
+		// web 3 → 3.5 CPUs beside hog's 1 of 4: Deferred; hog deleted: 3.5 ≤ 4.
+		deferred(t, "3500m", "Node didn't have enough resource: cpu, requested: 3500, used: 1000, capacity: 4000", "3")
 		if err := pods.Delete(ctx, "hog", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitPod(t, c.Client, "default", "web", "resized to 2500m once hog left", done("2500m", "512Mi", 1))
+		waitPod(t, c.Client, "default", "web", "resized to 3.5 CPUs once hog left", done("3500m", "512Mi", 1))
 	})
 }
 
