@@ -44,6 +44,9 @@ type Config struct {
 	// repositories exist; nil means DefaultRegistry() (the built-in catalogue, other
 	// repositories pulling).
 	Registry *Registry
+	// StaticCPUManager makes the nodes' CPU manager policy static: the kubelet then
+	// refuses a Guaranteed pod's CPU resize as Infeasible (it cannot move exclusive CPUs).
+	StaticCPUManager bool
 	// PodWorkers is how many pods are synced in parallel.
 	PodWorkers int
 	// LeaseDuration and LeaseRenewInterval are the node heartbeat settings (kubelet: 40s, 10s).

@@ -17,10 +17,8 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 	if old != nil && normalizeImage(old.Image) != image && !isFirstCreation(old) {
 		// The image changed under a container that exists: kill and start again.
 		next := *old.DeepCopy()
-		if r := old.State.Running; r != nil {
-			next.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 0, Reason: reasonCompleted, StartedAt: r.StartedAt, FinishedAt: metav1.Time{Time: now}, ContainerID: old.ContainerID,
-			}}
+		if old.State.Running != nil {
+			next.LastTerminationState = stoppedInstance(old, now)
 		}
 		if !plan.pull.OK {
 			next.ImageID, next.ContainerID, next.Ready, next.Started = "", "", false, ptrBool(false)
@@ -109,6 +107,14 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 		return s.startInstance(pod, c, image, old.DeepCopy(), now, old.RestartCount, s.readinessDelay(fault, 0), delay, clk, w)
 	}
 	return *old.DeepCopy() // terminated for good (restartPolicy Never)
+}
+
+// stoppedInstance is the last state of a running instance the kubelet stops to start
+// it again (a new image, a resize that restarts it): it exited cleanly, now.
+func stoppedInstance(cs *corev1.ContainerStatus, now time.Time) corev1.ContainerState {
+	return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 0, Reason: reasonCompleted, StartedAt: cs.State.Running.StartedAt, FinishedAt: metav1.Time{Time: now}, ContainerID: cs.ContainerID,
+	}}
 }
 
 // creatingOrStart handles a container's first creation: ContainerCreating until the

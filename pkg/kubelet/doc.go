@@ -21,6 +21,11 @@
 //   - Termination (termination.go): a deleted pod serves until its grace period (capped)
 //     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
 //     and is deleted with a zero grace period; a finalizer keeps it with that status.
+//   - In-place resize (resize.go, the pure decisions; resizing.go, their events): a
+//     change of a pod's container resources through pods/resize is allocated against
+//     the other pods' allocated resources (Deferred when they hold the room), actuated
+//     after kroll.dev/resize-delay with restarts per resizePolicy, and reported in
+//     containerStatuses[].resources and allocatedResources.
 //
 // Fault rules make chosen images never pull, crash-loop, never become ready, or become
 // ready late, so failed rollouts reproduce.

@@ -189,7 +189,7 @@ func (k *Kubelet) forget(obj any) {
 	k.ipam.release(pod.UID)
 	k.volumes.forget(pod.UID)
 	if n, ours := k.pods[pod.Spec.NodeName]; ours {
-		n.forget(pod.UID)
+		k.retryResizes(n.forget(pod.UID), "")
 	}
 }
 
@@ -287,13 +287,14 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 	if isTerminal(pod.Status.Phase) {
 		// Its containers have stopped for good (it completed, or was rejected): it
 		// holds no resources and no IP any more; its status stays as it is.
-		node.release(pod.UID)
+		k.retryResizes(node.release(pod.UID), "")
 		k.ipam.release(pod.UID)
 		return 0, nil
 	}
 	if verdict := node.admitOnce(k.node(pod.Spec.NodeName), pod); verdict.rejected {
 		return 0, k.reject(ctx, pod, verdict, now)
 	}
+	k.retryResizes(node.refresh(pod), key)
 
 	podIP, ok := k.ipam.podIP(pod.Spec.NodeName, pod.UID, pod.Status.PodIP)
 	hostIP := k.ipam.hostIP(pod.Spec.NodeName)
@@ -306,11 +307,17 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 		return 0, fmt.Errorf("no free pod IP on node %s for pod %s/%s", pod.Spec.NodeName, pod.Namespace, pod.Name)
 	}
 	status, due, held := k.holdForVolumes(pod, clk, hostIP, now)
+	var rs resizeState
 	if !held {
-		status, due = k.sim.podStatus(pod, clk, addresses{hostIP: hostIP, podIP: podIP}, now)
+		rs = k.resizeStateOf(pod, key, clk, now)
+		status, due = k.sim.podStatusWith(pod, clk, addresses{hostIP: hostIP, podIP: podIP}, rs, now)
+		due = nextResizeRetry(rs, due, now)
 	}
 	if err := k.writeStatus(ctx, pod, &status); err != nil {
 		return 0, err
+	}
+	if !held {
+		k.resizeCompleted(pod, rs.alloc, status)
 	}
 	k.mu.Lock()
 	if _, alive := k.clocks[pod.UID]; alive {
@@ -356,7 +363,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status *core
 func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, clk *podClock, now time.Time) (time.Duration, error) {
 	final := stoppedStatus(pod, k.ipam.hostIP(pod.Spec.NodeName), now)
 	if sameStatus(final, pod.Status) {
-		k.pods[pod.Spec.NodeName].release(pod.UID)
+		k.retryResizes(k.pods[pod.Spec.NodeName].release(pod.UID), "")
 		k.ipam.release(pod.UID)
 		if pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0 {
 			return 0, nil // already finalised; finalizers of others hold it now
@@ -420,6 +427,8 @@ func sameStatus(a, b corev1.PodStatus) bool {
 // kubeletConditions are the pod condition types the kubelet owns; others' conditions
 // (PodScheduled, readiness gates, DisruptionTarget) are never written here.
 var kubeletConditions = map[corev1.PodConditionType]bool{
+	corev1.PodResizePending:          true,
+	corev1.PodResizeInProgress:       true,
 	corev1.PodReadyToStartContainers: true,
 	corev1.PodInitialized:            true,
 	corev1.ContainersReady:           true,
@@ -485,5 +494,21 @@ func statusPatchBody(pod *corev1.Pod, status *corev1.PodStatus) ([]byte, error) 
 		}
 		p.Conditions = append(p.Conditions, fields)
 	}
+	// The resize conditions are the kubelet's to remove, once a resize is allocated or
+	// actuated: a merge patch keeps what it leaves out, so it says so.
+	for _, t := range []corev1.PodConditionType{corev1.PodResizePending, corev1.PodResizeInProgress} {
+		if hasCondition(pod.Status, t) && !hasCondition(*status, t) {
+			p.Conditions = append(p.Conditions, map[string]any{"type": t, "$patch": "delete"})
+		}
+	}
 	return json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID}, "status": p})
+}
+
+func hasCondition(st corev1.PodStatus, t corev1.PodConditionType) bool {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
 }

@@ -37,6 +37,12 @@ type podClock struct {
 	readyAt map[string]time.Time
 	// deleteSeen is when the deletion was first seen; zero until then.
 	deleteSeen time.Time
+	// resizeAt is when the kubelet last accepted a resize of the pod, of generation
+	// resizeGen; zero when it never did. resizeDelayWarned is set once a bad
+	// kroll.dev/resize-delay has been reported.
+	resizeAt          time.Time
+	resizeGen         int64
+	resizeDelayWarned bool
 }
 
 func newPodClock() *podClock {
@@ -44,7 +50,7 @@ func newPodClock() *podClock {
 }
 
 func (c *podClock) clone() *podClock {
-	n := &podClock{admitted: c.admitted, deleteSeen: c.deleteSeen, since: make(map[string]time.Time, len(c.since)), readyAt: make(map[string]time.Time, len(c.readyAt))}
+	n := &podClock{admitted: c.admitted, deleteSeen: c.deleteSeen, resizeAt: c.resizeAt, resizeGen: c.resizeGen, resizeDelayWarned: c.resizeDelayWarned, since: make(map[string]time.Time, len(c.since)), readyAt: make(map[string]time.Time, len(c.readyAt))}
 	for k, v := range c.since {
 		n.since[k] = v
 	}
@@ -121,6 +127,16 @@ func (w *wake) offer(t time.Time) {
 // running instance ends (lastState terminated, Completed), restartCount+1, the new image is
 // reported at once, and the container is not ready for the startup delay.
 func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now time.Time) (corev1.PodStatus, time.Time) {
+	return s.podStatusWith(pod, clk, ips, resizeState{}, now)
+}
+
+// podStatusWith is podStatus for a pod whose resize state is rs (resize.go): containers
+// report their allocated resources, actuated after the resize delay, and the pod its
+// resize conditions.
+func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses, rs resizeState, now time.Time) (corev1.PodStatus, time.Time) {
+	if rs.alloc == nil {
+		rs.alloc = allocationOf(pod)
+	}
 	st := *pod.Status.DeepCopy()
 	if isTerminal(st.Phase) {
 		return st, time.Time{}
@@ -142,7 +158,7 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 
 	// Init containers run to completion, in order, once the sandbox is created; a
 	// restartable one (a sidecar) keeps running instead.
-	initDone := true
+	initDone, initResizing := true, false
 	var incomplete []string
 	initStatuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.InitContainers))
 	for _, c := range pod.Spec.InitContainers {
@@ -160,6 +176,12 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 		default:
 			cs = completedStatus(pod, c.Name, image, created, old)
 		}
+		// An init container reports its resources as an app container does; a sidecar
+		// whose resize asks for a restart is not restarted here (a not-ready sidecar
+		// would hold the app containers back as if initialising), it only changes.
+		if s.resources(pod, c, findStatus(st.InitContainerStatuses, c.Name), &cs, clk, rs, delay, false, now, &w) {
+			initResizing = true
+		}
 		if cs.State.Terminated == nil && !(cs.State.Running != nil && cs.Ready) {
 			if initDone {
 				incomplete = append(incomplete, c.Name)
@@ -175,11 +197,15 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 	statuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
 	everRan, allTerminated, anyFailed := false, true, false
 	var unready []string
+	resizing := initResizing
 	for _, c := range pod.Spec.Containers {
 		old := findStatus(st.ContainerStatuses, c.Name)
 		var cs corev1.ContainerStatus
 		if initDone {
 			cs = s.container(pod, c, old, clk, created, delay, now, &w)
+			if s.resources(pod, c, old, &cs, clk, rs, delay, true, now, &w) {
+				resizing = true
+			}
 		} else {
 			cs = waitingStatus(c.Name, c.Image, reasonPodInitializing, "", old)
 		}
@@ -214,7 +240,33 @@ func (s *simulator) podStatus(pod *corev1.Pod, clk *podClock, ips addresses, now
 		return st, time.Time{}
 	}
 	s.setConditions(pod, &st, initDone, incomplete, unready, now)
+	setResizeConditions(&st, rs, pod.Generation, resizing, now)
 	return st, w.at
+}
+
+// resources sets the resources a container that has an instance reports (allocated,
+// and actuated: see actuate), restarting it when its actuation asks for that and
+// mayRestart. It returns whether the container still waits for its resize to be actuated.
+func (s *simulator) resources(pod *corev1.Pod, c corev1.Container, old *corev1.ContainerStatus, cs *corev1.ContainerStatus, clk *podClock, rs resizeState, delay time.Duration, mayRestart bool, now time.Time, w *wake) bool {
+	if cs.ContainerID == "" {
+		return false // never created: the kubelet reports no resources yet
+	}
+	if old != nil && old.ContainerID != cs.ContainerID {
+		old = nil // a new instance is created with the allocation
+	}
+	alloc := rs.alloc[c.Name]
+	reported, waiting, restart := actuate(c, old, alloc, rs, now)
+	if waiting {
+		w.offer(rs.acceptedAt.Add(rs.delay))
+	}
+	if restart && mayRestart {
+		next := *cs.DeepCopy()
+		next.LastTerminationState = stoppedInstance(cs, now)
+		*cs = s.startInstance(pod, c, cs.Image, &next, now, cs.RestartCount+1, s.readinessDelay(s.planImage(pod, c.Image).fault, delay), delay, clk, w)
+	}
+	cs.AllocatedResources = alloc.Requests.DeepCopy()
+	cs.Resources = &reported
+	return waiting
 }
 
 func (s *simulator) delayFor(pod *corev1.Pod) time.Duration {
