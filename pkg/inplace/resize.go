@@ -76,14 +76,16 @@ func ResizeFields(from, to *corev1.PodTemplateSpec, rules ResizeRules) []string 
 			fields = append(fields, fmt.Sprintf("%s (QoS class %s → %s)", c.path, a, b))
 		}
 	}
-	for _, list := range []struct {
-		path     string
-		from, to []corev1.Container
-	}{{"spec.initContainers", from.Spec.InitContainers, to.Spec.InitContainers}, {"spec.containers", from.Spec.Containers, to.Spec.Containers}} {
-		for i := range list.from {
-			if i < len(list.to) && len(list.from[i].Resources.Claims) > 0 {
-				fields = append(fields, fmt.Sprintf("%s[%s].resources.claims (a pod with resource claims cannot be resized)", list.path, list.from[i].Name))
-			}
+	// The API rebuilds each container it may resize from its cpu and memory alone and
+	// compares it with the old one: claims make them differ, whichever container changed.
+	for _, c := range from.Spec.InitContainers {
+		if len(c.Resources.Claims) > 0 && (isSidecar(c) || rules.InitContainers) {
+			fields = append(fields, fmt.Sprintf("spec.initContainers[%s].resources.claims (a pod with resource claims cannot be resized)", c.Name))
+		}
+	}
+	for _, c := range from.Spec.Containers {
+		if len(c.Resources.Claims) > 0 {
+			fields = append(fields, fmt.Sprintf("spec.containers[%s].resources.claims (a pod with resource claims cannot be resized)", c.Name))
 		}
 	}
 	for _, c := range changed {
@@ -113,8 +115,7 @@ func resourcesChanged(from, to *corev1.PodTemplateSpec) []containerChange {
 			if a[i].Name != b[i].Name || equality.Semantic.DeepEqual(a[i].Resources, b[i].Resources) {
 				continue
 			}
-			sidecar := init && b[i].RestartPolicy != nil && *b[i].RestartPolicy == corev1.ContainerRestartPolicyAlways
-			out = append(out, containerChange{fmt.Sprintf("%s[%s].resources", path, a[i].Name), init, sidecar, a[i], b[i]})
+			out = append(out, containerChange{fmt.Sprintf("%s[%s].resources", path, a[i].Name), init, init && isSidecar(b[i]), a[i], b[i]})
 		}
 	}
 	add("spec.initContainers", true, from.Spec.InitContainers, to.Spec.InitContainers)

@@ -144,14 +144,36 @@ func TestDiffStillNamesResources(t *testing.T) {
 	}
 }
 
+// The API refuses to resize a pod with resource claims in a container it may resize,
+// even when another container's resources are what changes.
 func TestResizeFieldsClaims(t *testing.T) {
-	from := sized()
-	from.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
-	to := from.DeepCopy()
-	to.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
-	want := "[spec.containers[app].resources.claims (a pod with resource claims cannot be resized)]"
-	if got := fmt.Sprint(ResizeFields(from, to, ResizeRules{})); got != want {
-		t.Errorf("ResizeFields = %s, want %s", got, want)
+	tests := []struct {
+		name  string
+		claim string // the container with a claim
+		rules ResizeRules
+		want  string
+	}{
+		{"app has a claim, app's cpu changes", "app", ResizeRules{}, "[spec.containers[app].resources.claims (a pod with resource claims cannot be resized)]"},
+		{"the sidecar has a claim, app's cpu changes", "proxy", ResizeRules{}, "[spec.initContainers[proxy].resources.claims (a pod with resource claims cannot be resized)]"},
+		{"a plain init container has a claim, on a cluster that does not resize them: not looked at", "init", ResizeRules{}, "[]"},
+		{"a plain init container has a claim, on a cluster that resizes them", "init", ResizeRules{InitContainers: true}, "[spec.initContainers[init].resources.claims (a pod with resource claims cannot be resized)]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			from := sized()
+			for _, list := range [][]corev1.Container{from.Spec.InitContainers, from.Spec.Containers} {
+				for i := range list {
+					if list[i].Name == tt.claim {
+						list[i].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+					}
+				}
+			}
+			to := from.DeepCopy()
+			to.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+			if got := fmt.Sprint(ResizeFields(from, to, tt.rules)); got != tt.want {
+				t.Errorf("ResizeFields = %s, want %s", got, tt.want)
+			}
+		})
 	}
 }
 
