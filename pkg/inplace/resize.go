@@ -49,8 +49,8 @@ func DiffResize(from, to *corev1.PodTemplateSpec, rules ResizeRules) []string {
 //   - An init container that is not a sidecar: only with rules.InitContainers, and
 //     never with a resizePolicy of RestartContainer.
 //
-// A memory limit decrease is accepted whatever the container's resizePolicy: 1.36
-// dropped the check that refused one with NotRequired. The kubelet then refuses to
+// A memory limit decrease is accepted whatever the container's resizePolicy: the 1.36
+// API server does not refuse one with NotRequired. The kubelet then refuses to
 // apply it while the container uses more than the new limit (the resize stays in
 // progress, with an error), which ResizeDone waits out.
 func ResizeFields(from, to *corev1.PodTemplateSpec, rules ResizeRules) []string {
