@@ -57,10 +57,20 @@ const restartField = "metadata.annotations[" + RestartAnnotation + "]"
 // in a running pod, as JSON paths ("spec.containers[app].env"); none means the change
 // can be made in place. Container and init-container images, and the template's labels
 // and annotations, can — but for RestartAnnotation, which asks for new containers.
+// Resources are named here; DiffResize lets the ones pods/resize accepts through.
 func Diff(from, to *corev1.PodTemplateSpec) []string {
+	return diff(from, to, nil)
+}
+
+// diff is Diff, and with resize DiffResize: container resources are then left to
+// ResizeFields.
+func diff(from, to *corev1.PodTemplateSpec, resize *ResizeRules) []string {
 	var fields []string
-	fields = append(fields, diffContainers("spec.initContainers", from.Spec.InitContainers, to.Spec.InitContainers)...)
-	fields = append(fields, diffContainers("spec.containers", from.Spec.Containers, to.Spec.Containers)...)
+	fields = append(fields, diffContainers("spec.initContainers", from.Spec.InitContainers, to.Spec.InitContainers, resize != nil)...)
+	fields = append(fields, diffContainers("spec.containers", from.Spec.Containers, to.Spec.Containers, resize != nil)...)
+	if resize != nil {
+		fields = append(fields, ResizeFields(from, to, *resize)...)
+	}
 	a, b := from.Spec.DeepCopy(), to.Spec.DeepCopy()
 	a.Containers, b.Containers, a.InitContainers, b.InitContainers = nil, nil, nil, nil
 	fields = append(fields, diffStruct("spec", reflect.ValueOf(*a), reflect.ValueOf(*b))...)
@@ -93,9 +103,10 @@ func withoutLabelsAndAnnotations(t *corev1.PodTemplateSpec) *corev1.PodTemplateS
 	return c
 }
 
-// diffContainers names the fields other than the image that differ between two
-// container lists; containers added, removed or reordered name the list itself.
-func diffContainers(path string, from, to []corev1.Container) []string {
+// diffContainers names the fields other than the image (and with resources, other
+// than the resources) that differ between two container lists; containers added,
+// removed or reordered name the list itself.
+func diffContainers(path string, from, to []corev1.Container, resources bool) []string {
 	if len(from) != len(to) {
 		return []string{path}
 	}
@@ -106,6 +117,9 @@ func diffContainers(path string, from, to []corev1.Container) []string {
 		}
 		a, b := from[i].DeepCopy(), to[i].DeepCopy()
 		a.Image, b.Image = "", ""
+		if resources {
+			a.Resources, b.Resources = corev1.ResourceRequirements{}, corev1.ResourceRequirements{}
+		}
 		fields = append(fields, diffStruct(fmt.Sprintf("%s[%s]", path, from[i].Name), reflect.ValueOf(*a), reflect.ValueOf(*b))...)
 	}
 	return fields

@@ -54,4 +54,19 @@
 // (InPlaceOnly); the InPlaceUpdate condition and an event name the fields. Pods of
 // opted-in Deployments are created with the readiness gate, which the Deployment
 // controller sets True once their containers are ready.
+//
+// # Resizing a pod's containers
+//
+// A change of container cpu and memory requests and limits can be made in a running
+// pod through its pods/resize subresource, within the API server's rules (DiffResize
+// and ResizeFields name what it would refuse: a change of QoS class, other resources,
+// a request or limit removed, plain init containers where the cluster does not allow
+// them). PlanResize is one pod's resize: the resources to write and the containers the
+// kubelet restarts for it (resizePolicy RestartContainer). A restarting resize takes
+// its pod out of service like an image change; one that restarts nothing keeps the
+// pod serving and is paced by maxUnavailable alone. NextResize reads the pod
+// afterwards: Deferred waits, Infeasible recreates that pod (InPlaceIfPossible) or
+// blocks the rollout naming it (InPlaceOnly, JudgeInfeasible), and ResizeDone is the
+// end: the containers report the resources, no resize condition remains, and the pod's
+// observedGeneration covers the write.
 package inplace
