@@ -117,7 +117,13 @@ func (r *StagedReports) Report(recorder record.EventRecorder, obj runtime.Object
 		}
 		sent = sentStaged{step: stepKey(*c)}
 	}
-	r.sent[uid] = sent
+	if sent == (sentStaged{}) {
+		// Nothing to remember (a missing entry reads the same): only staged objects
+		// keep an entry, not every StatefulSet and DaemonSet ever synced.
+		delete(r.sent, uid)
+	} else {
+		r.sent[uid] = sent
+	}
 	r.mu.Unlock()
 	if news.Invalid != "" {
 		recorder.Event(obj, corev1.EventTypeWarning, EventInvalidStaging, news.Invalid)
