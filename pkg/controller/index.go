@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -55,4 +56,59 @@ func ActivePods(indexer cache.Indexer, uid string) []*corev1.Pod {
 		}
 	}
 	return pods
+}
+
+// PodNodeIndex indexes pods by the node they are bound to (unbound pods are not
+// indexed): what an in-place resize's fit is judged against (inplace.Unfit).
+const PodNodeIndex = "kroll.dev/node"
+
+func podNodeIndex(obj any) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		return []string{pod.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+// AddPodNodeIndex adds PodNodeIndex to a pod informer that has not started.
+func AddPodNodeIndex(pods cache.SharedIndexInformer) error {
+	if _, exists := pods.GetIndexer().GetIndexers()[PodNodeIndex]; exists {
+		return nil
+	}
+	return pods.AddIndexers(cache.Indexers{PodNodeIndex: podNodeIndex})
+}
+
+// PodsOnNode returns the pods the indexed cache shows bound to node (shared objects: do
+// not modify them).
+func PodsOnNode(indexer cache.Indexer, node string) []*corev1.Pod {
+	objs, err := indexer.ByIndex(PodNodeIndex, node)
+	if err != nil {
+		return nil
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// ResizeFit judges, for an in-place update's pod, whether its node can make its resize
+// to to (inplace.Unfit, with the node and the pods on it from the caches); "" when it
+// can or no resize is due.
+func ResizeFit(nodes NodeGetter, pods cache.Indexer, pod *corev1.Pod, to *corev1.PodTemplateSpec) string {
+	var node *corev1.Node
+	if pod.Spec.NodeName != "" {
+		node, _ = nodes.Get(pod.Spec.NodeName)
+	}
+	var others []*corev1.Pod
+	if node != nil {
+		others = PodsOnNode(pods, node.Name)
+	}
+	return inplace.Unfit(pod, to, node, others)
+}
+
+// NodeGetter reads a node from a cache (a NodeLister is one).
+type NodeGetter interface {
+	Get(name string) (*corev1.Node, error)
 }

@@ -38,6 +38,9 @@ type PodControl interface {
 	// PatchPodStatus applies a strategic-merge patch to a pod's status subresource,
 	// which takes metadata too (the in-place readiness gate and State, together).
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error
+	// PatchPodResize applies a strategic-merge patch to a pod's resize subresource,
+	// which takes container cpu and memory alone (an in-place resize).
+	PatchPodResize(ctx context.Context, namespace, name string, patch []byte) error
 }
 
 // PodEvents is how one kind's upstream controller words the events of its pod writes,
@@ -163,6 +166,11 @@ func (r *realPodControl) PatchPodStatus(ctx context.Context, namespace, name str
 	return err
 }
 
+func (r *realPodControl) PatchPodResize(ctx context.Context, namespace, name string, patch []byte) error {
+	_, err := r.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize")
+	return err
+}
+
 // FakePodControl records calls and fails on demand, for tests.
 type FakePodControl struct {
 	mu        sync.Mutex
@@ -217,5 +225,12 @@ func (f *FakePodControl) PatchPodStatus(_ context.Context, _, name string, _ []b
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Patched = append(f.Patched, name+"/status")
+	return nil
+}
+
+func (f *FakePodControl) PatchPodResize(_ context.Context, _, name string, _ []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Patched = append(f.Patched, name+"/resize")
 	return nil
 }

@@ -54,6 +54,10 @@ const (
 	// annotations on it (one write). Without an image to change it restarts nothing:
 	// the pod stays in service.
 	Patch Step = "Patch"
+	// WriteResize: write the target's container cpu and memory through the pod's
+	// pods/resize subresource (Resize.Patch), once its images and metadata are in place.
+	// Whether it restarts a container is the container's resizePolicy (Resize.Restarts).
+	WriteResize Step = "Resize"
 	// PutBack: set the readiness gate True.
 	PutBack Step = "PutBack"
 )
@@ -92,29 +96,44 @@ type Want struct {
 	// the target's does not: a pod made from the target would not have them. Empty when
 	// that template is not known.
 	DropLabels, DropAnnotations []string
+	// Resources is the template whose container cpu and memory the pod is resized to
+	// (PlanResize, ResizeDone); nil: resources are not part of the update.
+	Resources *corev1.PodTemplateSpec
 }
 
 // NextStep is the next step of updating pod in place to want, with the grace period
-// between taking it out of service and changing its images; for Wait, how long at most
-// (0: until the pod changes). The contract, in order:
+// between taking it out of service and changing it; for Wait, how long at most (0:
+// until the pod changes). The contract, in order:
 //
-//  1. While the spec lacks a target image: with a grace period and the gate, take the
-//     pod out of service (gate False, State recorded) and wait it out; then patch the
-//     images, labels and annotations. Without a grace period the patch is the only
-//     write: the kubelet takes the pod out of service as it restarts the containers.
+//  1. While the spec lacks a target image, or a resize is due that restarts a container
+//     (resizePolicy RestartContainer): with a grace period and the gate, take the pod
+//     out of service (gate False, State recorded) and wait it out. Then patch the
+//     images, labels and annotations. Without a grace period the patch (or the resize)
+//     is the first write: the kubelet takes the pod out of service as it restarts the
+//     containers.
 //  2. While only labels or annotations differ (a template change without an image, or
 //     the revision label): patch them. Nothing restarts, so the pod is not taken out of
 //     service for it.
-//  3. Once the pod has them all: wait until every changed container reports running
-//     the new image and ready, then put the pod back if it was taken out (gate True,
-//     State removed).
+//  3. While the spec lacks the target's container cpu and memory: resize it, one write
+//     through pods/resize, after the image patch (a pod whose resize its node cannot
+//     make has its images already; the two writes cannot be one, pods/resize takes
+//     resources alone).
+//  4. Once the pod has them all: wait until every changed container reports running
+//     the new image and ready, and the kubelet reports the resize made (ResizeDone),
+//     then put the pod back if it was taken out (gate True, State removed).
 //
 // Every step is decided from the pod alone, so a restarted controller resumes where
 // the last one stopped; a pod whose target went back to what it runs (an undo before
-// the patch) is simply put back.
+// the patch) is simply put back. Whether the pod's node can make its resize at all is
+// the caller's to judge (Unfit) before the resize and while it waits.
 func NextStep(pod *corev1.Pod, want Want, grace time.Duration, now time.Time) (Step, time.Duration) {
 	gated := HasGate(pod)
-	if !specHas(pod, want.Images) {
+	var resize Resize
+	if want.Resources != nil {
+		resize = PlanResize(pod, want.Resources)
+	}
+	newImages := !specHas(pod, want.Images)
+	if newImages || resize.Restarting() {
 		if gated && grace > 0 && GateStatus(pod) != corev1.ConditionFalse {
 			return TakeOut, 0
 		}
@@ -123,12 +142,14 @@ func NextStep(pod *corev1.Pod, want Want, grace time.Duration, now time.Time) (S
 				return Wait, left
 			}
 		}
+	}
+	if newImages || !hasMetadata(pod, want) {
 		return Patch, 0
 	}
-	if !hasMetadata(pod, want) {
-		return Patch, 0
+	if !resize.Empty() {
+		return WriteResize, 0
 	}
-	if !runs(pod, want.Images) {
+	if !runs(pod, want.Images) || (want.Resources != nil && !ResizeDone(pod, want.Resources)) {
 		return Wait, 0
 	}
 	if _, recorded := StateOf(pod); recorded || (gated && GateStatus(pod) != corev1.ConditionTrue) {

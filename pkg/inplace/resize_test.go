@@ -211,7 +211,7 @@ func TestQOSClass(t *testing.T) {
 // running is a pod made from sized(), its containers reporting the template's resources.
 func running() *corev1.Pod {
 	tpl := sized()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", UID: "u1", Generation: 1}, Spec: *tpl.Spec.DeepCopy()}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", UID: "u1", Generation: 1, Labels: tpl.Labels}, Spec: *tpl.Spec.DeepCopy()}
 	p.Spec.NodeName = "n1"
 	p.Status.ObservedGeneration = 1
 	for _, c := range p.Spec.InitContainers {

@@ -24,7 +24,7 @@ type Target struct {
 
 // Want is the pod as the update to t leaves it.
 func (t Target) Want() Want {
-	w := Want{Images: Images(t.Template), Labels: map[string]string{}, Annotations: t.Template.Annotations}
+	w := Want{Images: Images(t.Template), Labels: map[string]string{}, Annotations: t.Template.Annotations, Resources: t.Template}
 	for k, v := range t.Template.Labels {
 		w.Labels[k] = v
 	}
@@ -48,11 +48,12 @@ func (t Target) Want() Want {
 	return w
 }
 
-// Patcher is what in-place updates write through: patches of a pod and of its status
-// subresource (controller.PodControl is one).
+// Patcher is what in-place updates write through: patches of a pod, of its status
+// subresource and of its resize subresource (controller.PodControl is one).
 type Patcher interface {
 	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error
+	PatchPodResize(ctx context.Context, namespace, name string, patch []byte) error
 }
 
 // Writer makes the writes of in-place updates.
@@ -85,6 +86,10 @@ func (w Writer) Step(ctx context.Context, p *corev1.Pod, t Target, grace time.Du
 		// containers restart); one of labels and annotations alone restarts nothing.
 		r.TookOut = !specHas(p, want.Images)
 		err = w.Patch(ctx, p, UpdatePatch(p, t))
+	case WriteResize:
+		resize := PlanResize(p, t.Template)
+		r.TookOut = resize.Restarting()
+		err = w.Resize(ctx, p, resize)
 	case PutBack:
 		err = w.PutBack(ctx, p)
 	}
@@ -153,6 +158,12 @@ func UpdatePatch(p *corev1.Pod, t Target) map[string]any {
 	return map[string]any{"metadata": meta, "spec": spec}
 }
 
+// Resize writes r through p's pods/resize subresource; a pod that is gone is not an
+// error.
+func (w Writer) Resize(ctx context.Context, p *corev1.Pod, r Resize) error {
+	return ignoreNotFound(w.patch(ctx, p, r.Patch(p), "resize"))
+}
+
 // Patch applies a strategic merge patch to p; a pod that is gone is not an error.
 func (w Writer) Patch(ctx context.Context, p *corev1.Pod, patch map[string]any) error {
 	return ignoreNotFound(w.patch(ctx, p, patch, ""))
@@ -167,8 +178,11 @@ func ignoreNotFound(err error) error {
 
 func (w Writer) patch(ctx context.Context, p *corev1.Pod, patch map[string]any, subresource string) error {
 	b, _ := json.Marshal(patch)
-	if subresource == "status" {
+	switch subresource {
+	case "status":
 		return w.Pods.PatchPodStatus(ctx, p.Namespace, p.Name, b)
+	case "resize":
+		return w.Pods.PatchPodResize(ctx, p.Namespace, p.Name, b)
 	}
 	return w.Pods.PatchPod(ctx, p.Namespace, p.Name, b)
 }

@@ -35,13 +35,16 @@ func (s *slimmer) slim(obj any) (any, error) {
 //     references, deletion and creation times, the in-place state and deletion cost
 //     annotations);
 //   - of its spec, the node it is bound to, its node affinity (a DaemonSet's pod names
-//     its node there until bound), its readiness gates, the names and images of its
-//     containers and its claims' volumes (a StatefulSet pod's storage);
+//     its node there until bound), its readiness gates, the names, images, resources
+//     and resize policies of its containers (an in-place resize, and what a node's
+//     pods hold) and its claims' volumes (a StatefulSet pod's storage);
 //   - of its status, the phase and its reason (OutOfcpu: a pod the kubelet rejected),
-//     the Ready and in-place readiness conditions' type, status and transition time
-//     (Ready's is when availability counts from), and each container's name, image,
-//     image ID, readiness, running state, the reason it waits (CrashLoopBackOff: what
-//     pkg/failure judges a rollout by) and restart count.
+//     the generation the kubelet observed, the Ready and in-place readiness
+//     conditions' type, status and transition time (Ready's is when availability
+//     counts from), the resize conditions' type, status, reason and message, and each
+//     container's name, image, image ID, readiness, running state, the reason it waits
+//     (CrashLoopBackOff: what pkg/failure judges a rollout by), restart count and its
+//     allocated and actual resources.
 //
 // The labels, owner references and containers that pods have alike are shared.
 func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
@@ -54,9 +57,11 @@ func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 		NodeName:       p.Spec.NodeName,
 		Affinity:       p.Spec.Affinity,
 		ReadinessGates: p.Spec.ReadinessGates,
-		InitContainers: s.containers.get(p.Spec.InitContainers, containersKey, namesAndImages),
-		Containers:     s.containers.get(p.Spec.Containers, containersKey, namesAndImages),
+		InitContainers: s.containers.get(p.Spec.InitContainers, containersKey, slimContainers),
+		Containers:     s.containers.get(p.Spec.Containers, containersKey, slimContainers),
 	}
+	initStatuses := s.containerStatuses(p.Status.InitContainerStatuses)
+	statuses := s.containerStatuses(p.Status.ContainerStatuses)
 	s.mu.Unlock()
 	for _, v := range p.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
@@ -67,13 +72,18 @@ func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 	out.Status = corev1.PodStatus{
 		Phase:                 p.Status.Phase,
 		Reason:                p.Status.Reason,
-		InitContainerStatuses: containerStatuses(p.Status.InitContainerStatuses),
-		ContainerStatuses:     containerStatuses(p.Status.ContainerStatuses),
+		ObservedGeneration:    p.Status.ObservedGeneration,
+		InitContainerStatuses: initStatuses,
+		ContainerStatuses:     statuses,
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady || c.Type == inplace.ReadinessGate {
+		switch c.Type {
+		case corev1.PodReady, inplace.ReadinessGate:
 			out.Status.Conditions = append(out.Status.Conditions,
 				corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		case corev1.PodResizePending, corev1.PodResizeInProgress:
+			out.Status.Conditions = append(out.Status.Conditions,
+				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
 		}
 	}
 	return out
@@ -89,6 +99,9 @@ type slimmer struct {
 	labels     sharedValues[map[string]string]
 	owners     sharedValues[[]metav1.OwnerReference]
 	containers sharedValues[[]corev1.Container]
+	// resources are containers' allocated and actual resources, which the pods of one
+	// revision report alike.
+	resources sharedValues[*corev1.ResourceRequirements]
 }
 
 func newSlimmer() *slimmer { return &slimmer{} }
@@ -151,30 +164,72 @@ func ownersKey(refs []metav1.OwnerReference) string {
 func containersKey(cs []corev1.Container) string {
 	var b strings.Builder
 	for _, c := range cs {
-		b.WriteString(c.Name + "\x00" + c.Image + "\x00")
+		b.WriteString(c.Name + "\x00" + c.Image + "\x00" + resourcesKey(&c.Resources))
+		for _, p := range c.ResizePolicy {
+			b.WriteString(string(p.ResourceName) + "=" + string(p.RestartPolicy) + "\x00")
+		}
+		if c.RestartPolicy != nil {
+			b.WriteString("restart=" + string(*c.RestartPolicy))
+		}
+		b.WriteString("\x00")
 	}
 	return b.String()
 }
 
-func namesAndImages(cs []corev1.Container) []corev1.Container {
+// resourcesKey is r's requests and limits, each list sorted by name.
+func resourcesKey(r *corev1.ResourceRequirements) string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, list := range []corev1.ResourceList{r.Requests, r.Limits} {
+		names := make([]string, 0, len(list))
+		for n := range list {
+			names = append(names, string(n))
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			q := list[corev1.ResourceName(n)]
+			b.WriteString(n + "=" + q.String() + "\x00")
+		}
+		b.WriteString("\x00")
+	}
+	return b.String()
+}
+
+// slimContainers keeps of each container its name, image, resources and resize policy,
+// and its restart policy (a sidecar's).
+func slimContainers(cs []corev1.Container) []corev1.Container {
 	if len(cs) == 0 {
 		return nil
 	}
 	out := make([]corev1.Container, len(cs))
 	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image, Resources: *c.Resources.DeepCopy(),
+			ResizePolicy: slices.Clone(c.ResizePolicy), RestartPolicy: c.RestartPolicy}
 	}
 	return out
 }
 
-func containerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+// containerStatuses slims statuses; s.mu is held.
+func (s *slimmer) containerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if len(cs) == 0 {
 		return nil
+	}
+	share := func(r *corev1.ResourceRequirements) *corev1.ResourceRequirements {
+		if r == nil {
+			return nil
+		}
+		return s.resources.get(r, resourcesKey, func(r *corev1.ResourceRequirements) *corev1.ResourceRequirements { return r.DeepCopy() })
 	}
 	out := make([]corev1.ContainerStatus, len(cs))
 	for i, c := range cs {
 		out[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.ImageID, Ready: c.Ready,
-			RestartCount: c.RestartCount, State: corev1.ContainerState{Running: c.State.Running}}
+			RestartCount: c.RestartCount, State: corev1.ContainerState{Running: c.State.Running},
+			Resources: share(c.Resources)}
+		if c.AllocatedResources != nil {
+			out[i].AllocatedResources = share(&corev1.ResourceRequirements{Requests: c.AllocatedResources}).Requests
+		}
 		if w := c.State.Waiting; w != nil {
 			// The reason alone (CrashLoopBackOff, ImagePullBackOff): what the failure
 			// policy judges a new pod by; the message can be long and is not read.

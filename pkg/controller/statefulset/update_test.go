@@ -43,6 +43,10 @@ func (f *fakePods) PatchPodStatus(_ context.Context, _, name string, _ []byte) e
 	f.actions = append(f.actions, "patch "+name+"/status")
 	return nil
 }
+func (f *fakePods) PatchPodResize(_ context.Context, _, name string, _ []byte) error {
+	f.actions = append(f.actions, "patch "+name+"/resize")
+	return nil
+}
 
 // setPod is set's pod of ordinal at revision, Running and Ready for an hour unless not ready.
 func setPod(set *appsv1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {

@@ -1,0 +1,103 @@
+package inplace
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// Unfit says why pod's node cannot make pod's resize to to's container resources, as
+// InfeasibleMessage words it; "" when it can, or when no resize is due or waiting.
+//
+// The kubelet reports Infeasible only for what its node can never do whatever it frees
+// (a Guaranteed pod's cpu under the static CPU manager); a resize larger than the room
+// the other pods leave, even larger than the whole node, it reports Deferred and
+// retries as room frees. A rollout cannot tell from the kubelet whether room will ever
+// free, so it judges as the kubelet admits: the pod's new requests against the node's
+// allocatable less what the node's other active pods hold (their allocated requests,
+// status.containerStatuses[].allocatedResources, or their spec's where none is
+// reported; the actual ones while a decrease is being made). A 2-cpu node whose other pods hold 1800m cannot take a pod from 100m to
+// 300m: "needs cpu 300m, 200m free (1800m of 2 held by other pods)". Judged before the
+// resize is written, no write is made that the kubelet would only defer; judged while
+// the kubelet defers it, pods of the same rollout resized beside it on that node count
+// with what they now hold. A Deferred resize that fits by this count is waiting for
+// room being freed (a pod terminating) and is waited for.
+//
+// node nil (not in the cache) judges nothing: the kubelet's Infeasible alone.
+func Unfit(pod *corev1.Pod, to *corev1.PodTemplateSpec, node *corev1.Node, others []*corev1.Pod) string {
+	state, kubelet := ResizeStateOf(pod)
+	if state == ResizeInfeasible {
+		return InfeasibleMessage(pod, kubelet)
+	}
+	pending := !PlanResize(pod, to).Empty()
+	if node == nil || (!pending && state != ResizeDeferred) {
+		return ""
+	}
+	want := pod.DeepCopy()
+	setResources(want.Spec.InitContainers, to.Spec.InitContainers)
+	setResources(want.Spec.Containers, to.Spec.Containers)
+	need := resourcehelper.PodRequests(want, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	held := corev1.ResourceList{}
+	for _, o := range others {
+		if o.UID == pod.UID || o.Spec.NodeName != node.Name || !rollout.IsPodActive(o) {
+			continue
+		}
+		for name, q := range resourcehelper.PodRequests(allocated(o), resourcehelper.PodResourcesOptions{UseStatusResources: true, SkipPodLevelResources: true}) {
+			sum := held[name]
+			sum.Add(q)
+			held[name] = sum
+		}
+	}
+	var short []string
+	for _, name := range resizedResources {
+		n, ok := need[name]
+		if !ok {
+			continue
+		}
+		capacity := node.Status.Allocatable[name]
+		free := capacity.DeepCopy()
+		free.Sub(held[name])
+		if n.Cmp(free) > 0 {
+			h := held[name]
+			short = append(short, fmt.Sprintf("needs %s %s, %s free (%s of %s held by other pods)",
+				name, n.String(), free.String(), h.String(), capacity.String()))
+		}
+	}
+	if len(short) == 0 {
+		return ""
+	}
+	return InfeasibleMessage(pod, strings.Join(short, "; "))
+}
+
+// setResources gives each container of cs the resources of its namesake in to.
+func setResources(cs, to []corev1.Container) {
+	for i := range cs {
+		if t, ok := containerNamed(to, cs[i].Name); ok {
+			cs[i].Resources = t.Resources
+		}
+	}
+}
+
+// allocated is pod with each container's requests as the kubelet allocated them
+// (allocatedResources), where it reports them: what the kubelet's admission counts. A
+// deferred increase holds no room; an accepted one does before it is actuated.
+func allocated(pod *corev1.Pod) *corev1.Pod {
+	out := *pod
+	apply := func(cs []corev1.Container, statuses []corev1.ContainerStatus) []corev1.Container {
+		cs = slices.Clone(cs)
+		for i := range cs {
+			if st, ok := statusNamed(statuses, cs[i].Name); ok && st.AllocatedResources != nil {
+				cs[i].Resources.Requests = st.AllocatedResources
+			}
+		}
+		return cs
+	}
+	out.Spec.InitContainers = apply(pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+	out.Spec.Containers = apply(pod.Spec.Containers, pod.Status.ContainerStatuses)
+	return &out
+}
