@@ -111,7 +111,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 			})
 		case StatefulSet:
 			run, err = build(clientFor, statefulset.ControllerName, opts.StatefulSetWorkers, func(c kubernetes.Interface) (runner, error) {
-				return statefulset.New(c, f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Apps().V1().ControllerRevisions(),
+				return statefulset.New(c, f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(), f.Apps().V1().ControllerRevisions(),
 					f.Core().V1().PersistentVolumeClaims(), recorder(statefulset.ControllerName))
 			})
 		case ReplicaSet:
@@ -125,7 +125,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 			})
 		case Deployment:
 			run, err = build(clientFor, deployment.ControllerName, opts.DeploymentWorkers, func(c kubernetes.Interface) (runner, error) {
-				return deployment.New(c, f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(),
+				return deployment.New(c, f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(),
 					recorder(deployment.ControllerName))
 			})
 		}

@@ -92,6 +92,9 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
 		return nil, err
 	}
+	if err := controller.AddPodNodeIndex(pods.Informer()); err != nil {
+		return nil, err
+	}
 	for _, h := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler

@@ -60,7 +60,9 @@ type Controller struct {
 	rsLister   appslisters.ReplicaSetLister
 	podLister  corelisters.PodLister
 	podIndexer cache.Indexer
-	synced     []cache.InformerSynced
+	// nodes are read to judge whether a node can make a pod's in-place resize.
+	nodes  corelisters.NodeLister
+	synced []cache.InformerSynced
 
 	queue controller.Queue
 	// takenOut remembers pods taken out of service for an in-place update until the
@@ -72,7 +74,7 @@ type Controller struct {
 }
 
 // New builds the controller on shared informers (start them after).
-func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
+func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer, nodeInformer coreinformers.NodeInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		client:     client,
 		recorder:   recorder,
@@ -83,10 +85,15 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		rsLister:   rsInformer.Lister(),
 		podLister:  podInformer.Lister(),
 		podIndexer: podInformer.Informer().GetIndexer(),
-		synced:     []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
-		queue:      controller.NewQueue("deployment"),
+		nodes:      nodeInformer.Lister(),
+		synced: []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+			nodeInformer.Informer().HasSynced},
+		queue: controller.NewQueue("deployment"),
 	}
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
+		return nil, err
+	}
+	if err := controller.AddPodNodeIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
 	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

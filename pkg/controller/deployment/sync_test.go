@@ -81,7 +81,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	client := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(100)
-	c, err := New(client, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder)
+	c, err := New(client, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), factory.Core().V1().Nodes(), recorder)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -44,8 +45,10 @@ type Controller struct {
 	sets      appslisters.StatefulSetLister
 	revisions appslisters.ControllerRevisionLister
 	podIndex  cache.Indexer
-	synced    []cache.InformerSynced
-	queue     controller.Queue
+	// nodes are read to judge whether a node can make a pod's in-place resize.
+	nodes  corelisters.NodeLister
+	synced []cache.InformerSynced
+	queue  controller.Queue
 	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
 	takenOut inplace.TakenOut
 	// stagedReports keeps the events of staged rollouts to one per step or problem.
@@ -53,7 +56,7 @@ type Controller struct {
 }
 
 // New builds the controller on shared informers (start them after).
-func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, pods coreinformers.PodInformer,
+func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
 	revisions appsinformers.ControllerRevisionInformer, claims coreinformers.PersistentVolumeClaimInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
@@ -63,11 +66,15 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 		sets:      sets.Lister(),
 		revisions: revisions.Lister(),
 		podIndex:  pods.Informer().GetIndexer(),
+		nodes:     nodes.Lister(),
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced,
-			revisions.Informer().HasSynced, claims.Informer().HasSynced},
+			revisions.Informer().HasSynced, claims.Informer().HasSynced, nodes.Informer().HasSynced},
 		queue: controller.NewQueue("statefulset"),
 	}
 	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
+		return nil, err
+	}
+	if err := controller.AddPodNodeIndex(pods.Informer()); err != nil {
 		return nil, err
 	}
 	handlers := []struct {
