@@ -76,7 +76,7 @@ func statusOf(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placem
 				st.NumberAvailable++
 			}
 		}
-		if isUpdated(ds, p, hash) {
+		if isUpdated(ds, p, hash) && !resizing(ds, p, hash) {
 			st.UpdatedNumberScheduled++
 		}
 	}

@@ -16,7 +16,8 @@ import (
 //	readyReplicas     Running and Ready
 //	availableReplicas Running, Ready and available under minReadySeconds
 //	currentReplicas   created, not terminating, at the current revision
-//	updatedReplicas   created, not terminating, at the update revision
+//	updatedReplicas   created, not terminating, at the update revision, and not
+//	                  being resized in place to it (see resizing)
 func countPods(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, status *appsv1.StatefulSetStatus, now time.Time) {
 	status.Replicas, status.ReadyReplicas, status.AvailableReplicas, status.CurrentReplicas, status.UpdatedReplicas = 0, 0, 0, 0, 0
 	for _, p := range pods {
@@ -37,7 +38,9 @@ func countPods(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, stat
 					status.UpdatedReplicas++
 				}
 			case revs.update.Name:
-				status.UpdatedReplicas++
+				if !resizing(set, p, revs) {
+					status.UpdatedReplicas++
+				}
 			}
 		}
 	}

@@ -169,7 +169,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	// Pods mid-way through an in-place update (or new, waiting to be put in service)
 	// move on first: OrderedReady waits for them. This holds after an opt-out too, so
 	// that no pod is left out of service.
-	if acted, err := c.settleInPlace(ctx, set, s, revs, now); acted || err != nil {
+	if acted, err := c.settleInPlace(ctx, set, s, revs, mode, now); acted || err != nil {
 		return status, err
 	}
 
@@ -226,7 +226,8 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	}
 	slots := make([]rollout.SetSlot, len(s.replicas))
 	for i, p := range s.replicas {
-		slots[i] = rollout.SetSlot{Stale: p.Labels[RevisionLabel] != revs.update.Name && !isTerminating(p), Unavailable: c.outOfService(set, p, now)}
+		slots[i] = rollout.SetSlot{Stale: p.Labels[RevisionLabel] != revs.update.Name && !isTerminating(p),
+			Unavailable: c.outOfService(set, p, now) || resizing(set, p, revs)}
 	}
 	// The pods to update now (rollout.StatefulSetUpdate, which `kroll rollout plan`
 	// replays too): each in place when the set opted in and its change allows it,
