@@ -375,10 +375,7 @@ func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 // caught one (the restarts would then prove nothing).
 func (s *scene) restartMidUpdate(t *testing.T, stop *func(), pauses []time.Duration, selectors ...string) {
 	t.Helper()
-	midUpdate := 0
-	for i, pause := range pauses {
-		time.Sleep(pause)
-		(*stop)()
+	s.restartCounting(t, stop, func() func() { return startKrollControllers(t, s.c) }, pauses, "mid-update", func() int {
 		handedOver := map[string]bool{}
 		for _, rs := range s.replicaSets(t) {
 			for _, key := range []string{inplace.LeavingAnnotation, inplace.ArrivingAnnotation} {
@@ -395,13 +392,27 @@ func (s *scene) restartMidUpdate(t *testing.T, stop *func(), pauses []time.Durat
 				}
 			}
 		}
-		midUpdate += mid
-		t.Logf("restart %d: controllers stopped with %d pods mid-update", i+1, mid)
+		return mid
+	})
+}
+
+// restartCounting stops kroll's controllers (*stop) after each pause and starts them
+// again with start, counting what caught says is caught mid-way (pods "mid-update");
+// it fails t if no stop caught one (the restarts would then prove nothing).
+func (s *scene) restartCounting(t *testing.T, stop *func(), start func() func(), pauses []time.Duration, what string, caught func() int) {
+	t.Helper()
+	total := 0
+	for i, pause := range pauses {
+		time.Sleep(pause)
+		(*stop)()
+		n := caught()
+		total += n
+		t.Logf("restart %d: controllers stopped with %d pods %s", i+1, n, what)
 		time.Sleep(300 * time.Millisecond)
-		*stop = startKrollControllers(t, s.c)
+		*stop = start()
 	}
-	if midUpdate == 0 {
-		t.Error("no restart caught a pod mid-update: the test proves nothing")
+	if total == 0 {
+		t.Errorf("no restart caught a pod %s: the test proves nothing", what)
 	}
 }
 
