@@ -95,8 +95,9 @@ func PodsOnNode(indexer cache.Indexer, node string) []*corev1.Pod {
 
 // ResizeFit judges, for an in-place update's pod, whether its node can make its resize
 // to to (inplace.Unfit, with the node and the pods on it from the caches); "" when it
-// can or no resize is due.
-func ResizeFit(nodes NodeGetter, pods cache.Indexer, pod *corev1.Pod, to *corev1.PodTemplateSpec) string {
+// can or no resize is due. resized are pods as a plan being made leaves them (resized
+// already, before the cache shows it): they stand in for their cached selves.
+func ResizeFit(nodes NodeGetter, pods cache.Indexer, pod *corev1.Pod, to *corev1.PodTemplateSpec, resized ...*corev1.Pod) string {
 	var node *corev1.Node
 	if pod.Spec.NodeName != "" {
 		node, _ = nodes.Get(pod.Spec.NodeName)
@@ -104,6 +105,13 @@ func ResizeFit(nodes NodeGetter, pods cache.Indexer, pod *corev1.Pod, to *corev1
 	var others []*corev1.Pod
 	if node != nil {
 		others = PodsOnNode(pods, node.Name)
+		for i, o := range others {
+			for _, r := range resized {
+				if r.UID == o.UID {
+					others[i] = r
+				}
+			}
+		}
 	}
 	return inplace.Unfit(pod, to, node, others)
 }

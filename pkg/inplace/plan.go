@@ -1,6 +1,7 @@
 package inplace
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -46,10 +47,19 @@ type HandOverView struct {
 	// false). Old are the others, oldest first.
 	New *ReplicaSetPods
 	Old []ReplicaSetPods
-	// TakenOut holds the pods taken out of service (or named leaving) by a write the
-	// cache does not show yet (see TakenOut.Out): they are not serving and are not
-	// picked again.
+	// TakenOut holds the pods taken out of service (or named leaving, or deleted to be
+	// recreated) by a write the cache does not show yet (see TakenOut.Out): they are not
+	// serving and are not picked, resized or recreated again.
 	TakenOut sets.Set[types.UID]
+	// Unfit says why pod's node cannot make its resize to to's container resources
+	// (inplace.Unfit on the caches: controller.ResizeFit), with resized, pods this plan
+	// already resizes, holding their new resources on their nodes; "" when it can or no
+	// resize is due. nil: every node fits every resize (a model without nodes).
+	Unfit func(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized []*corev1.Pod) string
+	// OnlyInPlace is InPlaceOnly: a pod whose node cannot make its resize is left as it
+	// is (an old pod is not picked) and named in Blocked. Otherwise (InPlaceIfPossible)
+	// such a pod is handed over like any other and then recreated (Recreate).
+	OnlyInPlace bool
 }
 
 // HandOverPlan is one pass of a Deployment's in-place rollout: the writes to make, in
@@ -68,6 +78,21 @@ type HandOverPlan struct {
 	// what it becomes: the giving ones first, then the new one (whose record names only
 	// pods its giver has observed leaving). Empty when none changes.
 	Records []Record
+	// Resize are arrived pods of the new ReplicaSet to resize to its template, one
+	// pods/resize write each (PlanResize(pod, template).Patch): pods whose spec lacks the
+	// template's cpu and memory and whose node can make it (Unfit, counting the pods
+	// listed before them). Empty when none is due.
+	Resize []*corev1.Pod
+	// Recreate are pods of the new ReplicaSet whose node cannot make their resize
+	// (InPlaceIfPossible): each is deleted, its ReplicaSet creates one from its template,
+	// and the scheduler places it where it fits. They are out of service already (a pod
+	// not yet resized does not serve, see PlanHandOver), so this costs no more of
+	// maxUnavailable. Empty when none is due.
+	Recreate []PodUnfit
+	// Blocked says why each pod whose node cannot make its resize is left as it is
+	// (OnlyInPlace; InfeasibleMessage form, sorted by pod): JudgeInfeasible turns them
+	// into the rollout's verdict. Not a write. Empty when none is blocked.
+	Blocked []string
 	// RequeueAfter is when a grace period now running ends, for the pass that hands its
 	// pod over; 0 when none runs.
 	RequeueAfter time.Duration
@@ -77,6 +102,12 @@ type HandOverPlan struct {
 type PodOut struct {
 	Pod   *corev1.Pod
 	State State
+}
+
+// PodUnfit is a pod whose node cannot make its resize, and why (Unfit's message).
+type PodUnfit struct {
+	Pod *corev1.Pod
+	Why string
 }
 
 // Record is what a ReplicaSet's size and hand-over record become (see LeavingAnnotation
@@ -92,7 +123,7 @@ type Record struct {
 
 // Empty tells a plan that writes nothing.
 func (p HandOverPlan) Empty() bool {
-	return len(p.PutBack) == 0 && len(p.TakeOut) == 0 && len(p.Records) == 0
+	return len(p.PutBack) == 0 && len(p.TakeOut) == 0 && len(p.Records) == 0 && len(p.Resize) == 0 && len(p.Recreate) == 0
 }
 
 // PlanHandOver decides one pass of a Deployment's in-place rollout (the protocol is in
@@ -116,6 +147,25 @@ func (p HandOverPlan) Empty() bool {
 //     grows to count them. It never grows so that it would create a pod while old
 //     pods may still arrive; once none may, it takes up what the old ones no longer
 //     keep (a pod lost mid-rollout is replaced by a new one).
+//  6. Arrived pods of the new ReplicaSet whose spec lacks its container cpu and memory
+//     are resized (pods/resize) when their node can make it, counting the pods resized
+//     before them in this pass; a resize the node cannot make is never written. Such a
+//     pod is recreated (InPlaceIfPossible) or left as it is, named in Blocked
+//     (InPlaceOnly). A written resize the kubelet defers is waited for while the node
+//     can make it by Unfit's count, and recreated or blocked once it cannot.
+//
+// A pod whose resize is due or not yet made (Resizing) does not serve, even when the
+// resize restarts nothing and the kubelet keeps it Ready: an application may read its
+// limits once, at start, and misbehave after, and counting the pod out keeps that to
+// maxUnavailable pods at a time (with 10 replicas and maxUnavailable 2: two pods
+// resizing at once, the next two picked once those report the new resources). Under
+// InPlaceOnly, an old pod whose node cannot make the resize is not picked (it stays on
+// its old ReplicaSet, untouched, named in Blocked); under either mode, a picked pod
+// whose node can make its resize alone but not beside the pods picked or resized
+// before it on that node waits for a later pass, when those hold their new resources
+// in the cache. A grace period takes a picked pod out of service first only when its
+// update restarts a container (new images, or a resize with resizePolicy
+// RestartContainer), as NextStep does.
 //
 // Without v.InPlace, hand-overs under way finish: names of pods that have moved (or
 // never will) leave the records; once no record changes, pods are put back where they
@@ -136,6 +186,8 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 	}
 	busy := newLeaving.Len() > 0 // some pod is on its way, or out of service to be
 	serving := h.tally(*v.New, newLeaving)
+	target := &v.New.RS.Spec.Template
+	resized := h.resizeArrived(&p, newLeaving)
 
 	var candidates []*corev1.Pod
 	handOff := map[types.UID][]*corev1.Pod{} // per old ReplicaSet: pods to name leaving now
@@ -159,6 +211,10 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			}
 			state, mid := StateOf(pod)
 			if !mid {
+				if why := h.unfit(pod, target, resized); why != "" && v.OnlyInPlace {
+					p.Blocked = append(p.Blocked, why)
+					continue
+				}
 				candidates = append(candidates, pod)
 				continue
 			}
@@ -185,8 +241,9 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 		if keep := int(v.Partition); keep > 0 {
 			picked = picked[:max(0, min(len(picked), len(candidates)-keep))]
 		}
+		picked = h.fitting(picked, target, resized)
 		for _, pod := range picked {
-			if v.Grace > 0 && HasGate(pod) {
+			if v.Grace > 0 && HasGate(pod) && restarts(pod, target) {
 				state := OutOfService(pod, v.New.RS.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Images(&v.New.RS.Spec.Template), v.Now)
 				p.TakeOut = append(p.TakeOut, PodOut{Pod: pod, State: state})
 				p.requeue(v.Grace)
@@ -217,7 +274,102 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 		size = max(v.Desired, rollout.Replicas(newRS.Spec.Replicas))
 	}
 	p.record(Record{RS: newRS, Replicas: size, Leaving: newLeaving, Arriving: arriving})
+	sort.Strings(p.Blocked)
 	return p
+}
+
+// resizeArrived plans the resizes of the new ReplicaSet's pods (step 6) into p: those
+// not on their way out (after an undo), nor already dealt with by a write the cache
+// does not show, whose spec lacks the template's resources or whose written resize the
+// kubelet defers or refuses. It returns the pods p resizes, and those deferred that
+// fit, as they will hold their new resources.
+func (h passView) resizeArrived(p *HandOverPlan, leaving sets.Set[string]) []*corev1.Pod {
+	target := &h.New.RS.Spec.Template
+	pods := append([]*corev1.Pod(nil), h.New.Pods...)
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	var resized []*corev1.Pod
+	for _, pod := range pods {
+		if leaving.Has(pod.Name) || h.TakenOut.Has(pod.UID) {
+			continue
+		}
+		pending := !PlanResize(pod, target).Empty()
+		if state, _ := ResizeStateOf(pod); !pending && state != ResizeDeferred && state != ResizeInfeasible {
+			continue
+		}
+		why := h.unfit(pod, target, resized)
+		switch {
+		case why == "":
+			if pending {
+				p.Resize = append(p.Resize, pod)
+			}
+			resized = append(resized, holding(pod, target))
+		case h.OnlyInPlace:
+			p.Blocked = append(p.Blocked, why)
+		default:
+			p.Recreate = append(p.Recreate, PodUnfit{Pod: pod, Why: why})
+		}
+	}
+	return resized
+}
+
+// fitting keeps of picked the pods whose node can make their resize to target beside
+// the pods resized (and picked) before them, and those whose node cannot make it even
+// alone (recreated once handed over, under InPlaceIfPossible; under InPlaceOnly they
+// were never candidates). A pod that fits alone but not beside them waits for a later
+// pass.
+func (h passView) fitting(picked []*corev1.Pod, target *corev1.PodTemplateSpec, resized []*corev1.Pod) []*corev1.Pod {
+	if h.Unfit == nil {
+		return picked
+	}
+	var out []*corev1.Pod
+	for _, pod := range picked {
+		if PlanResize(pod, target).Empty() {
+			out = append(out, pod)
+			continue
+		}
+		if h.unfit(pod, target, resized) == "" {
+			out = append(out, pod)
+			resized = append(resized, holding(pod, target))
+		} else if h.unfit(pod, target, nil) != "" {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// unfit is v.Unfit, "" without one.
+func (h passView) unfit(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized []*corev1.Pod) string {
+	if h.Unfit == nil {
+		return ""
+	}
+	return h.Unfit(pod, to, resized)
+}
+
+// restarts tells whether updating pod to target restarts a container: new images, or a
+// resize with resizePolicy RestartContainer.
+func restarts(pod *corev1.Pod, target *corev1.PodTemplateSpec) bool {
+	return !specHas(pod, Images(target)) || PlanResize(pod, target).Restarting()
+}
+
+// holding is pod as it is once resized to to: to's container resources in its spec,
+// and their requests allocated by the kubelet (what Unfit counts a pod's node holding).
+func holding(pod *corev1.Pod, to *corev1.PodTemplateSpec) *corev1.Pod {
+	out := pod.DeepCopy()
+	setResources(out.Spec.InitContainers, to.Spec.InitContainers)
+	setResources(out.Spec.Containers, to.Spec.Containers)
+	allocate := func(statuses []corev1.ContainerStatus, cs []corev1.Container) []corev1.ContainerStatus {
+		for _, c := range cs {
+			if i := slices.IndexFunc(statuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name }); i >= 0 {
+				statuses[i].AllocatedResources = c.Resources.Requests.DeepCopy()
+			} else {
+				statuses = append(statuses, corev1.ContainerStatus{Name: c.Name, AllocatedResources: c.Resources.Requests.DeepCopy()})
+			}
+		}
+		return statuses
+	}
+	out.Status.InitContainerStatuses = allocate(out.Status.InitContainerStatuses, out.Spec.InitContainers)
+	out.Status.ContainerStatuses = allocate(out.Status.ContainerStatuses, out.Spec.Containers)
+	return out
 }
 
 // record adds r to the plan if it changes its ReplicaSet's size or record.
@@ -290,10 +442,16 @@ func (h passView) arriving(rs *appsv1.ReplicaSet) sets.Set[string] {
 	return out
 }
 
-// serving tells whether pod counts as available: available, and not out of service
-// for an in-place update (by what the cache shows, or by a write it does not show yet).
+// serving tells whether pod counts as available: available, not out of service for an
+// in-place update (by what the cache shows, or by a write it does not show yet), and
+// not resizing to its ReplicaSet's template (see PlanHandOver for why a resize that
+// restarts nothing counts too).
 func (h passView) serving(pod *corev1.Pod) bool {
-	return !h.TakenOut.Has(pod.UID) && !OutOfServiceNow(pod) && rollout.IsPodAvailable(pod, h.MinReadySeconds, h.Now)
+	if h.TakenOut.Has(pod.UID) || OutOfServiceNow(pod) || !rollout.IsPodAvailable(pod, h.MinReadySeconds, h.Now) {
+		return false
+	}
+	owner := h.owner[pod.Name]
+	return owner == nil || !Resizing(pod, &owner.Spec.Template)
 }
 
 // tally counts rs's serving pods other than out, up to the available replicas rs

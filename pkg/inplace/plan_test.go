@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -130,6 +131,15 @@ func describe(p HandOverPlan) string {
 			given = " (gives away " + names(r.GivenAway) + ")"
 		}
 		lines = append(lines, fmt.Sprintf("%s: %d replicas, leaving [%s], arriving [%s]%s", r.RS.Name, r.Replicas, EncodeNames(r.Leaving), EncodeNames(r.Arriving), given))
+	}
+	if len(p.Resize) > 0 {
+		lines = append(lines, "resize "+names(p.Resize))
+	}
+	for _, r := range p.Recreate {
+		lines = append(lines, "recreate "+r.Pod.Name+": "+r.Why)
+	}
+	for _, b := range p.Blocked {
+		lines = append(lines, "blocked: "+b)
 	}
 	if p.RequeueAfter > 0 {
 		lines = append(lines, "again in "+p.RequeueAfter.String())
@@ -482,4 +492,250 @@ func TestPlanHandOverStepsThroughARollout(t *testing.T) {
 		}
 	}
 	t.Fatal("the rollout did not finish in 200 passes")
+}
+
+// cpuRS is rs with its template's container asking for cpu, with resizePolicy policy
+// for cpu (memory: 64Mi requested, NotRequired).
+func cpuRS(rs *appsv1.ReplicaSet, cpu string, policy corev1.ResourceResizeRestartPolicy) *appsv1.ReplicaSet {
+	c := &rs.Spec.Template.Spec.Containers[0]
+	c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")}}
+	c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: policy},
+		{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.NotRequired}}
+	return rs
+}
+
+// cpuSized is p with cpu requested in its spec and reported by the kubelet (allocated and
+// actuated), the generation observed unless a resize condition is given (state): a
+// written resize the kubelet has not made.
+func cpuSized(p *corev1.Pod, spec, reported string, state ResizeState) *corev1.Pod {
+	req := func(cpu string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	}
+	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: req(spec)}
+	p.Generation, p.Status.ObservedGeneration = 2, 2
+	p.Status.ContainerStatuses[0].AllocatedResources = req(reported)
+	p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{Requests: req(reported)}
+	switch state {
+	case ResizeInProgress:
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue})
+	case ResizeDeferred, ResizeInfeasible:
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: string(state)})
+	}
+	if state != ResizeSettled {
+		p.Generation = 3
+	}
+	return p
+}
+
+// roomFor is an Unfit whose nodes (one per pod, named in nodes; n1 otherwise) can each
+// make room resizes to more than the pods hold, counting the pods already resized there
+// this pass; and none on node "full".
+func roomFor(room int, nodes map[string]string) func(*corev1.Pod, *corev1.PodTemplateSpec, []*corev1.Pod) string {
+	nodeOf := func(p *corev1.Pod) string {
+		if n, ok := nodes[p.Name]; ok {
+			return n
+		}
+		return "n1"
+	}
+	return func(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized []*corev1.Pod) string {
+		if PlanResize(pod, to).Empty() {
+			if state, _ := ResizeStateOf(pod); state != ResizeDeferred {
+				return ""
+			}
+		}
+		node := nodeOf(pod)
+		used := 0
+		for _, r := range resized {
+			if r.UID != pod.UID && nodeOf(r) == node {
+				used++
+			}
+		}
+		if node == "full" || used >= room {
+			return fmt.Sprintf("pod %s: the resize cannot be made on node %s: needs cpu 200m, 100m free", pod.Name, node)
+		}
+		return ""
+	}
+}
+
+func TestPlanHandOverResizes(t *testing.T) {
+	a := func(replicas, available int32) *appsv1.ReplicaSet {
+		return cpuRS(rsOf("a", "nginx:1", replicas, available, true), "100m", corev1.NotRequired)
+	}
+	b := func(replicas, available int32, policy corev1.ResourceResizeRestartPolicy) *appsv1.ReplicaSet {
+		// The change is cpu alone: B runs A's image.
+		return cpuRS(rsOf("b", "nginx:1", replicas, available, true), "200m", policy)
+	}
+	old := func(A *appsv1.ReplicaSet, names ...string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, p := range pods(A, podState{gated: true}, names...) {
+			out = append(out, cpuSized(p, "100m", "100m", ResizeSettled))
+		}
+		return out
+	}
+	arrived := func(B *appsv1.ReplicaSet, name, spec, reported string, state ResizeState) *corev1.Pod {
+		return cpuSized(podOf(B, name, podState{gated: true}), spec, reported, state)
+	}
+	tests := []struct {
+		name string
+		view func() HandOverView
+		want string
+	}{
+		{
+			name: "cpu 100m → 200m, a1 arrived with 100m: it is resized, and does not serve until the kubelet reports 200m, so nothing more goes (maxUnavailable 1)",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 1, corev1.NotRequired)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{arrived(B, "a1", "100m", "100m", ResizeSettled)}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Unfit = roomFor(4, nil)
+				return v
+			},
+			want: "resize a1",
+		},
+		{
+			name: "a1's resize written, in progress, Ready throughout (NotRequired): still not serving, nothing more goes",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 1, corev1.NotRequired)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{arrived(B, "a1", "200m", "100m", ResizeInProgress)}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Unfit = roomFor(4, nil)
+				return v
+			},
+			want: "",
+		},
+		{
+			name: "a1's resize actuated but its generation not yet observed by the kubelet: not done, nothing more goes",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 1, corev1.NotRequired)
+				p := arrived(B, "a1", "200m", "200m", ResizeSettled)
+				p.Generation = 3
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{p}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Unfit = roomFor(4, nil)
+				return v
+			},
+			want: "",
+		},
+		{
+			name: "a1 reports 200m, no condition, generation observed: it serves again and a2 goes",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 1, corev1.NotRequired)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{arrived(B, "a1", "200m", "200m", ResizeSettled)}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Unfit = roomFor(4, nil)
+				return v
+			},
+			want: "a: 2 replicas, leaving [a2], arriving [] (gives away a2)",
+		},
+		{
+			name: "InPlaceIfPossible, a1's node cannot make its resize: never written; a1 is recreated (it is out of service already, nothing more goes)",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 1, corev1.NotRequired)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{arrived(B, "a1", "100m", "100m", ResizeSettled)}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Unfit = roomFor(4, map[string]string{"a1": "full"})
+				return v
+			},
+			want: "recreate a1: pod a1: the resize cannot be made on node full: needs cpu 200m, 100m free",
+		},
+		{
+			name: "InPlaceOnly, a1 arrived on a node that cannot make its resize (an undo's way back, say): nothing is written to it, it blocks naming it",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 1, corev1.NotRequired)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{arrived(B, "a1", "100m", "100m", ResizeSettled)}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Unfit, v.OnlyInPlace = roomFor(4, map[string]string{"a1": "full"}), true
+				return v
+			},
+			want: "blocked: pod a1: the resize cannot be made on node full: needs cpu 200m, 100m free",
+		},
+		{
+			name: "InPlaceOnly, a1's node cannot make the resize: a1 is not picked (it stays old, named), a2 goes in its place",
+			view: func() HandOverView {
+				A := a(4, 4)
+				v := view(ReplicaSetPods{RS: b(0, 0, corev1.NotRequired)}, ReplicaSetPods{RS: A, Pods: old(A, "a1", "a2", "a3", "a4")})
+				v.Unfit, v.OnlyInPlace = roomFor(4, map[string]string{"a1": "full"}), true
+				return v
+			},
+			want: "a: 3 replicas, leaving [a2], arriving [] (gives away a2)\nblocked: pod a1: the resize cannot be made on node full: needs cpu 200m, 100m free",
+		},
+		{
+			name: "InPlaceIfPossible, a1's node cannot make the resize: a1 goes like any pod (to be recreated once it has arrived)",
+			view: func() HandOverView {
+				A := a(4, 4)
+				v := view(ReplicaSetPods{RS: b(0, 0, corev1.NotRequired)}, ReplicaSetPods{RS: A, Pods: old(A, "a1", "a2", "a3", "a4")})
+				v.Unfit = roomFor(4, map[string]string{"a1": "full"})
+				return v
+			},
+			want: "a: 3 replicas, leaving [a1], arriving [] (gives away a1)",
+		},
+		{
+			name: "maxUnavailable 3, node n1 has room for one more resize and a1 arrived there: a2 (n1) waits, a3 (n2) and a4 (n2) go",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 1, corev1.NotRequired)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{arrived(B, "a1", "100m", "100m", ResizeSettled)}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Unfit, v.MaxUnavailable = roomFor(1, map[string]string{"a3": "n2", "a4": "n2"}), 3
+				return v
+			},
+			// 4 desired, 3 serving, a1 resizing: 2 more may go; a2 is dropped as n1 is
+			// full with a1's resize, so only a3 (the budget of 2 was spent on a2 and a3).
+			want: "a: 2 replicas, leaving [a3], arriving [] (gives away a3)\nresize a1",
+		},
+		{
+			name: "a written resize the kubelet defers: waited for while the node can make it, recreated once it cannot",
+			view: func() HandOverView {
+				B := b(4, 2, corev1.NotRequired)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{
+					arrived(B, "a1", "200m", "100m", ResizeDeferred), arrived(B, "a2", "200m", "100m", ResizeDeferred),
+					arrived(B, "a3", "200m", "200m", ResizeSettled), arrived(B, "a4", "200m", "200m", ResizeSettled)}},
+					ReplicaSetPods{RS: a(0, 0)})
+				v.Unfit = roomFor(1, map[string]string{"a3": "n3", "a4": "n4"})
+				return v
+			},
+			want: "recreate a2: pod a2: the resize cannot be made on node n1: needs cpu 200m, 100m free",
+		},
+		{
+			name: "grace period, a cpu resize that restarts nothing: the pod is handed over at once, not taken out",
+			view: func() HandOverView {
+				A := a(4, 4)
+				v := view(ReplicaSetPods{RS: b(0, 0, corev1.NotRequired)}, ReplicaSetPods{RS: A, Pods: old(A, "a1", "a2", "a3", "a4")})
+				v.Grace, v.Unfit = 5*time.Second, roomFor(4, nil)
+				return v
+			},
+			want: "a: 3 replicas, leaving [a1], arriving [] (gives away a1)",
+		},
+		{
+			name: "grace period, a cpu resize with RestartContainer: the pod is taken out of service first, as for an image",
+			view: func() HandOverView {
+				A := a(4, 4)
+				v := view(ReplicaSetPods{RS: b(0, 0, corev1.RestartContainer)}, ReplicaSetPods{RS: A, Pods: old(A, "a1", "a2", "a3", "a4")})
+				v.Grace, v.Unfit = 5*time.Second, roomFor(4, nil)
+				return v
+			},
+			want: "take out a1\nagain in 5s",
+		},
+		{
+			name: "an arrived pod taken out for a restarting resize is not put back before the resize is made; it is resized",
+			view: func() HandOverView {
+				A, B := a(3, 3), b(1, 0, corev1.RestartContainer)
+				p := cpuSized(podOf(B, "a1", podState{out: true, since: time.Minute}), "100m", "100m", ResizeSettled)
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{p}}, ReplicaSetPods{RS: A, Pods: old(A, "a2", "a3", "a4")})
+				v.Grace, v.Unfit = 5*time.Second, roomFor(4, nil)
+				return v
+			},
+			want: "resize a1",
+		},
+		{
+			name: "a change undone and redone mid-hand-over: x1, still on its way from B to A, is not resized to B; x2, staying, is",
+			view: func() HandOverView {
+				A, B := with(a(2, 2), "", "x1"), with(b(2, 0, corev1.NotRequired), "x1", "")
+				v := view(ReplicaSetPods{RS: B, Pods: []*corev1.Pod{arrived(B, "x1", "100m", "100m", ResizeSettled), arrived(B, "x2", "100m", "100m", ResizeSettled)}},
+					ReplicaSetPods{RS: A, Pods: old(A, "a3", "a4")})
+				v.Unfit = roomFor(4, nil)
+				return v
+			},
+			want: "resize x2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := describe(PlanHandOver(tt.view())); got != tt.want {
+				t.Errorf("plan:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
 }

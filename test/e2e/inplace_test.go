@@ -371,7 +371,7 @@ func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
 }
 
 // restartMidUpdate stops kroll's controllers (*stop) after each pause and starts them
-// again, counting the pods of selectors caught mid-update; it fails t if no stop
+// again, counting the pods of selectors caught mid-update (or mid-resize); it fails t if no stop
 // caught one (the restarts would then prove nothing).
 func (s *scene) restartMidUpdate(t *testing.T, stop *func(), pauses []time.Duration, selectors ...string) {
 	t.Helper()
@@ -387,7 +387,7 @@ func (s *scene) restartMidUpdate(t *testing.T, stop *func(), pauses []time.Durat
 		mid := 0
 		for _, selector := range selectors {
 			for _, p := range s.pods(t, selector) {
-				if _, ok := inplace.StateOf(p); ok || handedOver[p.Name] || inplace.Restarting(p) {
+				if _, ok := inplace.StateOf(p); ok || handedOver[p.Name] || inplace.Restarting(p) || midResize(p) {
 					mid++
 				}
 			}

@@ -13,7 +13,9 @@
 // without creating or deleting a pod: each pod is handed from its old ReplicaSet to the
 // new one with its new images, recorded on both ReplicaSets. The protocol, and the pure
 // planner that decides each pass of it (inplace.PlanHandOver), are in pkg/inplace;
-// inplace.go here reads the planner's view from the caches and applies its plan. A
+// inplace.go here reads the planner's view from the caches and applies its plan, which
+// also resizes each arrived pod to the new ReplicaSet's cpu and memory (pods/resize),
+// where its node has room, and recreates it where it has not (InPlaceIfPossible). A
 // change that cannot be made in place falls back to the rolling update
 // (InPlaceIfPossible) or touches no pod (InPlaceOnly); the InPlaceUpdate condition and
 // an event name the fields.
@@ -209,7 +211,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 func (c *Controller) updatePod(oldObj, curObj any) {
 	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
 	_, wasMid := inplace.StateOf(old)
-	if wasMid || inplace.NeedsSettling(cur) {
+	if wasMid || inplace.NeedsSettling(cur) || resizeMoved(old, cur) {
 		if d := c.deploymentOfPod(cur); d != nil {
 			c.enqueue(d)
 		}
@@ -221,6 +223,16 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 	if d := c.deploymentOfPod(cur); d != nil && failure.PolicyOf(d.Annotations).Watched() {
 		c.enqueue(d)
 	}
+}
+
+// resizeMoved tells a pod update that moves an in-place resize on: its spec changed
+// (generation), the kubelet observed it, or a resize condition came or went. The
+// Deployment controller resizes a pod once it arrives, and hands the next pods over
+// once it reports its new resources.
+func resizeMoved(old, cur *corev1.Pod) bool {
+	a, _ := inplace.ResizeStateOf(old)
+	b, _ := inplace.ResizeStateOf(cur)
+	return a != b || old.Generation != cur.Generation || old.Status.ObservedGeneration != cur.Status.ObservedGeneration
 }
 
 // mayHaveFailed tells a pod update that may make cur a failed pod: cur is not Ready

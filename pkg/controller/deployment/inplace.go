@@ -4,6 +4,7 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -15,6 +16,10 @@ import (
 // The in-place hand-over is decided by inplace.PlanHandOver (the protocol is in the
 // package doc of pkg/inplace); this file reads its view from the caches and applies
 // its plan.
+
+// reasonResizeUnfit is the event recorded when a pod is recreated because its node
+// cannot make its in-place resize.
+const reasonResizeUnfit = "ResizeUnfit"
 
 // inPlacePass is what advanceInPlace did.
 type inPlacePass struct {
@@ -30,9 +35,15 @@ type inPlacePass struct {
 // (handled; the caller writes the status) and, with start, more pods are picked;
 // otherwise hand-overs under way finish and pods are put back where they are.
 func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (inPlacePass, error) {
-	c.announceVerdict(p)
 	view := c.handOverView(p, start)
-	acted, err := c.applyHandOver(ctx, p, inplace.PlanHandOver(view))
+	plan := inplace.PlanHandOver(view)
+	// InPlaceOnly, and pods whose node cannot make their resize: the rollout is blocked
+	// naming them (the others still move), until room frees.
+	if v, blocked := inplace.JudgeInfeasible(inPlaceMode(p.d), plan.Blocked); blocked {
+		p.verdict, p.judged = v, true
+	}
+	c.announceVerdict(p)
+	acted, err := c.applyHandOver(ctx, p, plan)
 	if err != nil {
 		return inPlacePass{acted: acted}, err
 	}
@@ -58,6 +69,10 @@ func (c *Controller) handOverView(p *pass, start bool) inplace.HandOverView {
 		// A staged rollout keeps its partition of old pods: none of those is picked.
 		Partition: p.staged.Partition,
 		TakenOut:  sets.New[types.UID](),
+		Unfit: func(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized []*corev1.Pod) string {
+			return controller.ResizeFit(c.nodes, c.podIndexer, pod, to, resized...)
+		},
+		OnlyInPlace: inPlaceMode(d) == inplace.Only,
 	}
 	pods := func(rs *appsv1.ReplicaSet) inplace.ReplicaSetPods {
 		ps := inplace.ReplicaSetPods{RS: rs, Pods: controller.ActivePods(c.podIndexer, string(rs.UID))}
@@ -110,6 +125,22 @@ func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.Ha
 			c.takenOut.Record(pod, now) // a stale cache still shows it staying
 		}
 		acted = acted || wrote
+	}
+	for _, pod := range plan.Resize {
+		if err := writer.Resize(ctx, pod, inplace.PlanResize(pod, &p.newRS.Spec.Template)); err != nil {
+			return acted, err
+		}
+		acted = true
+	}
+	for _, unfit := range plan.Recreate {
+		// The new ReplicaSet creates its replacement from its template; the scheduler
+		// places it on a node with room.
+		c.recorder.Eventf(p.d, corev1.EventTypeWarning, reasonResizeUnfit, "%s; recreating it", unfit.Why)
+		if err := c.pods.DeletePod(ctx, p.d, unfit.Pod); err != nil {
+			return acted, err
+		}
+		c.takenOut.Record(unfit.Pod, now) // a stale cache still shows it
+		acted = true
 	}
 	if plan.RequeueAfter > 0 {
 		c.queue.EnqueueAfter(p.d, plan.RequeueAfter)

@@ -89,7 +89,9 @@ func inPlaceVerdict(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (v inplac
 			continue
 		}
 		judged = true
-		for _, f := range inplace.Diff(&rs.Spec.Template, &d.Spec.Template) {
+		// A cpu and memory change the API's pods/resize accepts is made in place too:
+		// the Deployment controller resizes each pod once it has arrived.
+		for _, f := range inplace.DiffResize(&rs.Spec.Template, &d.Spec.Template, inplace.ResizeRules{}) {
 			if !seen[f] {
 				seen[f] = true
 				fields = append(fields, f)

@@ -14,8 +14,9 @@ import (
 
 // CalculateStatus is rs's status for its active and terminating pods at now:
 // replicas (active pods), fullyLabeledReplicas (carrying every template label),
-// readyReplicas, availableReplicas (ready for at least minReadySeconds, and not
-// about to restart on images an in-place update just set: see inplace.Restarting),
+// readyReplicas, availableReplicas (ready for at least minReadySeconds, not about to
+// restart on images an in-place update just set, see inplace.Restarting, and not
+// resizing to the template, see resizing),
 // terminatingReplicas, and a ReplicaFailure condition while resizeErr is set
 // (FailedCreate when pods were missing, FailedDelete when there were too many).
 // observedGeneration is left to the writer.
@@ -29,7 +30,7 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, r
 		}
 		if rollout.IsPodReady(p) {
 			ready++
-			if rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) && !inplace.Restarting(p) {
+			if rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) && !inplace.Restarting(p) && !resizing(rs, p) {
 				available++
 			}
 		}
@@ -75,4 +76,15 @@ func condition(s *appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *ap
 		}
 	}
 	return nil
+}
+
+// resizing tells a pod of an in-place Deployment's ReplicaSet that is being resized to
+// its template (inplace.Resizing): the Deployment controller resizes each pod once it
+// arrives, and until the kubelet reports the new resources it is not counted
+// available, so that the Deployment is not reported complete (`kubectl rollout status`
+// done) before every pod runs with them, and a resize that restarts nothing is paced by
+// maxUnavailable like one that does. Other ReplicaSets' pods are not judged: a pod
+// resized by hand is the user's.
+func resizing(rs *appsv1.ReplicaSet, p *corev1.Pod) bool {
+	return inplace.DeploymentOptedIn(rs) && inplace.Resizing(p, &rs.Spec.Template)
 }

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -401,5 +402,38 @@ func TestSync_replicationController(t *testing.T) {
 	}
 	if got.Status.Replicas != 1 || got.Status.ReadyReplicas != 1 || got.Status.AvailableReplicas != 1 || got.Status.ObservedGeneration != 2 {
 		t.Errorf("RC status %+v: want 1 replica (the adopted one), ready and available, generation 2 observed", got.Status)
+	}
+}
+
+// A pod of an in-place Deployment's ReplicaSet counts as available only once the
+// kubelet reports its template's cpu and memory: an arrived pod not yet resized, or
+// resizing, is Ready but not available; one of a ReplicaSet not opted in is.
+func TestCalculateStatus_podsResizing(t *testing.T) {
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
+	for _, optedIn := range []bool{true, false} {
+		rs := newReplicaSet("web", 3)
+		rs.OwnerReferences = []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "d-uid", Controller: ptr(true)}}
+		if optedIn {
+			rs.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+		}
+		rs.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1", Resources: corev1.ResourceRequirements{Requests: cpu("200m")}}}
+		pod := func(name, spec, reported string) *corev1.Pod {
+			p := ownedPod(rs, name)
+			p.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1", Resources: corev1.ResourceRequirements{Requests: cpu(spec)}}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "nginx:1", Ready: true,
+				Resources: &corev1.ResourceRequirements{Requests: cpu(reported)}}}
+			return p
+		}
+		done, arrived, resizing := pod("a", "200m", "200m"), pod("b", "100m", "100m"), pod("c", "200m", "100m")
+		status := CalculateStatus(rs, []*corev1.Pod{done, arrived, resizing}, nil, nil, time.Now())
+		want := int32(1)
+		if !optedIn {
+			want = 3
+		}
+		if status.ReadyReplicas != 3 || status.AvailableReplicas != want {
+			t.Errorf("opted in %v: %d ready, %d available; want 3 ready, %d available", optedIn, status.ReadyReplicas, status.AvailableReplicas, want)
+		}
 	}
 }
