@@ -212,8 +212,8 @@ func ResizeDone(pod *corev1.Pod, to *corev1.PodTemplateSpec) bool {
 	if state, _ := ResizeStateOf(pod); state != ResizeSettled {
 		return false
 	}
-	if pod.Status.ObservedGeneration < pod.Generation {
-		return false
+	if pod.Status.ObservedGeneration != 0 && pod.Status.ObservedGeneration < pod.Generation {
+		return false // a kubelet that does not track generations reports 0: not waited for
 	}
 	reports := func(statuses []corev1.ContainerStatus, want []corev1.Container, init bool) bool {
 		for _, w := range want {
@@ -236,29 +236,6 @@ func ResizeDone(pod *corev1.Pod, to *corev1.PodTemplateSpec) bool {
 	}
 	return reports(pod.Status.InitContainerStatuses, to.Spec.InitContainers, true) &&
 		reports(pod.Status.ContainerStatuses, to.Spec.Containers, false)
-}
-
-// Resizing tells a pod whose resize to to's container resources is due or not yet
-// made: its spec lacks them (PlanResize), a resize condition remains, or, where its
-// containers report their resources, ResizeDone is false (the kubelet has not actuated
-// them, or not observed the write). A pod whose containers report no resources at all
-// (a model of a pod, as `kroll rollout plan` builds one) is judged by its spec and
-// conditions alone.
-func Resizing(pod *corev1.Pod, to *corev1.PodTemplateSpec) bool {
-	if !PlanResize(pod, to).Empty() {
-		return true
-	}
-	if state, _ := ResizeStateOf(pod); state != ResizeSettled {
-		return true
-	}
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for _, cs := range list {
-			if cs.Resources != nil {
-				return !ResizeDone(pod, to)
-			}
-		}
-	}
-	return false
 }
 
 // ResizeStep is what a rollout does next with one pod's resize.

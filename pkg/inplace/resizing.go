@@ -15,14 +15,18 @@ import (
 // container restarts. A cpu request 100m → 200m with NotRequired keeps serving, but an
 // application that read its limits once, at start, may go unready or slow under the
 // new cgroup; with maxUnavailable 1 of 4 pods, one pod at a time is left to find out,
-// never four. It is ResizeDone's opposite for a pod that has started, without the
-// observedGeneration check: every write the kubelet has not seen leaves the spec
-// different from what the containers report.
+// never four. It is ResizeDone's opposite for a pod that has started: a generation
+// the kubelet has not observed yet (the write it has not seen may be the resize) keeps
+// it resizing, where the kubelet reports observedGeneration at all (a kubelet older
+// than the tracking reports 0, and is judged by the resources alone).
 func Resizing(pod *corev1.Pod, to *corev1.PodTemplateSpec) bool {
 	if !PlanResize(pod, to).Empty() {
 		return true
 	}
 	if state, _ := ResizeStateOf(pod); state != ResizeSettled {
+		return true
+	}
+	if started(pod) && pod.Status.ObservedGeneration != 0 && pod.Status.ObservedGeneration < pod.Generation {
 		return true
 	}
 	differs := func(spec []corev1.Container, statuses []corev1.ContainerStatus) bool {
@@ -48,4 +52,9 @@ func Resizing(pod *corev1.Pod, to *corev1.PodTemplateSpec) bool {
 		}
 	}
 	return differs(sidecars, pod.Status.InitContainerStatuses) || differs(pod.Spec.Containers, pod.Status.ContainerStatuses)
+}
+
+// started tells a pod some of whose containers the kubelet reports on.
+func started(pod *corev1.Pod) bool {
+	return len(pod.Status.ContainerStatuses) > 0 || len(pod.Status.InitContainerStatuses) > 0
 }

@@ -289,7 +289,7 @@ func TestResizeDeployment(t *testing.T) {
 		s := newScene(t, c, "resize-full", cluster.WorkloadControllersNone)
 		s.apply(t, resizeDeployment("tight", 6, inplace.Only, 2, "300m"))
 		before, _ := s.rolledOut(t, "tight")
-		full, stuck := s.fillNode(t, "tight", 200)
+		full, stuck := s.fillBusiestNode(t, "tight", 200)
 		rw := s.watchResize(t, "tight", 6, 2)
 
 		// 300m → 600m: full has 200m free, so none of its pods can grow.
@@ -378,9 +378,10 @@ func TestResizeDeployment(t *testing.T) {
 	})
 }
 
-// fillNode pins a pod "hog" to the node holding the most pods of app=name, asking for
-// all its cpu but free millicores: it returns the node and its pods of app=name.
-func (s *scene) fillNode(t *testing.T, name string, free int64) (string, []string) {
+// fillBusiestNode pins a pod "hog" to the node holding the most pods of app=name (by
+// name among equals), asking for all its cpu but free millicores (fillNode): it returns
+// the node and its pods of app=name.
+func (s *scene) fillBusiestNode(t *testing.T, name string, free int64) (string, []string) {
 	t.Helper()
 	byNode := map[string][]string{}
 	for _, p := range s.pods(t, "app="+name) {
@@ -392,36 +393,7 @@ func (s *scene) fillNode(t *testing.T, name string, free int64) (string, []strin
 			node = n
 		}
 	}
-	all, err := s.c.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held int64
-	for _, p := range all.Items {
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			held += c.Resources.Requests.Cpu().MilliValue()
-		}
-	}
-	hog := 4000 - held - free
-	s.apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: hog
-  labels:
-    app: hog
-spec:
-  nodeName: %s
-  containers:
-  - name: hog
-    image: nginx:1.14.2
-    resources:
-      requests:
-        cpu: %dm
-`, node, hog))
-	waitPod(t, s.c.Client, s.ns, "hog", "ready", isPodReady)
+	s.fillNode(t, "hog", node, fmt.Sprintf("%dm", free))
 	sort.Strings(byNode[node])
 	return node, byNode[node]
 }
