@@ -182,7 +182,7 @@ func Judge(mode Mode, fields []string) (Verdict, bool) {
 	case mode == Off:
 		return Verdict{}, false
 	case len(fields) == 0:
-		return Verdict{corev1.ConditionTrue, ReasonInPlace, "the pods are updated where they run; none is recreated", corev1.EventTypeNormal}, true
+		return Verdict{corev1.ConditionTrue, ReasonInPlace, "the pods are updated where they run", corev1.EventTypeNormal}, true
 	case mode == Only:
 		return Verdict{corev1.ConditionFalse, ReasonBlocked, fmt.Sprintf("the change to %s cannot be made in place%s; %s touches no pod", strings.Join(fields, ", "), why, Only), corev1.EventTypeWarning}, true
 	default:
@@ -191,9 +191,10 @@ func Judge(mode Mode, fields []string) (Verdict, bool) {
 }
 
 // Completed is the InPlaceUpdate condition once a change made in place has reached
-// every pod that is to have it. It is not announced: upstream announces no finished
+// every pod that is to have it. It does not say that no pod was recreated: a pod whose
+// node could not fit its resize may have been (each one has a ResizeUnfit event). It is not announced: upstream announces no finished
 // rollout either. Only an in-place change completes so (Finish).
-var Completed = Verdict{Status: corev1.ConditionTrue, Reason: ReasonComplete, Message: "the pods were updated where they run; none was recreated"}
+var Completed = Verdict{Status: corev1.ConditionTrue, Reason: ReasonComplete, Message: "the pods were updated where they run"}
 
 // Finish is the InPlaceUpdate condition's news once a rollout is over: Completed after
 // an in-place change (cur says it is being made), nil (unchanged) otherwise — a

@@ -96,7 +96,7 @@ func TestJudge(t *testing.T) {
 		want   string
 	}{
 		{"not opted in: no verdict", Off, nil, ""},
-		{"images and metadata: in place", IfPossible, nil, "True/InPlaceUpdating: the pods are updated where they run; none is recreated"},
+		{"images and metadata: in place", IfPossible, nil, "True/InPlaceUpdating: the pods are updated where they run"},
 		{"env under InPlaceIfPossible: rolling update", IfPossible, []string{"spec.containers[app].env"},
 			"False/InPlaceUpdateFallback: the change to spec.containers[app].env cannot be made in place; rolling update instead"},
 		{"a restart under InPlaceIfPossible: rolling update, and why", IfPossible, []string{restart},
