@@ -92,6 +92,7 @@ func Scenarios(scale float64, steadyWindow time.Duration) []Scenario {
 		statefulSetScenario(n(100)),
 		daemonSetScenario(n(100)),
 		rollbackScenario(n(100)),
+		resizeScenario(n(1000)),
 		steadyScenario(n(10000), steadyWindow))
 	return all
 }

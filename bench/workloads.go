@@ -102,13 +102,17 @@ func readyPods(pods []*corev1.Pod) int {
 	return n
 }
 
-// deploymentDone is `kubectl rollout status` for a Deployment at image: the latest
-// spec observed, every replica updated and available, no old one left.
+// deploymentDone is `kubectl rollout status` for a Deployment at image.
 func deploymentDone(d *appsv1.Deployment, image string) bool {
+	return d.Spec.Template.Spec.Containers[0].Image == image && deploymentComplete(d)
+}
+
+// deploymentComplete is `kubectl rollout status` for a Deployment: the latest spec
+// observed, every replica updated and available, no old one left.
+func deploymentComplete(d *appsv1.Deployment) bool {
 	s := d.Status
 	want := *d.Spec.Replicas
-	return d.Spec.Template.Spec.Containers[0].Image == image && s.ObservedGeneration >= d.Generation &&
-		s.Replicas == want && s.UpdatedReplicas == want && s.AvailableReplicas == want
+	return s.ObservedGeneration >= d.Generation && s.Replicas == want && s.UpdatedReplicas == want && s.AvailableReplicas == want
 }
 
 // statefulSetDone is `kubectl rollout status` for a StatefulSet at image: the latest

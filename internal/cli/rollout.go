@@ -132,6 +132,12 @@ one JSON object per change: revision, phase (Progressing, Complete, Failed, Paus
 RolledBack, PausedOnFailure),
 counts, the blocking pod and the ETA in seconds.
 
+Pods being resized in place (pods/resize written, the kubelet not done) are counted
+under the bars and on each line, "2 pods resizing", with each one the kubelet holds
+pending (PodResizePending) named with its reason and message: "web-7d9f-abcde resize
+Deferred: Node didn't have enough resource: cpu, …"; -o json carries "resizing": pods,
+pending.
+
 A workload that opts into kroll's failure policy (kroll.dev/on-failure) and whose
 rollout kroll's controller judged failed is reported with the RolloutFailed condition's
 line: "error: deployment "web" rollout failed: 3 of 4 new pods failed, threshold 1
@@ -321,7 +327,9 @@ func (k *kubectlVerbs) newRolloutWatchCommand() *cobra.Command {
 		Short: "Watch a rollout as a live tree: revision, ReplicaSet or ControllerRevision, pods",
 		Long: `Watch a rollout as a live tree, newest revision first: each revision, the ReplicaSet
 (Deployment) or ControllerRevision (StatefulSet, DaemonSet) holding it, and its pods with
-ready containers, status, restarts, age and image. In a terminal the tree is redrawn in
+ready containers, status, restarts, age and image (a pod being resized in place shows
+Resizing, or ResizeDeferred / ResizeInfeasible while its kubelet holds the resize, and
+the tree ends with the count and the pending ones). In a terminal the tree is redrawn in
 place; elsewhere each change prints a new tree. Runs until interrupted, or until the
 rollout completes with --until-complete.
 
@@ -493,9 +501,12 @@ The change is either a manifest (-f), taken as the API server would store it aft
 each batch completes before the next starts.
 
 The batches come from the planners kroll's controllers decide with (pkg/rollout and
-pkg/inplace), replayed on a model of the workload. -o json prints the plan as one
-object (kind, object, strategy, from, to, changes, inPlace, batches of ops, notes,
-maxPods, minAvailable).`,
+pkg/inplace), replayed on a model of the workload. A cpu or memory change the API's
+pods/resize accepts is made in place (with kroll.dev/update-strategy): each batch says
+how its pods are resized, "resize in place: app: cpu request 100m → 200m (no
+restart)" or "(restarts app)" for a container whose resizePolicy is RestartContainer.
+-o json prints the plan as one object (kind, object, strategy, from, to, changes,
+inPlace, batches of ops with their resize, notes, maxPods, minAvailable).`,
 		Example: `  kroll rollout plan -f web-v2.yaml
   kroll rollout plan deployment/web --image app=nginx:1.26
   kroll rollout plan deployment/web --image app=nginx:1.26 -o json`,

@@ -33,8 +33,9 @@ import (
 //     created next to the old one on up to maxSurge nodes (on a node whose old pod is
 //     not available, at once), and the old pod deleted in the batch after, with the
 //     next nodes' creates.
-//   - In place (next annotated kroll.dev/update-strategy): when only images and
-//     template metadata change, old pods are updated in place, those not available
+//   - In place (next annotated kroll.dev/update-strategy): when only images,
+//     template metadata and the cpu and memory pods/resize accepts change, old pods
+//     are updated in place (and resized), those not available
 //     first, while no more than maxUnavailable nodes are without an available pod.
 //     Otherwise InPlaceIfPossible rolls as above, and InPlaceOnly touches no pod.
 //   - OnDelete: no pod changes but placement; a pod you delete comes back at the new
@@ -132,9 +133,10 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 	s.place()
 	var v inplace.Verdict
 	if rolling && mode != inplace.Off {
-		fields := inplace.Diff(&cur.Spec.Template, &next.Spec.Template)
+		fields := inPlaceFields(&cur.Spec.Template, &next.Spec.Template)
+		s.resize = inplace.ResizeText(&cur.Spec.Template, &next.Spec.Template)
 		if s.oldPods() > 0 {
-			plan.InPlace = verdictText(mode, fields, "RollingUpdate")
+			plan.InPlace = verdictText(mode, fields, "RollingUpdate", s.resize != "")
 		}
 		v, _ = inplace.Judge(mode, fields)
 		if v.Proceeds() || v.Reason == inplace.ReasonBlocked {
@@ -223,10 +225,13 @@ type dsNode struct {
 type dsSim struct {
 	ds       *appsv1.DaemonSet // next
 	revision string
-	now      time.Time
-	nodes    []*dsNode
-	created  int
-	batches  []Batch
+	// resize is how a pod updated in place is resized (inplace.ResizeText); "" when
+	// no cpu or memory changes.
+	resize  string
+	now     time.Time
+	nodes   []*dsNode
+	created int
+	batches []Batch
 	// held are the nodes a partition keeps on their old pods in the stage replayed.
 	held map[string]bool
 }
@@ -390,7 +395,7 @@ func (s *dsSim) inPlace(maxUnavailable int) {
 		serving := func(n *dsNode) bool { return n.old.available }
 		var ops []PodOp
 		for _, n := range inplace.WithinBudget(inplace.NotServingFirst(old, serving), serving, maxUnavailable, unavailable) {
-			ops = append(ops, PodOp{Op: InPlace, Pod: n.old.name, Node: n.name, Revision: s.revision})
+			ops = append(ops, PodOp{Op: InPlace, Pod: n.old.name, Node: n.name, Revision: s.revision, Resize: s.resize})
 			n.updated, n.old = &nodePod{name: n.old.name, revision: s.revision, available: true}, nil
 		}
 		if !s.flush(ops) {

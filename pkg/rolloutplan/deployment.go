@@ -36,7 +36,8 @@ import (
 //     the new one: its pods are new already.
 //   - Recreate: every old pod is deleted, then the new ReplicaSet is scaled to replicas.
 //   - In place (next annotated kroll.dev/update-strategy, not Recreate): when only
-//     images and template metadata change, old pods are updated in place, pods that are
+//     images, template metadata and the cpu and memory pods/resize accepts change
+//     (inplace.DiffResize), old pods are updated in place (and resized), pods that are
 //     not available first, then by name, as many available ones per batch as keep
 //     replicas−maxUnavailable (maxUnavailable at least 1) serving. Otherwise
 //     InPlaceIfPossible falls back to RollingUpdate, and InPlaceOnly touches no pod.
@@ -90,9 +91,9 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 		}
 		s.recreate()
 	default:
-		fields, judged := s.inPlaceFields()
+		fields, judged, resize := s.inPlaceFields()
 		if mode != inplace.Off && judged {
-			plan.InPlace = verdictText(mode, fields, "RollingUpdate")
+			plan.InPlace = verdictText(mode, fields, "RollingUpdate", resize)
 		}
 		v, _ := inplace.Judge(mode, fields)
 		switch {

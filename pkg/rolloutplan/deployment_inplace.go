@@ -18,15 +18,17 @@ import (
 // (inplace.PlanHandOver) on the model of the ReplicaSets.
 
 // inPlaceFields are the fields that keep the old ReplicaSets' templates (those with
-// pods) from becoming next's in place; judged is false when no old pod is left.
-func (s *deploymentSim) inPlaceFields() (fields []string, judged bool) {
+// pods) from becoming next's in place; judged is false when no old pod is left, and
+// resize tells that some old pods' containers change cpu or memory.
+func (s *deploymentSim) inPlaceFields() (fields []string, judged, resize bool) {
 	seen := map[string]bool{}
 	for _, r := range s.old() {
 		if len(r.pods) == 0 {
 			continue
 		}
 		judged = true
-		for _, f := range inplace.Diff(&r.rs.Spec.Template, &s.d.Spec.Template) {
+		resize = resize || len(inplace.ResourceChanges(&r.rs.Spec.Template, &s.d.Spec.Template)) > 0
+		for _, f := range inPlaceFields(&r.rs.Spec.Template, &s.d.Spec.Template) {
 			if !seen[f] {
 				seen[f] = true
 				fields = append(fields, f)
@@ -34,7 +36,7 @@ func (s *deploymentSim) inPlaceFields() (fields []string, judged bool) {
 		}
 	}
 	sort.Strings(fields)
-	return fields, judged
+	return fields, judged, resize
 }
 
 // inPlace replays the in-place update with the controller's own planner
@@ -78,14 +80,16 @@ func (s *deploymentSim) inPlace() {
 }
 
 // takeOver is the new ReplicaSet's controller: each pod it names arriving that an old
-// one names leaving moves to it, updated in place.
+// one names leaving moves to it, updated in place, and resized from its old
+// ReplicaSet's resources to the new one's.
 func (s *deploymentSim) takeOver() {
 	arriving := inplace.Names(s.new.rs, inplace.ArrivingAnnotation)
 	for _, r := range s.old() {
 		leaving := inplace.Names(r.rs, inplace.LeavingAnnotation)
+		resize := inplace.ResizeText(&r.rs.Spec.Template, &s.new.rs.Spec.Template)
 		for _, p := range append([]*simPod(nil), r.pods...) {
 			if arriving.Has(p.pod.Name) && leaving.Has(p.pod.Name) {
-				s.pending = append(s.pending, PodOp{Op: InPlace, Pod: p.pod.Name, Revision: s.new.rs.Name})
+				s.pending = append(s.pending, PodOp{Op: InPlace, Pod: p.pod.Name, Revision: s.new.rs.Name, Resize: resize})
 				s.move(p, r)
 			}
 		}

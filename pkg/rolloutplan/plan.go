@@ -41,7 +41,8 @@ const (
 	Create Op = "create"
 	// Delete removes a pod.
 	Delete Op = "delete"
-	// InPlace updates a running pod's images without recreating it.
+	// InPlace updates a running pod without recreating it: its images and metadata,
+	// and its containers' cpu and memory through pods/resize.
 	InPlace Op = "in-place"
 )
 
@@ -58,6 +59,10 @@ type PodOp struct {
 	// (delete): the ReplicaSet's name for a Deployment, the ControllerRevision's name for
 	// a StatefulSet or a DaemonSet.
 	Revision string `json:"revision"`
+	// Resize is how an in-place operation resizes the pod's containers
+	// (inplace.ResizeText): "app: cpu request 100m → 200m (no restart)"; empty when no
+	// cpu or memory request or limit changes, and for creates and deletes.
+	Resize string `json:"resize,omitempty"`
 }
 
 // Batch is what happens at once; the next batch starts when this one has completed.
@@ -199,9 +204,11 @@ func checkSame(kind string, cur, next metav1.ObjectMeta, curKind, nextKind strin
 	return nil
 }
 
-// templateChanges describes how a pod template changes: images by container, then the
-// fields an in-place update cannot make (inplace.Diff), then template labels and
-// annotations.
+// templateChanges describes how a pod template changes: images by container, then cpu
+// and memory requests and limits by container ("resources app: cpu request 100m →
+// 200m"), then the fields an in-place update cannot make (inplace.DiffResize, with why
+// where pods/resize would refuse them: "… changed (QoS class Burstable → Guaranteed)"),
+// then template labels and annotations.
 func templateChanges(from, to *corev1.PodTemplateSpec) []string {
 	var out []string
 	images := func(prefix string, a, b []corev1.Container) {
@@ -217,7 +224,14 @@ func templateChanges(from, to *corev1.PodTemplateSpec) []string {
 	}
 	images("init image", from.Spec.InitContainers, to.Spec.InitContainers)
 	images("image", from.Spec.Containers, to.Spec.Containers)
-	for _, f := range inplace.Diff(from, to) {
+	for _, r := range inplace.ResourceChanges(from, to) {
+		out = append(out, "resources "+r)
+	}
+	for _, f := range inplace.DiffResize(from, to, inplace.ResizeRules{}) {
+		if path, why, ok := strings.Cut(f, " ("); ok {
+			out = append(out, path+" changed ("+why)
+			continue
+		}
 		out = append(out, f+" changed")
 	}
 	if !equality.Semantic.DeepEqual(from.Labels, to.Labels) {
@@ -253,12 +267,22 @@ func modeChange(from, to map[string]string) []string {
 	return []string{fmt.Sprintf("%s: %s → %s", inplace.StrategyAnnotation, none(a), none(b))}
 }
 
-// verdictText is Plan.InPlace for a verdict judged under mode on fields.
-func verdictText(mode inplace.Mode, fields []string, fallback string) string {
+// inPlaceFields are the fields of to that keep a pod running from from being updated
+// in place: inplace.DiffResize as the controllers judge it, a cpu or memory change the
+// API server's pods/resize accepts being made in place.
+func inPlaceFields(from, to *corev1.PodTemplateSpec) []string {
+	return inplace.DiffResize(from, to, inplace.ResizeRules{})
+}
+
+// verdictText is Plan.InPlace for a verdict judged under mode on fields; resize tells
+// a change that resizes the pods' containers too.
+func verdictText(mode inplace.Mode, fields []string, fallback string, resize bool) string {
 	v, ok := inplace.Judge(mode, fields)
 	switch {
 	case !ok:
 		return ""
+	case v.Proceeds() && resize:
+		return "applies (only images, pod metadata and container cpu and memory change): old pods are updated where they run, keeping their names, nodes and IPs, their containers resized through pods/resize, instead of being replaced"
 	case v.Proceeds():
 		// Next to the batches ("update 2 pods in place to …") and the totals: what
 		// in place means for the pods, which the batches do not say.

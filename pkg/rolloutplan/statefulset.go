@@ -32,8 +32,9 @@ import (
 //     again at the new revision ("replace"); with rollingUpdate.maxUnavailable, as many
 //     per batch as keep that many (rounded down, at least 1) unavailable. Pods below
 //     the partition are left alone.
-//   - In place (next annotated kroll.dev/update-strategy): when only images and
-//     template metadata change, pods are updated in place instead, in the same order.
+//   - In place (next annotated kroll.dev/update-strategy): when only images,
+//     template metadata and the cpu and memory pods/resize accepts change, pods are
+//     updated in place (and resized) instead, in the same order.
 //     Otherwise InPlaceIfPossible replaces them, and InPlaceOnly touches none.
 //   - OnDelete: no pod changes but for scaling; a pod you delete comes back at the new
 //     revision.
@@ -97,9 +98,10 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.State
 	}
 
 	rolling := next.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType
-	fields := inplace.Diff(&cur.Spec.Template, &next.Spec.Template)
+	fields := inPlaceFields(&cur.Spec.Template, &next.Spec.Template)
+	s.resize = inplace.ResizeText(&cur.Spec.Template, &next.Spec.Template)
 	if mode != inplace.Off && rolling && s.staleInRange() {
-		plan.InPlace = verdictText(mode, fields, "RollingUpdate")
+		plan.InPlace = verdictText(mode, fields, "RollingUpdate", s.resize != "")
 	}
 	var v inplace.Verdict
 	if rolling {
@@ -240,9 +242,12 @@ type setSim struct {
 	set             *appsv1.StatefulSet // next
 	current, update string
 	inPlace         bool
-	now             time.Time
-	byOrdinal       map[int]*setPod
-	batches         []Batch
+	// resize is how a pod updated in place is resized (inplace.ResizeText); "" when
+	// no cpu or memory changes.
+	resize    string
+	now       time.Time
+	byOrdinal map[int]*setPod
+	batches   []Batch
 	// waitingFor is the pod OrderedReady waits for (the plan stops there); stuck is why
 	// the rolling update stops.
 	waitingFor, stuck string
@@ -390,7 +395,7 @@ func (s *setSim) rollingUpdate() {
 		for _, i := range rollout.StatefulSetUpdate(slots, partition(s.set), maxUnavailable) {
 			p := s.byOrdinal[start+i]
 			if s.inPlace {
-				ops = append(ops, PodOp{Op: InPlace, Pod: p.name, Revision: s.update})
+				ops = append(ops, PodOp{Op: InPlace, Pod: p.name, Revision: s.update, Resize: s.resize})
 			} else {
 				ops = append(ops, PodOp{Op: Delete, Pod: p.name, Revision: p.revision}, PodOp{Op: Create, Pod: p.name, Revision: s.update})
 			}

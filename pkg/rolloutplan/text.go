@@ -76,8 +76,10 @@ func (p Plan) Text() string {
 type group struct {
 	verb     string // create, delete, in-place, replace
 	revision string
-	pods     []string
-	nodes    []string
+	// resize is the in-place operations' PodOp.Resize.
+	resize string
+	pods   []string
+	nodes  []string
 }
 
 // describe groups a batch's operations (kind and revision, first appearance first) and
@@ -87,10 +89,10 @@ func (p Plan) describe(batch Batch) []string {
 	var groups []*group
 	index := map[string]*group{}
 	for _, op := range ops {
-		key := op.verb + "\x00" + op.Revision
+		key := op.verb + "\x00" + op.Revision + "\x00" + op.Resize
 		g := index[key]
 		if g == nil {
-			g = &group{verb: op.verb, revision: op.Revision}
+			g = &group{verb: op.verb, revision: op.Revision, resize: op.Resize}
 			index[key] = g
 			groups = append(groups, g)
 		}
@@ -144,8 +146,20 @@ func pairReplacements(ops []PodOp, kind string) []verbOp {
 	return out
 }
 
-// word says one group: what happens, to how many or which pods, at which revision.
+// word says one group: what happens, to how many or which pods, at which revision,
+// and for pods updated in place how they are resized: "update 2 pods in place to
+// web-6f9c7d: web-a, web-b; resize in place: app: cpu request 100m → 200m (no
+// restart)".
 func (p Plan) word(g *group) string {
+	w := p.operation(g)
+	if g.resize != "" {
+		w += "; resize in place: " + g.resize
+	}
+	return w
+}
+
+// operation says what happens to a group's pods, at which revision.
+func (p Plan) operation(g *group) string {
 	n := len(g.pods)
 	switch p.Kind {
 	case "DaemonSet":

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -48,6 +49,29 @@ func TestText(t *testing.T) {
 		}
 		return m
 	}
+	// web with cpu 100m/500m and memory 64Mi/128Mi (Burstable), cpu resized without a
+	// restart and memory with one.
+	sized := changed(web, func(d *appsv1.Deployment) { withResources(&d.Spec.Template) })
+	cpu := func(request string) func(*corev1.PodTemplateSpec) {
+		return func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(request)
+		}
+	}
+	resized := func(mode inplace.Mode, edits ...func(*corev1.PodTemplateSpec)) func(*appsv1.Deployment) {
+		return func(d *appsv1.Deployment) {
+			for _, e := range edits {
+				e(&d.Spec.Template)
+			}
+			inPlaceMode(mode)(d)
+		}
+	}
+	memoryLimit := func(t *corev1.PodTemplateSpec) {
+		t.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
+	}
+	// Requests equal to limits for both: Burstable → Guaranteed, which pods/resize refuses.
+	guaranteed := func(t *corev1.PodTemplateSpec) {
+		t.Spec.Containers[0].Resources.Requests = t.Spec.Containers[0].Resources.Limits.DeepCopy()
+	}
 	stories := []struct {
 		name string
 		plan func() (Plan, error)
@@ -61,6 +85,19 @@ func TestText(t *testing.T) {
 		{"deployment-in-place-2-unavailable-first", deployment(deploymentCase{cur: web, sizes: []int32{10}, notReady: 2, edit: imageInPlace})},
 		{"deployment-in-place-fallback", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: envChange(inplace.IfPossible)})},
 		{"deployment-in-place-blocked", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: envChange(inplace.Only)})},
+		{"deployment-in-place-resize-cpu", deployment(deploymentCase{cur: sized, sizes: []int32{10}, edit: resized(inplace.IfPossible, cpu("200m"))})},
+		{"deployment-in-place-resize-memory-restarts", deployment(deploymentCase{cur: sized, sizes: []int32{10}, edit: resized(inplace.IfPossible, memoryLimit)})},
+		{"deployment-in-place-resize-qos-fallback", deployment(deploymentCase{cur: sized, sizes: []int32{10}, edit: resized(inplace.IfPossible, guaranteed)})},
+		{"deployment-resize-rolling", deployment(deploymentCase{cur: sized, sizes: []int32{10}, edit: func(d *appsv1.Deployment) { cpu("200m")(&d.Spec.Template) }})},
+		{"statefulset-in-place-resize", statefulSet(changed(newStatefulSet("web", 3, 0, ""), func(s *appsv1.StatefulSet) { withResources(&s.Spec.Template) }), nil, func(s *appsv1.StatefulSet) {
+			setImageOf("nginx:1.26")(s)
+			cpu("200m")(&s.Spec.Template)
+			s.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+		})},
+		{"daemonset-in-place-resize", daemonSet(changed(newDaemonSet("logs", "1", "0"), func(ds *appsv1.DaemonSet) { withResources(&ds.Spec.Template) }), nil, func(ds *appsv1.DaemonSet) {
+			memoryLimit(&ds.Spec.Template)
+			ds.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible)}
+		})},
 		{"deployment-unchanged", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: func(*appsv1.Deployment) {}})},
 		{"statefulset-partition-2-of-5", statefulSet(newStatefulSet("web", 5, 2, ""), nil, setImageOf("nginx:1.26"))},
 		{"statefulset-max-unavailable-2", statefulSet(newStatefulSet("web", 5, 0, "2"), nil, setImageOf("nginx:1.26"))},

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kroll-dev/kroll/pkg/history"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
 // Revision is one revision of a workload's pod template.
@@ -76,7 +77,10 @@ func RevisionNumbers(revs map[int64]Revision) []int64 {
 }
 
 // TemplateDiff is the unified diff of two revisions' pod templates as YAML; "" when
-// they are the same.
+// they are the same. A change of container cpu or memory requests or limits is said
+// first, one line per container ("resources app: cpu request 100m → 200m"): in the
+// YAML the changed line may be far from its container's name, and cpu 0.1 → 100m shows
+// there as a change that is none.
 func TemplateDiff(a, b Revision) (string, error) {
 	ya, err := yaml.Marshal(a.Template)
 	if err != nil {
@@ -86,11 +90,19 @@ func TemplateDiff(a, b Revision) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+	diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A:        difflib.SplitLines(string(ya)),
 		B:        difflib.SplitLines(string(yb)),
 		FromFile: fmt.Sprintf("revision %d (%s)", a.Number, a.Name),
 		ToFile:   fmt.Sprintf("revision %d (%s)", b.Number, b.Name),
 		Context:  3,
 	})
+	if err != nil || diff == "" {
+		return diff, err
+	}
+	var head strings.Builder
+	for _, r := range inplace.ResourceChanges(&a.Template, &b.Template) {
+		head.WriteString("resources " + r + "\n")
+	}
+	return head.String() + diff, nil
 }

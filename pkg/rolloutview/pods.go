@@ -10,14 +10,18 @@ import (
 )
 
 // PodStatus is the STATUS kubectl's `get pods` shows (a container's waiting or
-// terminated reason, Terminating, else the phase), and InPlaceUpdating for a pod kroll
-// is updating in place.
+// terminated reason, Terminating, else the phase), InPlaceUpdating for a pod kroll
+// is updating in place, and for a pod whose containers are being resized Resizing,
+// or ResizeDeferred / ResizeInfeasible while the kubelet holds the resize pending.
 func PodStatus(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		return "Terminating"
 	}
 	if _, ok := inplace.StateOf(p); ok {
 		return "InPlaceUpdating"
+	}
+	if status := podResizeStatus(p); status != "" {
+		return status
 	}
 	if reason := containerReason(p); reason != "" {
 		return reason

@@ -95,6 +95,10 @@ type Progress struct {
 	// Failure is the RolloutFailed condition of the current rollout, when kroll's
 	// controller judged it failed (phase RolledBack or PausedOnFailure).
 	Failure *Failure `json:"failure,omitempty"`
+	// Resizing is where the pods' in-place resizes stand (pods/resize written, the
+	// kubelet not done): how many, and those the kubelet holds pending, with its
+	// reason (Deferred, Infeasible) and message; absent when no pod is resizing.
+	Resizing *Resizing `json:"resizing,omitempty"`
 	// Staged is where a staged rollout (kroll.dev/partition, kroll.dev/rollout-steps)
 	// stands; absent when nothing stages it.
 	Staged *Staged `json:"staged,omitempty"`
@@ -324,6 +328,7 @@ func (p *Progress) finish(latest []*corev1.Pod, s Snapshot) {
 	if p.Phase != Complete {
 		p.Blocking = blocker(latest, s.Pods)
 	}
+	p.Resizing = resizingOf(s.Pods)
 	if p.Revisions == nil {
 		p.Revisions = []RevisionPods{}
 	}

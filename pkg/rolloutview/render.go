@@ -8,18 +8,23 @@ import (
 	"time"
 )
 
-// Line is the plain, one-line form for logs and pipes: kubectl's own status line, and
-// the pod the rollout waits on when there is one. A rollout that ends in an error
-// (p.Err) has no line: kubectl prints that error once, on stderr, and so does the
-// caller.
+// Line is the plain, one-line form for logs and pipes: kubectl's own status line, the
+// pod the rollout waits on when there is one, and the pods resizing in place when
+// some are ("… (2 pods resizing; web-1 resize Deferred: …)"). A rollout that ends in
+// an error (p.Err) has no line: kubectl prints that error once, on stderr, and so
+// does the caller.
 func Line(p Progress) string {
 	if p.Err != nil {
 		return ""
 	}
+	line := p.Message
 	if p.Blocking != nil && !p.Done {
-		return fmt.Sprintf("%s (waiting on %s)", p.Message, p.Blocking)
+		line = fmt.Sprintf("%s (waiting on %s)", line, p.Blocking)
 	}
-	return p.Message
+	if p.Resizing != nil {
+		line = fmt.Sprintf("%s (%s)", line, p.Resizing)
+	}
+	return line
 }
 
 // barWidth is the cells of a bar; one cell is desired/barWidth pods.
@@ -32,6 +37,8 @@ const barWidth = 30
 //	deployment/web  revision 2  Progressing  5/10 updated  8/10 available  ETA 12s
 //	  rev 2  web-6f9c7d  ███████▒▒▒▒▒░░░░░░░░░░░░░░░░░  5 pods, 3 available
 //	  rev 1  web-5d8f4b  ███████████████░░░░░░░░░░░░░░░  5 pods, 5 available
+//	  2 pods resizing
+//	  web-5d8f4b-fghij resize Deferred: Node didn't have enough resources: cpu, …
 //	  waiting on web-6f9c7d-abcde: ImagePullBackOff
 //
 // p.Err is not drawn: the caller reports it once, on stderr, under the last frame.
@@ -53,6 +60,7 @@ func Bar(p Progress) string {
 		fmt.Fprintf(&b, "  rev %-3s %-*s  %s  %s, %d available\n", r.Revision, nameWidth, r.Name, bar(r.Available, r.Pods, p.Desired), pods(r.Pods), r.Available)
 	}
 	b.WriteString(indent("  ", p.Staged.Lines()))
+	b.WriteString(indent("  ", p.Resizing.Lines()))
 	if p.Blocking != nil {
 		fmt.Fprintf(&b, "  waiting on %s", p.Blocking)
 		if p.Blocking.Message != "" {

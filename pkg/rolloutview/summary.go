@@ -56,7 +56,11 @@ func Summary(ps []Progress, withNamespace bool) string {
 		if withNamespace {
 			fmt.Fprintf(w, "%s\t", p.Namespace)
 		}
-		fmt.Fprintf(w, "%s/%s\t%s\t%d\t%d\t%d\t%s\n", p.Kind, p.Name, VerdictOf(p), p.Updated, p.Available, p.Desired, detail(p))
+		d := detail(p)
+		if r := p.Resizing.String(); r != "" {
+			d = strings.TrimPrefix(d+"; "+r, "; ")
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%d\t%d\t%d\t%s\n", p.Kind, p.Name, VerdictOf(p), p.Updated, p.Available, p.Desired, d)
 	}
 	w.Flush()
 	return b.String()

@@ -58,6 +58,7 @@ func Tree(s Snapshot, p Progress) string {
 			b.WriteByte('\n')
 		}
 	}
+	b.WriteString(p.Resizing.Lines())
 	if p.Blocking != nil {
 		fmt.Fprintf(&b, "waiting on %s\n", p.Blocking)
 	}

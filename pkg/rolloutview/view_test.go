@@ -321,6 +321,7 @@ var snapshots = []struct {
 	{"deployment-paused-on-failure", pausedOnFailure},
 	{"statefulset-paused-on-failure", statefulSetPausedOnFailure},
 	{"daemonset-invalid-policy", daemonSetInvalidPolicy},
+	{"deployment-in-place-resizing", inPlaceResizing},
 }
 
 func TestViewsGolden(t *testing.T) {
