@@ -3,6 +3,7 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -96,24 +97,79 @@ func PodsOnNode(indexer cache.Indexer, node string) []*corev1.Pod {
 // ResizeFit judges, for an in-place update's pod, whether its node can make its resize
 // to to (inplace.Unfit, with the node and the pods on it from the caches); "" when it
 // can or no resize is due. resized are pods as a plan being made leaves them (resized
-// already, before the cache shows it): they stand in for their cached selves.
+// already, before the cache shows it): they stand in for their cached selves. A caller
+// judging many pods in one pass keeps one NodeRooms instead.
 func ResizeFit(nodes NodeGetter, pods cache.Indexer, pod *corev1.Pod, to *corev1.PodTemplateSpec, resized ...*corev1.Pod) string {
-	var node *corev1.Node
-	if pod.Spec.NodeName != "" {
-		node, _ = nodes.Get(pod.Spec.NodeName)
+	return (&NodeRooms{Nodes: nodes, Pods: pods}).Unfit(pod, to, resized...)
+}
+
+// NodeRooms judges in-place resizes against nodes (inplace.UnfitBeside), summing what
+// each node's pods hold once: a Deployment's pass judges up to maxUnavailable pods, each
+// beside the fifty others of its node, and the pods resized before it in the pass. It
+// reads the caches as they are when a node is first asked about: one per pass.
+type NodeRooms struct {
+	Nodes NodeGetter
+	Pods  cache.Indexer
+	rooms map[string]*nodeRoom
+}
+
+// nodeRoom is a node and what its active pods hold, in all and each.
+type nodeRoom struct {
+	node  *corev1.Node
+	total corev1.ResourceList
+	held  map[types.UID]corev1.ResourceList
+}
+
+// Unfit is ResizeFit on the rooms.
+func (r *NodeRooms) Unfit(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized ...*corev1.Pod) string {
+	room := r.room(pod.Spec.NodeName)
+	if room == nil {
+		return inplace.UnfitBeside(pod, to, nil, nil)
 	}
-	var others []*corev1.Pod
-	if node != nil {
-		others = PodsOnNode(pods, node.Name)
-		for i, o := range others {
-			for _, r := range resized {
-				if r.UID == o.UID {
-					others[i] = r
-				}
-			}
+	held := room.total.DeepCopy()
+	if own, ok := room.held[pod.UID]; ok {
+		inplace.SubHeld(held, own)
+	}
+	for _, p := range resized {
+		if p.UID == pod.UID || p.Spec.NodeName != room.node.Name {
+			continue
+		}
+		if before, ok := room.held[p.UID]; ok {
+			inplace.SubHeld(held, before)
+			inplace.AddHeld(held, inplace.Held(p))
 		}
 	}
-	return inplace.Unfit(pod, to, node, others)
+	return inplace.UnfitBeside(pod, to, room.node, held)
+}
+
+// room is node's room, summed on first use; nil for a pod not bound or a node not in
+// the cache.
+func (r *NodeRooms) room(name string) *nodeRoom {
+	if name == "" {
+		return nil
+	}
+	if room, ok := r.rooms[name]; ok {
+		return room
+	}
+	if r.rooms == nil {
+		r.rooms = map[string]*nodeRoom{}
+	}
+	node, err := r.Nodes.Get(name)
+	if err != nil || node == nil {
+		r.rooms[name] = nil
+		return nil
+	}
+	room := &nodeRoom{node: node, total: corev1.ResourceList{}, held: map[types.UID]corev1.ResourceList{}}
+	for _, p := range PodsOnNode(r.Pods, name) {
+		if !rollout.IsPodActive(p) {
+			continue
+		}
+		h := inplace.Held(p)
+		room.held[p.UID] = h
+		inplace.AddHeld(room.total, h)
+	}
+	r.rooms[name] = room
+	return room
 }
 
 // NodeGetter reads a node from a cache (a NodeLister is one).

@@ -30,29 +30,45 @@ import (
 //
 // node nil (not in the cache) judges nothing: the kubelet's Infeasible alone.
 func Unfit(pod *corev1.Pod, to *corev1.PodTemplateSpec, node *corev1.Node, others []*corev1.Pod) string {
-	state, kubelet := ResizeStateOf(pod)
-	if state == ResizeInfeasible {
-		return InfeasibleMessage(pod, kubelet)
+	if msg, judged := prejudge(pod, to, node); judged {
+		return msg
 	}
-	pending := !PlanResize(pod, to).Empty()
-	if node == nil || (!pending && state != ResizeDeferred) {
-		return ""
-	}
-	want := pod.DeepCopy()
-	setResources(want.Spec.InitContainers, to.Spec.InitContainers)
-	setResources(want.Spec.Containers, to.Spec.Containers)
-	need := resourcehelper.PodRequests(want, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	held := corev1.ResourceList{}
 	for _, o := range others {
-		if o.UID == pod.UID || o.Spec.NodeName != node.Name || !rollout.IsPodActive(o) {
-			continue
-		}
-		for name, q := range resourcehelper.PodRequests(allocated(o), resourcehelper.PodResourcesOptions{UseStatusResources: true, SkipPodLevelResources: true}) {
-			sum := held[name]
-			sum.Add(q)
-			held[name] = sum
+		if o.UID != pod.UID && o.Spec.NodeName == node.Name && rollout.IsPodActive(o) {
+			AddHeld(held, Held(o))
 		}
 	}
+	return UnfitBeside(pod, to, node, held)
+}
+
+// prejudge is what Unfit says without counting the node's pods: the kubelet's
+// Infeasible, or nothing to judge (no node, or no resize due or deferred); judged
+// false: count them.
+func prejudge(pod *corev1.Pod, to *corev1.PodTemplateSpec, node *corev1.Node) (string, bool) {
+	state, kubelet := ResizeStateOf(pod)
+	if state == ResizeInfeasible {
+		return InfeasibleMessage(pod, kubelet), true
+	}
+	if node == nil || (state != ResizeDeferred && PlanResize(pod, to).Empty()) {
+		return "", true
+	}
+	return "", false
+}
+
+// UnfitBeside is Unfit with what the node's other active pods hold summed already
+// (held, AddHeld of their Held): a controller judging many pods of one node counts its
+// pods once.
+func UnfitBeside(pod *corev1.Pod, to *corev1.PodTemplateSpec, node *corev1.Node, held corev1.ResourceList) string {
+	if msg, judged := prejudge(pod, to, node); judged {
+		return msg
+	}
+	want := *pod
+	want.Spec.InitContainers = slices.Clone(pod.Spec.InitContainers)
+	want.Spec.Containers = slices.Clone(pod.Spec.Containers)
+	setResources(want.Spec.InitContainers, to.Spec.InitContainers)
+	setResources(want.Spec.Containers, to.Spec.Containers)
+	need := resourcehelper.PodRequests(&want, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	var short []string
 	for _, name := range resizedResources {
 		n, ok := need[name]
@@ -72,6 +88,30 @@ func Unfit(pod *corev1.Pod, to *corev1.PodTemplateSpec, node *corev1.Node, other
 		return ""
 	}
 	return InfeasibleMessage(pod, strings.Join(short, "; "))
+}
+
+// Held is what pod holds on its node as the kubelet's admission counts it: its
+// containers' allocated requests (allocated), or the actual ones while larger.
+func Held(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(allocated(pod), resourcehelper.PodResourcesOptions{UseStatusResources: true, SkipPodLevelResources: true})
+}
+
+// AddHeld adds what one pod holds to a node's sum.
+func AddHeld(sum, held corev1.ResourceList) {
+	for name, q := range held {
+		s := sum[name]
+		s.Add(q)
+		sum[name] = s
+	}
+}
+
+// SubHeld takes what one pod holds from a node's sum.
+func SubHeld(sum, held corev1.ResourceList) {
+	for name, q := range held {
+		s := sum[name]
+		s.Sub(q)
+		sum[name] = s
+	}
 }
 
 // setResources gives each container of cs the resources of its namesake in to.

@@ -43,8 +43,10 @@ func (r Resize) Restarting() bool { return len(r.Restarts) > 0 }
 // container. An init container that is not a sidecar has run and is never restarted.
 func PlanResize(pod *corev1.Pod, to *corev1.PodTemplateSpec) Resize {
 	var r Resize
+	// Allocation-free for a pod that has its template's resources: asked of every pod of
+	// an opted-in ReplicaSet at each of its status computations.
 	plan := func(have, want []corev1.Container, init bool) map[string]corev1.ResourceRequirements {
-		out := map[string]corev1.ResourceRequirements{}
+		var out map[string]corev1.ResourceRequirements
 		for _, w := range want {
 			h, ok := containerNamed(have, w.Name)
 			if !ok {
@@ -53,6 +55,9 @@ func PlanResize(pod *corev1.Pod, to *corev1.PodTemplateSpec) Resize {
 			changed := changedResources(h.Resources, w.Resources)
 			if len(changed) == 0 {
 				continue
+			}
+			if out == nil {
+				out = map[string]corev1.ResourceRequirements{}
 			}
 			out[w.Name] = *w.Resources.DeepCopy()
 			if init && !isSidecar(w) {

@@ -360,7 +360,7 @@ func TestResizeSets(t *testing.T) {
 		sw.Verify(t, 10)
 	})
 
-	t.Run("DaemonSet memory limit 128Mi → 256Mi RestartContainer: one restart, maxUnavailable 1", func(t *testing.T) {
+	t.Run("DaemonSet memory limit 128Mi → 256Mi RestartContainer: one restart, maxUnavailable 1, across controller restarts", func(t *testing.T) {
 		s := newScene(t, c, "resize-ds", cluster.WorkloadControllersNone)
 		s.apply(t, sizedDaemonSet("logs", inplace.IfPossible, "100m", "128Mi"))
 		s.kubectl(t, "rollout", "status", "daemonset/logs", "--timeout=2m")
@@ -369,6 +369,7 @@ func TestResizeSets(t *testing.T) {
 		dw := clustertest.WatchDaemonSet(t, c.Client, s.ns, "logs")
 
 		s.patch(t, "daemonset/logs", memoryLimitPatch("256Mi"))
+		s.restartMidResize(t, &stop, start, []time.Duration{300 * time.Millisecond, 800 * time.Millisecond, 700 * time.Millisecond}, "app=logs")
 		s.kubectl(t, "rollout", "status", "daemonset/logs", "--timeout=2m")
 		want := map[string]string{}
 		for _, r := range before {

@@ -211,8 +211,14 @@ func (c *Controller) deleteReplicaSet(obj any) {
 func (c *Controller) updatePod(oldObj, curObj any) {
 	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
 	_, wasMid := inplace.StateOf(old)
-	if wasMid || inplace.NeedsSettling(cur) || resizeMoved(old, cur) {
+	if wasMid || inplace.NeedsSettling(cur) {
 		if d := c.deploymentOfPod(cur); d != nil {
+			c.enqueue(d)
+		}
+		return
+	}
+	if resizeHeld(old, cur) {
+		if d := c.deploymentOfPod(cur); d != nil && inPlaceMode(d) != inplace.Off {
 			c.enqueue(d)
 		}
 		return
@@ -225,14 +231,17 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 	}
 }
 
-// resizeMoved tells a pod update that moves an in-place resize on: its spec changed
-// (generation), the kubelet observed it, or a resize condition came or went. The
-// Deployment controller resizes a pod once it arrives, and hands the next pods over
-// once it reports its new resources.
-func resizeMoved(old, cur *corev1.Pod) bool {
+// resizeHeld tells a pod update where the kubelet starts or stops holding a resize
+// back (PodResizePending, Deferred or Infeasible): the Deployment then judges whether
+// the pod's node can make it, and recreates or names the pod if not. The rest of a
+// resize's progress reaches the Deployment through its ReplicaSet's status (a pod
+// resizing is not available), as an image update's does; waking it on every pod
+// write of a thousand-pod rollout would plan the whole rollout again each time.
+func resizeHeld(old, cur *corev1.Pod) bool {
 	a, _ := inplace.ResizeStateOf(old)
 	b, _ := inplace.ResizeStateOf(cur)
-	return a != b || old.Generation != cur.Generation || old.Status.ObservedGeneration != cur.Status.ObservedGeneration
+	pending := func(s inplace.ResizeState) bool { return s == inplace.ResizeDeferred || s == inplace.ResizeInfeasible }
+	return a != b && (pending(a) || pending(b))
 }
 
 // mayHaveFailed tells a pod update that may make cur a failed pod: cur is not Ready

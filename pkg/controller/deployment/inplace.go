@@ -57,6 +57,8 @@ func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (i
 // handOverView is what the caches show of p for inplace.PlanHandOver.
 func (c *Controller) handOverView(p *pass, start bool) inplace.HandOverView {
 	d, now := p.d, c.now()
+	// Each node's pods are summed once for the pass, however many of its pods it judges.
+	rooms := &controller.NodeRooms{Nodes: c.nodes, Pods: c.podIndexer}
 	v := inplace.HandOverView{
 		Desired:         rollout.DesiredReplicas(d),
 		MaxUnavailable:  rollout.DeploymentFenceposts(d).MaxUnavailable,
@@ -70,7 +72,7 @@ func (c *Controller) handOverView(p *pass, start bool) inplace.HandOverView {
 		Partition: p.staged.Partition,
 		TakenOut:  sets.New[types.UID](),
 		Unfit: func(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized []*corev1.Pod) string {
-			return controller.ResizeFit(c.nodes, c.podIndexer, pod, to, resized...)
+			return rooms.Unfit(pod, to, resized...)
 		},
 		OnlyInPlace: inPlaceMode(d) == inplace.Only,
 	}
