@@ -18,6 +18,7 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
@@ -231,7 +232,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 		err = perr
 	}
 	if profileAddr != "" && err == nil {
-		err = fetchHeapProfile(ctx, profileAddr, filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%s-%d.heap.pprof", s.Name, arm.Name, rep)))
+		err = fetchHeapProfile(ctx, c.RESTConfig, profileAddr, filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%s-%d.heap.pprof", s.Name, arm.Name, rep)))
 	}
 	if err != nil {
 		return fail(err)
@@ -325,15 +326,23 @@ func startProfile(dir, name string) (stop func() error, err error) {
 	}, nil
 }
 
-// fetchHeapProfile saves the heap profile served at addr (/debug/pprof/heap) to file.
-func fetchHeapProfile(ctx context.Context, addr, file string) error {
+// fetchHeapProfile saves the heap profile served at addr (/debug/pprof/heap) to file,
+// asking as cfg's identity (the cluster's admin, allowed every path). The certificate
+// kroll serves is self-signed: not verified.
+func fetchHeapProfile(ctx context.Context, cfg *rest.Config, addr, file string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
+	cfg = rest.CopyConfig(cfg)
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
+	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("heap profile: %w", err)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,15 +56,22 @@ type controllerProcess struct {
 
 // startControllers starts who's controllers against kubeconfig with limits, logging to
 // logFile. Each kind's controller has its own client, as in kube-controller-manager.
-// With profileAddr (host:port), kroll's serve their Go profiles there.
+// With profileAddr (host:port), kroll's serve their Go profiles there (HTTPS, to
+// kubeconfig's identity, which the bench's cluster makes an admin).
 func startControllers(binary string, who Controllers, kubeconfig string, limits Limits, logFile, profileAddr string) (*controllerProcess, error) {
 	qps, burst := strconv.FormatFloat(float64(limits.QPS), 'g', -1, 32), strconv.Itoa(limits.Burst)
 	var args []string
 	switch who {
 	case Kroll:
-		args = []string{"controller-manager", "--leader-elect=false", "--bind-address=" + profileAddr}
-		if profileAddr != "" {
-			args = append(args, "--profiling")
+		args = []string{"controller-manager", "--leader-elect=false"}
+		if profileAddr == "" {
+			args = append(args, "--secure-port=0")
+		} else {
+			host, port, err := net.SplitHostPort(profileAddr)
+			if err != nil {
+				return nil, fmt.Errorf("profile address %q: %w", profileAddr, err)
+			}
+			args = append(args, "--bind-address="+host, "--secure-port="+port, "--profiling")
 		}
 	case Upstream:
 		args = []string{"upstream-controller-manager", "--log-file=" + logFile + ".klog"}

@@ -38,7 +38,7 @@ func newControllerManagerCommand(stderr io.Writer) *cobra.Command {
 		DeploymentWorkers: 5, ReplicaSetWorkers: 5, ReplicationControllerWorkers: 5, StatefulSetWorkers: 5, DaemonSetWorkers: 2,
 		LeaderElection: manager.LeaderElection{Enabled: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
 			RetryPeriod: 2 * time.Second, Namespace: "kube-system", Name: "kroll-controller-manager"},
-		BindAddress: "0.0.0.0:10270",
+		Serving: manager.NewServing(),
 	}}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -50,8 +50,16 @@ kube-controller-manager must not run its own controllers for these kinds: start 
 (see deploy/README.md).
 
 Several replicas may run: one leads (a coordination.k8s.io Lease), the others stand by.
-/healthz, /readyz, Prometheus /metrics and (--profiling) /debug/pprof/ are served on
---bind-address. SIGTERM stops the controllers, then hands the lease over.
+/healthz, /readyz, Prometheus /metrics and (--profiling) /debug/pprof/ are served over
+HTTPS on --bind-address:--secure-port (0.0.0.0:10270; --secure-port=0 serves nothing),
+as kube-controller-manager serves its own: a self-signed certificate unless
+--tls-cert-file/--tls-private-key-file are given; clients authenticated by the API
+server (TokenReview, or a client certificate of the cluster's CA) and authorized by it
+(SubjectAccessReview: get on the path). /healthz, /readyz and /livez are open to all
+(--authorization-always-allow-paths); elsewhere a request without credentials gets 401.
+The reviews go through --authentication-kubeconfig and --authorization-kubeconfig,
+by default the controllers' own connection. SIGTERM stops the controllers, then hands
+the lease over.
 
 The garbage collector runs at GOGC=50 unless $GOGC is set: the heap is mostly the
 informers' cache, and the heap then grows by half of it between collections rather
@@ -92,9 +100,12 @@ than by all of it (Go's default, 100).`,
 	f.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "wait between attempts to acquire or renew the lease")
 	f.StringVar(&le.Name, "leader-elect-resource-name", le.Name, "name of the Lease")
 	f.StringVar(&le.Namespace, "leader-elect-resource-namespace", le.Namespace, "namespace of the Lease")
-	f.StringVar(&m.BindAddress, "bind-address", m.BindAddress, "host:port serving /healthz, /readyz and /metrics over HTTP; empty to serve nothing")
-	f.BoolVar(&m.Profiling, "profiling", m.Profiling, "also serve Go's profiles (/debug/pprof/) on --bind-address (off by default: the address serves plain HTTP without authentication)")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (klog -v); logs go to stderr")
+
+	// Secure serving of /healthz, /readyz, /metrics and /debug/pprof/: k8s.io/apiserver's
+	// flags, as kube-controller-manager has them (--secure-port, --bind-address,
+	// --tls-*, --authentication-*, --authorization-*, ...), and --profiling.
+	m.Serving.AddFlags(f)
 	return cmd
 }
 
@@ -123,6 +134,9 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stde
 	if err != nil {
 		return err
 	}
+	if err := defaultDelegationKubeconfigs(o.manager.Serving, o.kubeconfig, source == inClusterSource); err != nil {
+		return err
+	}
 	if err := checkReachable(cfg, source); err != nil {
 		return err
 	}
@@ -139,7 +153,7 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stde
 func controllerManagerConfig(kubeconfig string) (cfg *rest.Config, source string, err error) {
 	if kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
-			return cfg, "the in-cluster configuration", nil
+			return cfg, inClusterSource, nil
 		}
 	}
 	// Without --kubeconfig the default rules read $KUBECONFIG (a list of files, merged)
@@ -167,6 +181,44 @@ func controllerManagerConfig(kubeconfig string) (cfg *rest.Config, source string
 		return nil, "", fmt.Errorf("no cluster to manage: %s: %v; pass --kubeconfig or run in a pod", source, oneLine(err.Error()))
 	}
 	return cfg, source, nil
+}
+
+// inClusterSource is the source controllerManagerConfig names for a pod's service account.
+const inClusterSource = "the in-cluster configuration"
+
+// defaultDelegationKubeconfigs points --authentication-kubeconfig and
+// --authorization-kubeconfig, where not given, at the controllers' own kubeconfig file,
+// so that the endpoints' TokenReviews and SubjectAccessReviews go where the controllers
+// go. In a pod they stay empty: k8s.io/apiserver then uses the in-cluster configuration
+// itself. The options read one file, so a $KUBECONFIG that merges several is refused.
+func defaultDelegationKubeconfigs(s *manager.Serving, kubeconfig string, inCluster bool) error {
+	if s == nil || s.SecureServing.BindPort == 0 || inCluster ||
+		(s.Authentication.RemoteKubeConfigFile != "" && s.Authorization.RemoteKubeConfigFile != "") {
+		return nil
+	}
+	file := kubeconfig
+	if file == "" {
+		if env := os.Getenv("KUBECONFIG"); env != "" {
+			var existing []string
+			for _, p := range filepath.SplitList(env) {
+				if anyExists([]string{p}) {
+					existing = append(existing, p)
+				}
+			}
+			if len(existing) != 1 {
+				return fmt.Errorf("$KUBECONFIG merges %d files; pass --authentication-kubeconfig and --authorization-kubeconfig for the endpoints' reviews, or --secure-port=0", len(existing))
+			}
+			file = existing[0]
+		} else {
+			file = clientcmd.RecommendedHomeFile
+		}
+	}
+	for _, f := range []*string{&s.Authentication.RemoteKubeConfigFile, &s.Authorization.RemoteKubeConfigFile} {
+		if *f == "" {
+			*f = file
+		}
+	}
+	return nil
 }
 
 // anyExists tells whether any of paths names an existing file.

@@ -3,18 +3,10 @@ package manager
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"net/http/pprof"
 	"sync"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/klog/v2"
-
-	"github.com/kroll-dev/kroll/pkg/metrics"
 )
 
 // health is what /healthz and /readyz report.
@@ -60,48 +52,4 @@ func (h *health) healthy(r *http.Request) error {
 		return h.lease.Check(r)
 	}
 	return nil
-}
-
-// serve serves /healthz, /readyz and /metrics (and, with profiling, /debug/pprof/) on
-// addr until the returned stop is called, and logs the address it listens on (port 0
-// picks one).
-func serve(ctx context.Context, addr string, h *health, profiling bool) (stop func(), err error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--bind-address %s: %w", addr, err)
-	}
-	check := func(probe func(*http.Request) error) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			if err := probe(r); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "%v\n", err)
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		}
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/healthz", check(h.healthy))
-	mux.Handle("/readyz", check(func(*http.Request) error { return h.ready() }))
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
-	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Serving /healthz, /readyz and /metrics failed")
-		}
-	}()
-	klog.FromContext(ctx).Info("Serving /healthz, /readyz and /metrics", "address", l.Addr().String())
-	return func() {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}, nil
 }

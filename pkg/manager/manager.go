@@ -1,6 +1,7 @@
 // Package manager runs kroll's workload controllers together on one set of shared
 // informers: in-process under `kroll up`, and as `kroll controller-manager` on any cluster,
-// where it adds leader election on a Lease and serves /healthz, /readyz and /metrics.
+// where it adds leader election on a Lease and serves /healthz, /readyz and /metrics
+// over HTTPS, authenticated and authorized by the API server (serving.go).
 // Both run Run: there is one code path.
 package manager
 
@@ -54,8 +55,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		// kube-controller-manager's tolerance: unhealthy 20s after a renewal was due.
 		h.lease, h.standby = leaderelection.NewLeaderHealthzAdaptor(20*time.Second), true
 	}
-	if opts.BindAddress != "" {
-		stop, err := serve(ctx, opts.BindAddress, h, opts.Profiling)
+	if opts.Serving.enabled() {
+		stop, err := opts.Serving.serve(ctx, h)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package manager
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -25,7 +24,7 @@ const (
 var ControllerNames = []string{Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet}
 
 // Options are the manager's settings; the zero value takes upstream's defaults and runs
-// every controller without leader election or HTTP endpoints (what `kroll up` wants).
+// every controller without leader election or endpoints (what `kroll up` wants).
 type Options struct {
 	// Controllers selects controllers as kube-controller-manager's --controllers does:
 	// "*" is every controller, "name" adds one, "-name" removes one. Empty means "*".
@@ -44,12 +43,10 @@ type Options struct {
 	// LeaderElection, when enabled, runs the controllers only while this process holds a
 	// coordination.k8s.io Lease, so that several replicas can run with one active.
 	LeaderElection LeaderElection
-	// BindAddress is where /healthz, /readyz and /metrics are served (plain HTTP), as
-	// host:port; port 0 picks a free one. Empty serves nothing.
-	BindAddress string
-	// Profiling adds Go's profiles (/debug/pprof/) to what BindAddress serves, as
-	// kube-controller-manager's --profiling does.
-	Profiling bool
+	// Serving, when set with a port, serves /healthz, /readyz, /metrics and (Profiling)
+	// /debug/pprof/ over HTTPS with delegated authentication and authorization. Nil
+	// serves nothing.
+	Serving *Serving
 }
 
 // LeaderElection configures the Lease lock; durations default to kube-controller-manager's.
@@ -124,10 +121,8 @@ func (o Options) Validate() error {
 	if o.Burst < 0 {
 		return fmt.Errorf("--kube-api-burst must not be negative, got %d", o.Burst)
 	}
-	if o.BindAddress != "" {
-		if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
-			return fmt.Errorf("--bind-address %q: want host:port, like 0.0.0.0:10270 or 127.0.0.1:0", o.BindAddress)
-		}
+	if err := o.Serving.Validate(); err != nil {
+		return err
 	}
 	le := o.LeaderElection
 	if !le.Enabled {

@@ -20,6 +20,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
@@ -34,6 +35,9 @@ type managerProcess struct {
 	done chan struct{}
 	mu   sync.Mutex
 	log  strings.Builder
+	// client reads its endpoints as the cluster's admin (a client certificate of the
+	// cluster's CA, in system:masters: always allowed).
+	client *http.Client
 }
 
 var servingAddress = regexp.MustCompile(`"Serving /healthz, /readyz and /metrics" address="([^"]+)"`)
@@ -42,8 +46,10 @@ var servingAddress = regexp.MustCompile(`"Serving /healthz, /readyz and /metrics
 // endpoints on a free port of 127.0.0.1; it is killed when the test ends.
 func startManager(t *testing.T, bin string, c *cluster.Cluster, args ...string) *managerProcess {
 	t.Helper()
-	m := &managerProcess{addr: make(chan string, 1), done: make(chan struct{})}
-	m.cmd = exec.Command(bin, append([]string{"controller-manager", "--kubeconfig", c.KubeconfigPath, "--bind-address", "127.0.0.1:0"}, args...)...)
+	port := must(cluster.FreePort())
+	m := &managerProcess{addr: make(chan string, 1), done: make(chan struct{}), client: endpointsClient(t, c.RESTConfig)}
+	m.cmd = exec.Command(bin, append([]string{"controller-manager", "--kubeconfig", c.KubeconfigPath,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)}, args...)...)
 	stderr, err := m.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -89,10 +95,10 @@ func (m *managerProcess) kill() {
 	<-m.done
 }
 
-// scrape reads /metrics at addr and returns the sample named by series (name{labels}
+// scrape reads m's /metrics and returns the sample named by series (name{labels}
 // exactly as exposed), or -1 when absent or unreachable.
-func scrape(addr, series string) float64 {
-	code, body := httpGet("http://" + addr + "/metrics")
+func (m *managerProcess) scrape(t *testing.T, series string) float64 {
+	code, body := httpGet(m.client, "https://"+m.address(t)+"/metrics")
 	if code != http.StatusOK {
 		return -1
 	}
@@ -170,7 +176,7 @@ func TestControllerManagerFailover(t *testing.T) {
 
 	leaderOf := func() (leader, standby *managerProcess) {
 		for _, m := range []*managerProcess{a, b} {
-			if scrape(m.address(t), `leader_election_master_status{name="kroll-controller-manager"}`) == 1 {
+			if m.scrape(t, `leader_election_master_status{name="kroll-controller-manager"}`) == 1 {
 				leader = m
 			} else {
 				standby = m
@@ -186,7 +192,7 @@ func TestControllerManagerFailover(t *testing.T) {
 	w := clustertest.WatchDeployment(t, c.Client, "default", "web")
 	setImage(t, c, "default", "web", "nginx:1.16.1")
 	eventually(t, 30*time.Second, "the leader's /metrics to show the rollout in progress", func(context.Context) (bool, string) {
-		v := scrape(leader.address(t), `kroll_rollouts_in_progress{kind="deployment"}`)
+		v := leader.scrape(t, `kroll_rollouts_in_progress{kind="deployment"}`)
 		return v == 1, fmt.Sprint(v)
 	})
 	time.Sleep(time.Second)
@@ -198,7 +204,7 @@ func TestControllerManagerFailover(t *testing.T) {
 	leader.kill()
 	t.Logf("leader (pid %d) killed mid-rollout", leader.cmd.Process.Pid)
 	eventually(t, 30*time.Second, "the standby to lead", func(context.Context) (bool, string) {
-		v := scrape(standby.address(t), `leader_election_master_status{name="kroll-controller-manager"}`)
+		v := standby.scrape(t, `leader_election_master_status{name="kroll-controller-manager"}`)
 		return v == 1, fmt.Sprint(v)
 	})
 	failover := time.Since(killed)
@@ -218,9 +224,8 @@ func TestControllerManagerFailover(t *testing.T) {
 	}
 	expectExactRollout(t, c, ledger, "default", "web", replicas, "nginx:1.16.1")
 	w.Verify(t, 50)
-	addr := standby.address(t)
 	eventually(t, 30*time.Second, "the new leader's /metrics to show no rollout in progress", func(context.Context) (bool, string) {
-		v := scrape(addr, `kroll_rollouts_in_progress{kind="deployment"}`)
+		v := standby.scrape(t, `kroll_rollouts_in_progress{kind="deployment"}`)
 		return v == 0, fmt.Sprint(v)
 	})
 	for _, series := range []string{
@@ -228,7 +233,7 @@ func TestControllerManagerFailover(t *testing.T) {
 		`kroll_sync_duration_seconds_count{controller="deployment-controller",result="success"}`,
 		`workqueue_adds_total{name="deployment"}`,
 	} {
-		if v := scrape(addr, series); v <= 0 {
+		if v := standby.scrape(t, series); v <= 0 {
 			t.Errorf("/metrics of the new leader: %s = %v, want > 0", series, v)
 		}
 	}
@@ -239,7 +244,7 @@ func TestControllerManagerFailover(t *testing.T) {
 	third := startManager(t, bin, c)
 	for _, probe := range []string{"/healthz", "/readyz"} {
 		eventually(t, 30*time.Second, "the standby's "+probe, func(context.Context) (bool, string) {
-			code, body := httpGet("http://" + third.address(t) + probe)
+			code, body := httpGet(endpointsClient(t, rest.AnonymousClientConfig(c.RESTConfig)), "https://"+third.address(t)+probe)
 			return code == http.StatusOK, fmt.Sprint(code, " ", body)
 		})
 	}
@@ -248,10 +253,15 @@ func TestControllerManagerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the third manager to lead", func(context.Context) (bool, string) {
-		v := scrape(third.address(t), `leader_election_master_status{name="kroll-controller-manager"}`)
+		v := third.scrape(t, `leader_election_master_status{name="kroll-controller-manager"}`)
 		return v == 1, fmt.Sprint(v)
 	})
 	t.Logf("hand-over on SIGTERM: the third manager led %.1fs after the signal", time.Since(stopped).Seconds())
+	// Profiles are served only with --profiling, even to the cluster's admin (whose
+	// client certificate the scrapes above show accepted).
+	if code, body := httpGet(third.client, "https://"+third.address(t)+"/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ without --profiling: %d %s, want 404", code, tail(body, 200))
+	}
 	<-standby.done
 	if code := standby.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("the manager stopped by SIGTERM exited %d, want 0", code)
@@ -259,8 +269,8 @@ func TestControllerManagerFailover(t *testing.T) {
 }
 
 // httpGet returns the status code and body of url (0 when it cannot be reached).
-func httpGet(url string) (int, string) {
-	resp, err := http.Get(url)
+func httpGet(client *http.Client, url string) (int, string) {
+	resp, err := client.Get(url)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +20,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
@@ -167,7 +171,10 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	}
 	role := must(c.Client.RbacV1().ClusterRoles().Get(context.Background(), "kroll-controller-manager", metav1.GetOptions{}))
 	leaseRole := must(c.Client.RbacV1().Roles("kroll-system").Get(context.Background(), "kroll-controller-manager-leader-election", metav1.GetOptions{}))
-	want := granted(t, append(slices.Clone(role.Rules), leaseRole.Rules...))
+	// The cluster's own Role for reading its client CA, which rbac.yaml binds in kube-system.
+	binding := must(c.Client.RbacV1().RoleBindings("kube-system").Get(context.Background(), "kroll-controller-manager-authentication-reader", metav1.GetOptions{}))
+	caRole := must(c.Client.RbacV1().Roles("kube-system").Get(context.Background(), binding.RoleRef.Name, metav1.GetOptions{}))
+	want := granted(t, slices.Concat(role.Rules, leaseRole.Rules, caRole.Rules))
 	// Two kinds of permission are checked by admission, not used by a request of their
 	// own: update on an owner's finalizers (to set blockOwnerDeletion on its children),
 	// and delete on an object whose owner references are changed (a StatefulSet's
@@ -187,8 +194,13 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	rec := newRequestRecorder(t)
 	cfg := serviceAccountConfig(t, c, "kroll-system", "kroll-controller-manager")
 	cfg.Wrap(rec.wrap)
+	// It serves its endpoints as deploy/deployment.yaml has it, with profiling; their
+	// TokenReviews and SubjectAccessReviews go through the same service account.
+	serving, addr := secureServing(t, writeKubeconfig(t, cfg), rec.wrap)
+	serving.Profiling = true
 	stop := runManager(t, cfg, manager.Options{LeaderElection: manager.LeaderElection{Enabled: true, Namespace: "kroll-system",
-		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}})
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}, Serving: serving})
+	t.Run("secure endpoints", func(t *testing.T) { checkSecureEndpoints(t, c, addr) })
 	s := newScene(t, c, "rbac", cluster.WorkloadControllersKroll)
 	exerciseEveryWrite(t, s)
 	stop()
@@ -230,6 +242,106 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	t.Run("each permission admission checks is needed", func(t *testing.T) {
 		checkAdmissionOnly(t, c, role, admissionOnly)
 	})
+}
+
+// secureServing is kroll's serving options on a free port of 127.0.0.1, reviewing
+// clients through kubeconfig, each review's request passed through wrap.
+func secureServing(t *testing.T, kubeconfig string, wrap func(http.RoundTripper) http.RoundTripper) (*manager.Serving, string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	s := manager.NewServing()
+	s.SecureServing.Listener = l
+	s.Authentication.RemoteKubeConfigFile, s.Authorization.RemoteKubeConfigFile = kubeconfig, kubeconfig
+	s.Authentication.WithCustomRoundTripper(wrap)
+	s.Authorization.WithCustomRoundTripper(wrap)
+	return s, l.Addr().String()
+}
+
+// writeKubeconfig writes cfg's server, CA and bearer token to a kubeconfig file.
+func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// endpointsClient is an HTTPS client of kroll's endpoints that presents cfg's
+// credentials (a bearer token or a client certificate; none for an anonymous
+// configuration). The serving certificate is self-signed and not verified, as a
+// kubelet's HTTPS probe does not verify it either.
+func endpointsClient(t *testing.T, cfg *rest.Config) *http.Client {
+	cfg = rest.CopyConfig(cfg)
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
+	cfg.Timeout = 10 * time.Second
+	return must(rest.HTTPClientFor(cfg))
+}
+
+// Given kroll's manager serving at addr with profiling, and deploy/rbac.yaml's
+// kroll-metrics-reader bound to one service account: a scrape without a token gets 401
+// (with an invalid one too); a service account without the binding 403; the bound one
+// 200 with Prometheus text, and 403 on /debug/pprof/; the probes are open to anyone; the
+// cluster's admin (a client certificate in system:masters) reads the profiles.
+func checkSecureEndpoints(t *testing.T, c *cluster.Cluster, addr string) {
+	ctx := context.Background()
+	for _, name := range []string{"scraper", "nobody"} {
+		must(c.Client.CoreV1().ServiceAccounts("kroll-system").Create(ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}))
+	}
+	must(c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scraper-kroll-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kroll-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: "kroll-system"}},
+	}, metav1.CreateOptions{}))
+	bogus := rest.AnonymousClientConfig(c.RESTConfig)
+	bogus.BearerToken = "not-a-token"
+	clients := map[string]*http.Client{
+		"anonymous": endpointsClient(t, rest.AnonymousClientConfig(c.RESTConfig)),
+		"bogus":     endpointsClient(t, bogus),
+		"nobody":    endpointsClient(t, serviceAccountConfig(t, c, "kroll-system", "nobody")),
+		"scraper":   endpointsClient(t, serviceAccountConfig(t, c, "kroll-system", "scraper")),
+		"admin":     endpointsClient(t, c.RESTConfig),
+	}
+	tests := []struct {
+		who, path string
+		code      int
+		body      string // a part of the body (a JSON Status for refusals)
+	}{
+		{"anonymous", "/metrics", http.StatusUnauthorized, "Unauthorized"},
+		{"bogus", "/metrics", http.StatusUnauthorized, "Unauthorized"},
+		{"nobody", "/metrics", http.StatusForbidden, `system:serviceaccount:kroll-system:nobody\" cannot get path \"/metrics\"`},
+		{"scraper", "/metrics", http.StatusOK, "# TYPE workqueue_adds_total counter"},
+		{"anonymous", "/healthz", http.StatusOK, "ok"},
+		{"anonymous", "/readyz", http.StatusOK, "ok"},
+		{"anonymous", "/debug/pprof/", http.StatusUnauthorized, "Unauthorized"},
+		{"scraper", "/debug/pprof/", http.StatusForbidden, `kroll-system:scraper\" cannot get path \"/debug/pprof/\"`},
+		{"admin", "/debug/pprof/", http.StatusOK, "goroutine"},
+		{"admin", "/metrics", http.StatusOK, "leader_election_master_status"},
+	}
+	for _, tt := range tests {
+		// The RoleBinding reaches the API server's authorizer within moments, and /readyz
+		// waits for the leader's caches: bounded retries.
+		var code int
+		var body string
+		for try := 0; try < 50; try++ {
+			code, body = httpGet(clients[tt.who], "https://"+addr+tt.path)
+			if code == tt.code && strings.Contains(body, tt.body) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if code != tt.code || !strings.Contains(body, tt.body) {
+			t.Errorf("GET %s as %s: %d %s; want %d with %q", tt.path, tt.who, code, tail(body, 300), tt.code, tt.body)
+		}
+	}
 }
 
 // checkAdmissionOnly shows each permission in admissionOnly needed: in three phases,

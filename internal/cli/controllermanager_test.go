@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kroll-dev/kroll/pkg/manager"
+)
+
+// TestDefaultDelegationKubeconfigs: the endpoints' reviews go through the controllers'
+// own kubeconfig file unless told otherwise, and a merged $KUBECONFIG is refused.
+func TestDefaultDelegationKubeconfigs(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name              string
+		kubeconfig, env   string
+		inCluster         bool
+		authn, authz      string // given by flags
+		port              int
+		wantN, wantZ, err string
+	}{
+		{name: "--kubeconfig", kubeconfig: a, port: 10270, wantN: a, wantZ: a},
+		{name: "the flags win", kubeconfig: a, authn: b, port: 10270, wantN: b, wantZ: a},
+		{name: "one file of $KUBECONFIG", env: a + string(os.PathListSeparator) + filepath.Join(dir, "missing"), port: 10270, wantN: a, wantZ: a},
+		{name: "in a pod: the library's in-cluster configuration", inCluster: true, port: 10270},
+		{name: "nothing served, nothing needed", env: a + string(os.PathListSeparator) + b},
+		{name: "a merged $KUBECONFIG", env: a + string(os.PathListSeparator) + b, port: 10270, err: "$KUBECONFIG merges 2 files; pass --authentication-kubeconfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			s := manager.NewServing()
+			s.SecureServing.BindPort = tt.port
+			s.Authentication.RemoteKubeConfigFile, s.Authorization.RemoteKubeConfigFile = tt.authn, tt.authz
+			err := defaultDelegationKubeconfigs(s, tt.kubeconfig, tt.inCluster)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("got %v, want an error with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || s.Authentication.RemoteKubeConfigFile != tt.wantN || s.Authorization.RemoteKubeConfigFile != tt.wantZ {
+				t.Errorf("got %q, %q (%v); want %q, %q", s.Authentication.RemoteKubeConfigFile, s.Authorization.RemoteKubeConfigFile, err, tt.wantN, tt.wantZ)
+			}
+		})
+	}
+}
