@@ -255,3 +255,23 @@ func schedulerRunner(ctx context.Context, kubeconfig string, extraArgs []string)
 		return schedulerapp.Run(ctx, cc, sched)
 	}, nil
 }
+
+// RunUpstreamWorkloadControllers runs kube-controller-manager's workload controllers
+// (only those) against c, in this process, until ctx ends; it returns once they have
+// stopped. It lets a test hand a live population from upstream's controllers to kroll's
+// and back on one cluster, as `kroll upstream-controller-manager` does in a process of
+// its own. One at a time: the cluster's own kube-controller-manager holds two
+// process-wide names (its /configz entry and its informer name) that this one takes
+// over while it runs; neither is used by a controller manager without a serving port.
+func (c *Cluster) RunUpstreamWorkloadControllers(ctx context.Context) error {
+	run, err := kcmRunner(ctx, []string{
+		"--kubeconfig=" + c.pki.path("controller-manager.kubeconfig"),
+		"--controllers=" + strings.Join(workloadControllers, ","),
+	})
+	if err != nil {
+		return err
+	}
+	configz.Delete(kcmapp.ConfigzName)
+	releaseInformerName("kube-controller-manager")
+	return run(ctx)
+}

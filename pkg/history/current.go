@@ -205,12 +205,18 @@ func renumber(ctx context.Context, client RevisionClient, rev *appsv1.Controller
 	return out, err
 }
 
-// sameOnceReencoded tells whether rev, applied to owner and recorded again, gives data:
-// the revision holds owner's template, written by another serializer.
+// sameOnceReencoded tells whether rev, applied to owner, defaulted and recorded again,
+// gives data: the revision holds owner's template, written by another serializer (or
+// by an apiserver that defaulted fewer fields).
 func sameOnceReencoded[T any](owner *T, rev *appsv1.ControllerRevision, data []byte) bool {
 	applied, err := ApplyRevision(owner, rev)
 	if err != nil {
 		return false
+	}
+	// The revision's template has only the defaults of the apiserver that wrote it;
+	// today's defaults are on the owner's template.
+	if set, ok := any(applied).(*appsv1.StatefulSet); ok {
+		DefaultPodTemplate(&set.Spec.Template)
 	}
 	again, err := TemplatePatch(applied)
 	return err == nil && string(again) == string(data)
