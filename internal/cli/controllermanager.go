@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,9 +31,21 @@ type controllerManagerOptions struct {
 	kubeconfig string
 	manager    manager.Options
 	verbosity  int
+	takeover   takeoverOptions
 }
 
-func newControllerManagerCommand(stderr io.Writer) *cobra.Command {
+// takeoverOptions are the flags for switching a cluster over to kroll: check first,
+// refuse while upstream's controllers still run.
+type takeoverOptions struct {
+	// dryRun runs the controllers with every write refused and reports them.
+	dryRun bool
+	// dryRunTimeout bounds a dry run; it ends earlier once the controllers are idle.
+	dryRunTimeout time.Duration
+	// force starts although kube-controller-manager still runs workload controllers.
+	force bool
+}
+
+func newControllerManagerCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &controllerManagerOptions{manager: manager.Options{
 		Controllers: []string{"*"}, QPS: 20, Burst: 30,
 		DeploymentWorkers: 5, ReplicaSetWorkers: 5, ReplicationControllerWorkers: 5, StatefulSetWorkers: 5, DaemonSetWorkers: 2,
@@ -48,6 +61,11 @@ controllers against the cluster of --kubeconfig (or, in a pod, the cluster it ru
 kube-controller-manager must not run its own controllers for these kinds: start it with
 --controllers=*,-deployment-controller,-replicaset-controller,-replicationcontroller-controller,-statefulset-controller,-daemonset-controller
 (see deploy/README.md).
+
+--dry-run runs the controllers with every write refused and recorded, prints per
+workload the writes kroll would make now, and exits 1 when there are any beyond
+in-flight rollouts' next steps. kroll refuses to start while kube-controller-manager
+leads and runs its workload controllers, unless --force.
 
 Several replicas may run: one leads (a coordination.k8s.io Lease), the others stand by.
 /healthz, /readyz, Prometheus /metrics and (--profiling) /debug/pprof/ are served over
@@ -74,7 +92,10 @@ than by all of it (Go's default, 100).`,
 					return fmt.Errorf("--%s must be greater than 0, got %s", name, v)
 				}
 			}
-			return runControllerManager(cmd.Context(), o, stderr)
+			if o.takeover.dryRunTimeout <= 0 {
+				return fmt.Errorf("--dry-run-timeout must be greater than 0, got %v", o.takeover.dryRunTimeout)
+			}
+			return runControllerManager(cmd.Context(), o, stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -106,6 +127,7 @@ than by all of it (Go's default, 100).`,
 	// flags, as kube-controller-manager has them (--secure-port, --bind-address,
 	// --tls-*, --authentication-*, --authorization-*, ...), and --profiling.
 	m.Serving.AddFlags(f)
+	addTakeoverFlags(f, &o.takeover)
 	return cmd
 }
 
@@ -117,7 +139,18 @@ than by all of it (Go's default, 100).`,
 // still live, a cost that shows only while pods change (see bench/README.md).
 const cacheGCPercent = 50
 
-func runControllerManager(ctx context.Context, o *controllerManagerOptions, stderr io.Writer) error {
+// addTakeoverFlags adds the flags of takeoverOptions.
+func addTakeoverFlags(f *pflag.FlagSet, t *takeoverOptions) {
+	f.BoolVar(&t.dryRun, "dry-run", false, "run the controllers with every write refused (never sent) and print, per workload, "+
+		"the writes kroll would make now; exit 1 when there are writes beyond in-flight rollouts' next steps (no Lease is taken, no endpoint served)")
+	// One full resync: each controller syncs every workload once when its informers
+	// list them. A minute covers thousands of workloads at the default QPS; the dry
+	// run ends as soon as every queue is idle.
+	f.DurationVar(&t.dryRunTimeout, "dry-run-timeout", time.Minute, "longest a --dry-run runs; it ends earlier once every workload was synced and the controllers are idle")
+	f.BoolVar(&t.force, "force", false, "start even though kube-controller-manager still runs its workload controllers (two controllers would then fight over every workload)")
+}
+
+func runControllerManager(ctx context.Context, o *controllerManagerOptions, stdout, stderr io.Writer) error {
 	if err := o.manager.Validate(); err != nil {
 		return err
 	}
@@ -129,13 +162,23 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stde
 	_ = klogFlags.Set("v", strconv.Itoa(o.verbosity))
 	klog.SetOutput(stderr)
 	klog.LogToStderr(true)
+	if o.takeover.dryRun && o.verbosity == 0 {
+		// Every refused write is logged as a failed sync: noise around the report.
+		// (klog writes to stderr itself, past SetOutput, at or above its threshold.)
+		_ = klogFlags.Set("stderrthreshold", "FATAL")
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	}
 
 	cfg, source, err := controllerManagerConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	if err := defaultDelegationKubeconfigs(o.manager.Serving, o.kubeconfig, source == inClusterSource); err != nil {
-		return err
+	// A dry run serves no endpoints: it runs once and reports.
+	if !o.takeover.dryRun {
+		if err := defaultDelegationKubeconfigs(o.manager.Serving, o.kubeconfig, source == inClusterSource); err != nil {
+			return err
+		}
 	}
 	if err := checkReachable(cfg, source); err != nil {
 		return err
@@ -145,7 +188,31 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stde
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := manager.Preflight(ctx, cfg, o.manager, o.takeover.dryRun, o.takeover.force); err != nil {
+		return err
+	}
+	if o.takeover.dryRun {
+		return dryRun(ctx, cfg, o, stdout)
+	}
 	return manager.Run(ctx, cfg, o.manager)
+}
+
+// dryRun runs the controllers with every write refused, without leader election
+// (taking the Lease is a write), prints the report and fails with its summary line
+// when kroll would write beyond in-flight rollouts' next steps.
+func dryRun(ctx context.Context, cfg *rest.Config, o *controllerManagerOptions, stdout io.Writer) error {
+	opts := o.manager
+	opts.LeaderElection.Enabled = false
+	result, err := manager.DryRun(ctx, cfg, opts, o.takeover.dryRunTimeout)
+	if err != nil {
+		return err
+	}
+	summary := result.Print(stdout)
+	if result.Unexpected() > 0 {
+		return errors.New(summary)
+	}
+	fmt.Fprintln(stdout, summary)
+	return nil
 }
 
 // controllerManagerConfig finds the cluster: --kubeconfig, $KUBECONFIG, the pod's

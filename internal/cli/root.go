@@ -70,7 +70,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		return fmt.Errorf("%s: %w; see '%s --help'", cmd.CommandPath(), err, cmd.CommandPath())
 	})
 	root.AddCommand(newUpCommand(stdout, stderr))
-	root.AddCommand(newControllerManagerCommand(stderr))
+	root.AddCommand(newControllerManagerCommand(stdout, stderr))
 	root.AddCommand(newBenchCommand(stdout))
 	root.AddCommand(newUpstreamControllerManagerCommand())
 	root.AddCommand(newRollingUpdateCommand(os.Stdin, stdout))

@@ -8,6 +8,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -41,7 +42,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// The controllers are built when they are to run, as kube-controller-manager's are:
 	// a standby holds no queues, informers or event broadcaster.
 	work := func(ctx context.Context, h *health) error {
-		m, err := newControllers(ctx, cfg, opts, enabled)
+		m, err := newControllers(ctx, cfg, opts, enabled, nil)
 		if err != nil {
 			return err
 		}
@@ -79,12 +80,17 @@ type controllers struct {
 
 // newControllers builds the controllers enabled names. Each gets its own client, so
 // each has its own QPS/Burst budget as in kube-controller-manager, and its own user
-// agent and request metrics.
-func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled []string) (*controllers, error) {
+// agent and request metrics. A non-nil wrap goes in front of every client's transport,
+// the event sink's included (a dry run's writeRecorder).
+func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled []string,
+	wrap func(http.RoundTripper) http.RoundTripper) (*controllers, error) {
 	clientFor := func(name string) (kubernetes.Interface, error) {
 		c := rest.CopyConfig(cfg)
 		c.QPS, c.Burst = opts.QPS, opts.Burst
 		c.Wrap(metrics.InstrumentTransport(name))
+		if wrap != nil {
+			c.Wrap(wrap) // outside the metrics: a refused write is no request
+		}
 		return kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/"+name))
 	}
 	informerClient, err := clientFor("informers")
