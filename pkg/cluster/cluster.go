@@ -239,6 +239,8 @@ func (c *Cluster) startComponents() error {
 		return err
 	}
 	c.supervise("kube-controller-manager", runKCM)
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); holdKCMLease(c.ctx, kcmKubeconfig) }()
 	runScheduler, err := schedulerRunner(c.ctx, schedulerKubeconfig, nil)
 	if err != nil {
 		return err

@@ -216,6 +216,7 @@ func kcmRunner(ctx context.Context, args []string) (func(context.Context) error,
 	if err != nil {
 		return nil, fmt.Errorf("kube-controller-manager config: %w", err)
 	}
+	config.Kubeconfig.Wrap(asKubeControllerManager)
 	return func(ctx context.Context) error {
 		defer configz.Delete(kcmapp.ConfigzName)
 		defer releaseInformerName("kube-controller-manager")

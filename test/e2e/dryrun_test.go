@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,24 +137,6 @@ func readOnlyToken(t *testing.T, c *cluster.Cluster, name string, rules []rbacv1
 	return serviceAccountConfig(t, c, "kube-system", name).BearerToken
 }
 
-// holdUpstreamLease makes kube-system/kube-controller-manager held and renewed now, as
-// a leading kube-controller-manager keeps it (the embedded one runs without leader
-// election, so the test plays its lease).
-func holdUpstreamLease(t *testing.T, c *cluster.Cluster) {
-	ctx := context.Background()
-	holder, duration := "control-plane_1f0c", int32(15)
-	now := metav1.NewMicroTime(time.Now())
-	leases := c.Client.CoordinationV1().Leases("kube-system")
-	l, err := leases.Get(ctx, "kube-controller-manager", metav1.GetOptions{})
-	if err != nil {
-		must(leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager"},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &duration, AcquireTime: &now, RenewTime: &now}}, metav1.CreateOptions{}))
-		return
-	}
-	l.Spec.RenewTime = &now
-	must(leases.Update(ctx, l, metav1.UpdateOptions{}))
-}
-
 // Given workloads of every kind that kroll's controllers made and completed, and then
 // stopped (no controller runs), when `kroll controller-manager --dry-run` runs through
 // a counting proxy as a service account that may only read, then it prints no write
@@ -181,9 +162,9 @@ func TestControllerManagerDryRun(t *testing.T) {
 		return rs.Status.ReadyReplicas == 1 && rs.Status.ObservedGeneration == rs.Generation, fmt.Sprintf("%+v", rs.Status)
 	})
 	stop()
-	// kroll up's cluster runs kube-controller-manager with its workload controllers
-	// off: its Lease held is no reason to refuse.
-	holdUpstreamLease(t, c)
+	// kroll up's cluster runs kube-controller-manager with its workload controllers off,
+	// leading by its Lease as on a real control plane: no reason to refuse.
+	waitKCMLease(t, c)
 
 	proxy := startCountingProxy(t, c)
 	readOnly := tokenKubeconfig(t, proxy.url, proxy.ca, readOnlyToken(t, c, "kroll-dryrun", readOnlyRules))
@@ -240,7 +221,6 @@ func TestControllerManagerDryRun(t *testing.T) {
 		l.Close()
 		noNodes := []rbacv1.PolicyRule{readOnlyRules[0], {APIGroups: []string{""}, Resources: []string{"pods", "replicationcontrollers", "persistentvolumeclaims"},
 			Verbs: []string{"get", "list", "watch"}}}
-		holdUpstreamLease(t, c)
 		upstreamPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager-cp", Labels: map[string]string{"component": "kube-controller-manager"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kube-controller-manager", Image: "registry.k8s.io/kube-controller-manager:v1.36.3",
 				Command: []string{"kube-controller-manager", "--controllers=*,bootstrapsigner,tokencleaner", "--leader-elect=true"}}}}}
@@ -255,11 +235,11 @@ func TestControllerManagerDryRun(t *testing.T) {
 				"kroll: no permission to list nodes in all namespaces"},
 			{"kube-controller-manager leads with its workload controllers on", readOnly, nil, func() {
 				must(c.Client.CoreV1().Pods("kube-system").Create(context.Background(), upstreamPod, metav1.CreateOptions{}))
-			}, "kroll: kube-controller-manager still runs its workload controllers: Lease kube-system/kube-controller-manager held by control-plane_1f0c"},
+			}, "kroll: kube-controller-manager still runs its workload controllers: Lease kube-system/kube-controller-manager held by "},
 			{"the same, in a dry run", readOnly, []string{"--dry-run"}, nil, "pod kube-system/kube-controller-manager-cp runs deployment-controller, replicaset-controller"},
 			// No pod to see (a managed control plane): its recent writes give it away.
-			// The embedded kube-controller-manager writes under the test binary's name,
-			// so the test writes a Deployment's status as kube-controller-manager does.
+			// The embedded kube-controller-manager runs no workload controller here, so
+			// the test writes a Deployment's status as kube-controller-manager does.
 			{"kube-controller-manager leads and just wrote a Deployment's status", readOnly, nil, func() {
 				ctx := context.Background()
 				if err := c.Client.CoreV1().Pods("kube-system").Delete(ctx, upstreamPod.Name, *metav1.NewDeleteOptions(0)); err != nil {
@@ -270,8 +250,7 @@ func TestControllerManagerDryRun(t *testing.T) {
 					d.Status.Conditions[i].Message += " (upstream)"
 				}
 				must(c.Client.AppsV1().Deployments("dryrun").UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}))
-				holdUpstreamLease(t, c)
-			}, "Lease kube-system/kube-controller-manager held by control-plane_1f0c (renewed 0s ago) and it wrote Deployment dryrun/front at "},
+			}, " and it wrote Deployment dryrun/front at "},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -296,4 +275,41 @@ func TestControllerManagerDryRun(t *testing.T) {
 			t.Errorf("--force: exit %d, stdout:\n%s\nstderr:\n%s\nwant the dry run's report and exit 1", r.code, r.stdout, r.stderr)
 		}
 	})
+}
+
+// waitKCMLease waits until the cluster's kube-controller-manager holds its Lease
+// (kube-system/kube-controller-manager), as a real control plane's leader does.
+func waitKCMLease(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	eventually(t, 30*time.Second, "kube-controller-manager holds its Lease", func(ctx context.Context) (bool, string) {
+		l, err := c.Client.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Sprintf("%+v", l.Spec)
+	})
+}
+
+// Given `kroll up --workload-controllers upstream` (upstream's controllers run, and its
+// kube-controller-manager leads by its Lease as on a real control plane), when a
+// Deployment has just been rolled out by upstream's controllers, then `kroll
+// controller-manager` refuses to start, naming the Lease and the write, in one line;
+// with --force it starts (shown with --dry-run, which ends by itself).
+func TestControllerManagerRefusesUpstream(t *testing.T) {
+	bin := buildKroll(t)
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream), clustertest.WithNodes(1))
+	s := newScene(t, c, "upstream", cluster.WorkloadControllersUpstream)
+	waitKCMLease(t, c)
+	s.apply(t, appManifest("Deployment", "front", 1))
+	s.kubectl(t, "rollout", "status", "deployment/front", "--timeout=2m")
+	r := runManagerToEnd(t, bin, c.KubeconfigPath, "--secure-port=0")
+	want := "kroll: kube-controller-manager still runs its workload controllers: Lease kube-system/kube-controller-manager held by "
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], want) || !strings.Contains(lines[0], "it wrote ") ||
+		!strings.Contains(lines[0], "--controllers=*,-deployment-controller") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and one line: %s … it wrote … --controllers=*,-deployment-controller…", r.code, r.stderr, want)
+	}
+	if r := runManagerToEnd(t, bin, c.KubeconfigPath, "--force", "--dry-run", "--dry-run-timeout=20s"); strings.Contains(r.stderr, "still runs its workload controllers") {
+		t.Errorf("--force: still refused: %s", r.stderr)
+	}
 }
