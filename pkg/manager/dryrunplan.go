@@ -58,6 +58,24 @@ func attribute(kind, namespace, name string, owners []metav1.OwnerReference, loo
 	return WorkloadRef{}, false
 }
 
+// ownersOfWrite are the owner references a write to an existing object is attributed
+// by, live being the object's and next what the write leaves: an adoption (a write
+// that gives an object without a controller one, as a Deployment claims the orphaned
+// ReplicaSet its template matches) is the adopter's first step, so next's; any other
+// write, a release included (the controller reference taken off), is for the owner
+// the object has now, so live's. Without this, the ReplicaSet a recreated Deployment
+// adopts at the switch would count as a bare ReplicaSet written, not as that
+// Deployment's rollout.
+func ownersOfWrite(live, next []metav1.OwnerReference) []metav1.OwnerReference {
+	hasController := func(refs []metav1.OwnerReference) bool {
+		return metav1.GetControllerOfNoCopy(&metav1.ObjectMeta{OwnerReferences: refs}) != nil
+	}
+	if !hasController(live) && hasController(next) {
+		return next
+	}
+	return live
+}
+
 // rolloutInFlight tells whether obj's rollout is not complete by its status, so that
 // the controllers' next writes for it are the rollout's next steps:
 //   - a Deployment whose status does not describe its generation yet, or has fewer

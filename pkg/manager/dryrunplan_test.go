@@ -59,6 +59,34 @@ func TestAttribute(t *testing.T) {
 	}
 }
 
+func TestOwnersOfWrite(t *testing.T) {
+	web, solo := controlledBy("Deployment", "web"), controlledBy("ReplicaSet", "solo")
+	notController := []metav1.OwnerReference{{Kind: "Deployment", Name: "web"}}
+	cases := []struct {
+		name       string
+		live, next []metav1.OwnerReference
+		want       string
+	}{
+		{"an adoption is the adopter's", nil, web, "Deployment/web"},
+		{"an adoption of an object owned without controller is the adopter's", notController, append(notController[:1:1], web...), "Deployment/web"},
+		{"a release is the releasing controller's", web, nil, "Deployment/web"},
+		{"a write that keeps the controller is its", web, web, "Deployment/web"},
+		{"a change of controller is the one it has now", solo, web, "ReplicaSet/solo"},
+		{"an orphan written as an orphan stays no one's", nil, notController, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := ""
+			if ref := metav1.GetControllerOfNoCopy(&metav1.ObjectMeta{OwnerReferences: ownersOfWrite(c.live, c.next)}); ref != nil {
+				got = ref.Kind + "/" + ref.Name
+			}
+			if got != c.want {
+				t.Errorf("ownersOfWrite(%v, %v) is controlled by %q, want %q", c.live, c.next, got, c.want)
+			}
+		})
+	}
+}
+
 func TestRolloutInFlight(t *testing.T) {
 	three := int32(3)
 	deploy := func(gen, observed int64, updated, total, available int32) *appsv1.Deployment {
@@ -184,6 +212,8 @@ func TestWriteRecorder(t *testing.T) {
 		}
 	}
 	do(http.MethodPatch, "/apis/apps/v1/namespaces/ns/replicasets/solo", "application/merge-patch+json", `{"spec":{"replicas":4}}`)
+	do(http.MethodPatch, "/apis/apps/v1/namespaces/ns/replicasets/solo", "application/strategic-merge-patch+json",
+		`{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"u1","controller":true}]}}`)
 	do(http.MethodPost, "/api/v1/namespaces/ns/pods", "application/json",
 		`{"metadata":{"generateName":"solo-","ownerReferences":[{"kind":"ReplicaSet","name":"solo","controller":true}]}}`)
 	if resp := do(http.MethodPost, "/api/v1/namespaces/ns/events", "application/json", `{"metadata":{"name":"e"},"reason":"SuccessfulCreate"}`); resp.StatusCode != http.StatusCreated {
@@ -197,11 +227,16 @@ func TestWriteRecorder(t *testing.T) {
 	writes, events, _ := rec.snapshot()
 	var got bytes.Buffer
 	for _, w := range writes {
-		got.WriteString(w.Verb + " " + w.Kind + " " + w.Namespace + "/" + w.Name + " " + w.Subresource + ": " + w.Why + "\n")
+		owner := ""
+		if ref := metav1.GetControllerOfNoCopy(&metav1.ObjectMeta{OwnerReferences: w.Owners}); ref != nil {
+			owner = " (of " + ref.Kind + " " + ref.Name + ")"
+		}
+		got.WriteString(w.Verb + " " + w.Kind + " " + w.Namespace + "/" + w.Name + " " + w.Subresource + ": " + w.Why + owner + "\n")
 	}
 	want := "update ReplicaSet ns/solo status: status.readyReplicas 2 → 3\n" +
 		"patch ReplicaSet ns/solo : spec.replicas 3 → 4\n" +
-		"create Pod ns/solo-… : new Pod solo-… for ReplicaSet ns/solo\n"
+		"patch ReplicaSet ns/solo : metadata.ownerReferences[web] <none> → {\"apiVersion\":\"apps/v1\",\"controller\":true,\"kind\":\"Deploym... (of Deployment web)\n" +
+		"create Pod ns/solo-… : new Pod solo-… for ReplicaSet ns/solo (of ReplicaSet solo)\n"
 	if got.String() != want || events != 1 || writes[0].Attempts != 3 {
 		t.Errorf("recorded (events %d, attempts of the first %d):\n%s\nwant (events 1, attempts 3):\n%s", events, writes[0].Attempts, got.String(), want)
 	}

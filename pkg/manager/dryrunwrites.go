@@ -133,6 +133,10 @@ func (r *writeRecorder) refuse(req *http.Request, next http.RoundTripper) (*http
 				next, err := afterWrite(live, body, req.Method, req.Header.Get("Content-Type"), w.Kind)
 				if err == nil {
 					changes = changesOf(live, next, info.Subresource)
+					var after metav1.PartialObjectMetadata
+					if info.Subresource == "" && json.Unmarshal(next, &after) == nil {
+						w.Owners = ownersOfWrite(w.Owners, after.OwnerReferences)
+					}
 				}
 			}
 		}

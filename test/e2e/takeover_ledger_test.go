@@ -133,6 +133,13 @@ func (l *ledger) record(kind string, obj any, verb, parts string) {
 	l.writes = append(l.writes, write{kind: kind, name: m.GetName(), member: member, verb: verb, parts: parts, manager: strings.Join(managers, "|")})
 }
 
+// seen returns what was seen so far; the recording goes on.
+func (l *ledger) seen() []write {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]write(nil), l.writes...)
+}
+
 // stop ends the recording and returns what was seen.
 func (l *ledger) stop() []write {
 	l.cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,12 @@ import (
 // controllers, then orphaned) whose template a new Deployment spells out with every
 // default. Upstream's controllers make the objects and stop; kroll's take over and must
 // create no revision, no ReplicaSet and no pod, and delete none.
-func olderSerialization(t *testing.T, c *cluster.Cluster, stopBefore func(), startKroll func() func()) (stopKroll func()) {
+//
+// Asked first, a dry run reports no more than kroll then does: d-legacy's adoption of
+// its ReplicaSet (where its sync ends, the adoption refused), nothing for ss-legacy
+// (its stored revision is the template's), and neither a new ReplicaSet or
+// ControllerRevision nor a pod write.
+func olderSerialization(t *testing.T, c *cluster.Cluster, stopBefore func(), startKroll func() func(), dryRun *takeoverDryRun) (stopKroll func()) {
 	ctx := context.Background()
 	p := &population{client: c.Client, ns: "takeover-legacy", members: []member{
 		{name: "ss-legacy", kind: "StatefulSet", state: "revision of an older serializer", setup: func(ctx context.Context, p *population) error {
@@ -73,6 +79,8 @@ func olderSerialization(t *testing.T, c *cluster.Cluster, stopBefore func(), sta
 	if _, err := c.Client.AppsV1().Deployments(p.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	r, report := dryRun.run(t, "before kroll takes the older serializations")
+	checkLegacyDryRun(t, p.ns, r, report)
 	stopKroll = startKroll()
 	time.Sleep(takeoverWindow)
 	if err := poll(ctx, 30*time.Second, func(ctx context.Context) (bool, string) { return deploymentComplete(ctx, p, "d-legacy") }); err != nil {
@@ -120,4 +128,33 @@ func olderEncoding(t *testing.T, data []byte) []byte {
 		t.Fatal("the older encoding should differ in its bytes")
 	}
 	return out
+}
+
+// checkLegacyDryRun asserts the dry run before kroll takes the older serializations
+// over: exit 0, and writes for d-legacy alone, in flight (a Deployment whose status
+// describes no generation yet), each an update or patch of an object that exists (the
+// ReplicaSet's adoption, revision annotations, the Deployment's status: what the
+// ledger then sees kroll write), none a create or delete, none to a pod or a
+// ControllerRevision.
+func checkLegacyDryRun(t *testing.T, ns string, r managerRun, report dryRunReport) {
+	t.Helper()
+	if r.code != 0 || !strings.Contains(r.stdout, "dry run: no writes beyond in-flight rollouts' next steps") {
+		t.Errorf("exit %d, want 0 with the no-writes summary", r.code)
+	}
+	if len(report.unattributed) > 0 {
+		t.Errorf("writes owned by no workload: %v", report.unattributed)
+	}
+	for _, w := range report.workloads {
+		if w.String() != "Deployment "+ns+"/d-legacy" || !w.inFlight {
+			t.Errorf("writes for %s (in flight: %v), want only for Deployment %s/d-legacy, in flight: %v", w, w.inFlight, ns, w.writes)
+			continue
+		}
+		for _, line := range w.writes {
+			verb, rest, _ := strings.Cut(line, " ")
+			kind, _, _ := strings.Cut(rest, " ")
+			if verb == "create" || verb == "delete" || kind == "Pod" || kind == "ControllerRevision" {
+				t.Errorf("d-legacy: %q; want the stored ReplicaSet adopted, nothing made, removed or written to a pod", line)
+			}
+		}
+	}
 }

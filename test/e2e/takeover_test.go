@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,10 @@ const takeoverWindow = 12 * time.Second
 // ControllerRevision, no annotation, no pod, no status), creates nothing for an
 // in-flight one that does not last, and every workload ends as it does in an
 // all-upstream run of the same population; and the same the other way round, from
-// kroll's controllers to upstream's.
+// kroll's controllers to upstream's. Before each switch to kroll, `kroll
+// controller-manager --dry-run` reports only the in-flight members' next steps and
+// sends no write; once a bare ReplicaSet is scaled while no controllers run, it
+// reports the pod kroll would create and exits 1.
 func TestTakeover(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3))
 	// Controllers outlive the subtest that starts them: they are top's.
@@ -39,6 +43,8 @@ func TestTakeover(t *testing.T) {
 		finished bool
 		// known is a difference still open (nil: none).
 		known func(write) bool
+		// beforeStart runs once the gap's edits are made, before the others start.
+		beforeStart func(t *testing.T)
 	}
 	// switchOver builds pop under the controllers running, stops them (before), runs
 	// the gap edits, starts the others (after) and records the ledger until the
@@ -51,6 +57,16 @@ func TestTakeover(t *testing.T) {
 		l := startLedger(t, c.Client, d.ns)
 		if err := d.pop.gapAll(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if d.beforeStart != nil {
+			seen := len(l.seen())
+			d.beforeStart(t)
+			// The gap's edits may still arrive; nothing else may.
+			for _, w := range l.seen()[seen:] {
+				if strings.Contains(w.manager, "kroll") {
+					t.Errorf("a write while no controllers ran: %s", w)
+				}
+			}
 		}
 		after = startAfter()
 		time.Sleep(takeoverWindow)
@@ -71,7 +87,14 @@ func TestTakeover(t *testing.T) {
 		return after
 	}
 
+	dryRun := newTakeoverDryRun(t, c)
 	up2kroll := &direction{name: "upstream → kroll", ns: "takeover-u2k", pop: newPopulation(c.Client, "takeover-u2k")}
+	// What kroll would do at the switch, asked first: the in-flight members' next
+	// steps and nothing else.
+	up2kroll.beforeStart = func(t *testing.T) {
+		r, report := dryRun.run(t, "before the switch to kroll")
+		checkDryRunInFlightOnly(t, up2kroll.pop, r, report)
+	}
 	// Still open: kroll keeps its rollout timeline as an annotation on the Deployment,
 	// and upstream's controller copies every Deployment annotation but its own few to
 	// the newest ReplicaSet; kroll leaves the timeline off its ReplicaSets (a write per
@@ -117,7 +140,11 @@ func TestTakeover(t *testing.T) {
 		}
 	})
 	t.Run("older serializations are the same revision", func(t *testing.T) {
-		stopKroll = olderSerialization(t, c, stopUpstream, func() func() { return startKrollControllers(top, c) })
+		stopKroll = olderSerialization(t, c, stopUpstream, func() func() { return startKrollControllers(top, c) }, dryRun)
+	})
+	t.Run("a real difference is reported", func(t *testing.T) {
+		stopKroll()
+		realDifference(t, c, up2kroll.pop, dryRun)
 	})
 	t.Logf("takeover suite: %s", time.Since(started).Round(time.Second))
 }
