@@ -188,10 +188,14 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stdo
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := manager.Preflight(ctx, cfg, o.manager, o.takeover.dryRun, o.takeover.force); err != nil {
+	note, err := manager.Preflight(ctx, cfg, o.manager, o.takeover.dryRun, o.takeover.force)
+	if err != nil {
 		return err
 	}
 	if o.takeover.dryRun {
+		if note != "" {
+			fmt.Fprintf(stdout, "dry run: %s\n", note)
+		}
 		return dryRun(ctx, cfg, o, stdout)
 	}
 	return manager.Run(ctx, cfg, o.manager)

@@ -26,31 +26,44 @@ import (
 //   - unless force, kube-controller-manager still running its workload controllers
 //     (upstreamStillRunning).
 //
-// dryRun adds the kinds a dry run reads to attribute writes.
-func Preflight(ctx context.Context, cfg *rest.Config, opts Options, dryRun, force bool) error {
+// A dry run is not refused for the second: it writes nothing, and it is what an
+// operator runs before switching upstream's controllers off. It gets the evidence back
+// as note, for its report. dryRun also adds the kinds a dry run reads to attribute
+// writes.
+func Preflight(ctx context.Context, cfg *rest.Config, opts Options, dryRun, force bool) (note string, err error) {
 	enabled, err := EnabledControllers(opts.Controllers)
 	if err != nil {
-		return err
+		return "", err
 	}
 	c := rest.CopyConfig(cfg)
 	c.Timeout = 15 * time.Second
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/preflight"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, r := range resourcesRead(enabled, dryRun) {
 		if err := canRead(ctx, client, r); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if force {
-		return nil
+		return "", nil
 	}
 	meta, err := metadata.NewForConfig(rest.AddUserAgent(c, "kroll/preflight"))
 	if err != nil {
-		return err
+		return "", err
 	}
-	return upstreamStillRunning(ctx, client, meta, time.Now())
+	evidence := upstreamStillRunning(ctx, client, meta, time.Now())
+	switch {
+	case evidence == "":
+		return "", nil
+	case dryRun:
+		// A dry run writes nothing, so it may run beside upstream's controllers: it is
+		// the check made before switching them off. Its report says they run.
+		return fmt.Sprintf("kube-controller-manager still runs its workload controllers (%s): "+
+			"the writes below are those kroll would make if it took over now", evidence), nil
+	}
+	return "", fmt.Errorf("kube-controller-manager still runs its workload controllers: %s; %s", evidence, switchOff)
 }
 
 // apiResource is a resource the controllers list and watch cluster-wide.
@@ -149,12 +162,12 @@ const (
 const switchOff = "start kube-controller-manager with --controllers=*,-deployment-controller,-replicaset-controller," +
 	"-replicationcontroller-controller,-statefulset-controller,-daemonset-controller (see deploy/README.md), or pass --force"
 
-// upstreamStillRunning refuses when kube-controller-manager leads (its Lease is held
-// and was renewed within its duration) and shows that it runs workload controllers:
-// its pod's --controllers leaves one of them on, or it wrote a workload recently. A
-// Lease this identity may not read, or no Lease, is no refusal: managed clusters hide
-// their control plane.
-func upstreamStillRunning(ctx context.Context, client kubernetes.Interface, meta metadata.Interface, now time.Time) error {
+// upstreamStillRunning is the evidence that kube-controller-manager leads (its Lease is
+// held and was renewed within its duration) and runs workload controllers: its pod's
+// --controllers leaves one of them on, or it wrote a workload recently; "" when there
+// is none. A Lease this identity may not read, or no Lease, is none: managed clusters
+// hide their control plane.
+func upstreamStillRunning(ctx context.Context, client kubernetes.Interface, meta metadata.Interface, now time.Time) string {
 	logger := klog.FromContext(ctx)
 	lease, err := client.CoordinationV1().Leases(upstreamLeaseNamespace).Get(ctx, upstreamLeaseName, metav1.GetOptions{})
 	if err != nil {
@@ -162,11 +175,11 @@ func upstreamStillRunning(ctx context.Context, client kubernetes.Interface, meta
 			logger.Info("Not checking for kube-controller-manager's workload controllers: cannot read its Lease",
 				"lease", upstreamLeaseNamespace+"/"+upstreamLeaseName, "err", err)
 		}
-		return nil
+		return ""
 	}
 	held, since := leaseHeld(lease, now)
 	if !held {
-		return nil
+		return ""
 	}
 	var evidence []string
 	pods, err := client.CoreV1().Pods(upstreamLeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: "component=kube-controller-manager"})
@@ -184,11 +197,11 @@ func upstreamStillRunning(ctx context.Context, client kubernetes.Interface, meta
 		}
 	}
 	if len(evidence) == 0 {
-		return nil
+		return ""
 	}
-	return fmt.Errorf("kube-controller-manager still runs its workload controllers: Lease %s/%s held by %s (renewed %s ago) and %s; %s",
+	return fmt.Sprintf("Lease %s/%s held by %s (renewed %s ago) and %s",
 		upstreamLeaseNamespace, upstreamLeaseName, deref(lease.Spec.HolderIdentity), now.Sub(lease.Spec.RenewTime.Time).Round(time.Second),
-		strings.Join(evidence, "; "), switchOff)
+		strings.Join(evidence, "; "))
 }
 
 // leaseHeld tells whether l has a holder that renewed it within its duration at now,
