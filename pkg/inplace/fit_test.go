@@ -96,6 +96,25 @@ func TestWriterResize(t *testing.T) {
 	}
 }
 
+// TestWriterCountsAPatchBeforeAResize: the label patch that starts a cpu change is
+// reported as taking the pod out, so that the controller remembers it until its cache
+// shows the patch, and does not start another pod's update within the same budget.
+func TestWriterCountsAPatchBeforeAResize(t *testing.T) {
+	to := sized()
+	to.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+	to.Labels = map[string]string{"app": "web", "rev": "2"}
+	var rec recorder
+	r, err := Writer{Pods: &rec}.Step(t.Context(), running(), Target{Revision: "2", Template: to}, 0, time.Now())
+	if err != nil || r.Step != Patch || !r.TookOut {
+		t.Fatalf("Step = %+v, %v; want the label patch, counted as taking the pod out", r, err)
+	}
+	relabel := sized()
+	relabel.Labels = map[string]string{"app": "web", "rev": "2"}
+	if r, _ := (Writer{Pods: &rec}).Step(t.Context(), running(), Target{Revision: "2", Template: relabel}, 0, time.Now()); r.Step != Patch || r.TookOut {
+		t.Errorf("a label change alone: Step = %+v, want a patch that takes nothing out", r)
+	}
+}
+
 type recorder struct{ writes []string }
 
 func (r *recorder) PatchPod(_ context.Context, _, name string, b []byte) error {

@@ -83,8 +83,11 @@ func (w Writer) Step(ctx context.Context, p *corev1.Pod, t Target, grace time.Du
 		err = w.TakeOut(ctx, p, OutOfService(p, t.Revision, want.Images, now))
 	case Patch:
 		// Unless it was out already, a patch of images is what takes the pod out (its
-		// containers restart); one of labels and annotations alone restarts nothing.
-		r.TookOut = !specHas(p, want.Images)
+		// containers restart); one of labels and annotations alone restarts nothing. A
+		// patch that starts an update with a resize to follow counts the pod against the
+		// budget from now too (Resizing): a sync on a cache that does not show the patch
+		// yet would see the pod old and serving, and start another.
+		r.TookOut = !specHas(p, want.Images) || !PlanResize(p, t.Template).Empty()
 		err = w.Patch(ctx, p, UpdatePatch(p, t))
 	case WriteResize:
 		resize := PlanResize(p, t.Template)
