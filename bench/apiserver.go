@@ -14,19 +14,22 @@ import (
 type requestCounts map[string]float64
 
 var (
-	verbLabel     = regexp.MustCompile(`verb="([A-Z]+)"`)
-	resourceLabel = regexp.MustCompile(`resource="([^"]*)"`)
+	verbLabel        = regexp.MustCompile(`verb="([A-Z]+)"`)
+	resourceLabel    = regexp.MustCompile(`resource="([^"]*)"`)
+	subresourceLabel = regexp.MustCompile(`subresource="([^"]*)"`)
 )
 
-// countRequests reads the API server's request counters. The kubelets' node status
-// reports (a GET and a PUT per node every minute), node Leases and leader-election
-// Leases are left out: they tick with time, not with work, and no controller writes them.
-func countRequests(ctx context.Context, client kubernetes.Interface) (requestCounts, error) {
+// countRequests reads the API server's request counters: by verb, and the writes by
+// verb and resource ("PUT replicasets/status"), which say whose writes they are. The
+// kubelets' node status reports (a GET and a PUT per node every minute), node Leases
+// and leader-election Leases are left out: they tick with time, not with work, and no
+// controller writes them.
+func countRequests(ctx context.Context, client kubernetes.Interface) (byVerb, writes requestCounts, err error) {
 	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	counts := requestCounts{}
+	byVerb, writes = requestCounts{}, requestCounts{}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
@@ -36,11 +39,29 @@ func countRequests(ctx context.Context, client kubernetes.Interface) (requestCou
 			continue
 		}
 		fields := strings.Fields(line)
-		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-			counts[verb[1]] += n
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		byVerb[verb[1]] += n
+		if isWrite(verb[1]) && resource != nil {
+			key := verb[1] + " " + resource[1]
+			if sub := subresourceLabel.FindStringSubmatch(line); sub != nil && sub[1] != "" {
+				key += "/" + sub[1]
+			}
+			writes[key] += n
 		}
 	}
-	return counts, nil
+	return byVerb, writes, nil
+}
+
+// isWrite reports whether verb, as the API server counts it, changes something.
+func isWrite(verb string) bool {
+	switch verb {
+	case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+		return true
+	}
+	return false
 }
 
 // since is the requests served between before and c.

@@ -43,8 +43,10 @@ type Options struct {
 	// SteadyWindow is how long the steady-state scenario measures idle controllers.
 	SteadyWindow time.Duration
 	// ProfileDir, when set, receives a CPU profile of the harness's process (the
-	// cluster) over each measured change, <scenario>-<arm>-<rep>.pprof, and a heap
-	// profile of kroll's controllers at its end, <scenario>-<arm>-<rep>.heap.pprof.
+	// cluster) over each measured change, <scenario>-<arm>-<rep>.pprof; a CPU profile of
+	// the measured controller process, from its start (the scenario's settle included)
+	// until it stops, <scenario>-<arm>-<rep>.controllers.pprof; and a heap profile of
+	// kroll's controllers at the change's end, <scenario>-<arm>-<rep>.heap.pprof.
 	ProfileDir string
 	// Progress receives one line per run.
 	Progress io.Writer
@@ -184,7 +186,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 
 	profileAddr := "" // where the measured kroll process serves its profiles
 	if arm.Controllers != NoControllers {
-		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, Unthrottled, logFile, ""); err != nil {
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, Unthrottled, logFile, "", ""); err != nil {
 			return fail(err)
 		}
 	}
@@ -204,7 +206,14 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 			}
 			profileAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		}
-		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, s.Limits, logFile, profileAddr); err != nil {
+		cpuProfile := ""
+		if o.ProfileDir != "" {
+			if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+				return fail(err)
+			}
+			cpuProfile = filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%s-%d.controllers.pprof", s.Name, arm.Name, rep))
+		}
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, s.Limits, logFile, profileAddr, cpuProfile); err != nil {
 			return fail(err)
 		}
 		if err := sleep(ctx, s.settle); err != nil {
@@ -215,7 +224,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	if err != nil {
 		return fail(err)
 	}
-	requestsBefore, err := countRequests(ctx, c.Client)
+	requestsBefore, writesBefore, err := countRequests(ctx, c.Client)
 	if err != nil {
 		return fail(err)
 	}
@@ -227,6 +236,9 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	clusterBefore := ownCPUSeconds()
 	m, err := s.measure(ctx, r)
 	sample.ClusterCPUSeconds = ownCPUSeconds() - clusterBefore
+	if own, uerr := usageOf(os.Getpid()); uerr == nil {
+		sample.ClusterMiB = own.anonMiB
+	}
 	peakMiB := peak()
 	if perr := stopProfile(); perr != nil && err == nil {
 		err = perr
@@ -241,7 +253,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	if err != nil {
 		return fail(err)
 	}
-	requestsAfter, err := countRequests(ctx, c.Client)
+	requestsAfter, writesAfter, err := countRequests(ctx, c.Client)
 	if err != nil {
 		return fail(err)
 	}
@@ -251,6 +263,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	sample.FailingToRollbackSeconds, sample.FailingToReadySeconds = m.failingToRollback, m.failingToReady
 	sample.DeadlineExceededSeconds, sample.NotRecoveredWithinSeconds = m.deadlineExceeded, m.notRecoveredWithin
 	sample.Requests = requestsAfter.since(requestsBefore)
+	sample.Writes = writesAfter.since(writesBefore)
 	if r.controllers != nil {
 		sample.ControllerCPUSeconds = after.cpuSeconds - before.cpuSeconds
 		sample.ControllerPeakMiB = max(peakMiB, after.anonMiB)

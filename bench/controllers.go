@@ -57,8 +57,9 @@ type controllerProcess struct {
 // startControllers starts who's controllers against kubeconfig with limits, logging to
 // logFile. Each kind's controller has its own client, as in kube-controller-manager.
 // With profileAddr (host:port), kroll's serve their Go profiles there (HTTPS, to
-// kubeconfig's identity, which the bench's cluster makes an admin).
-func startControllers(binary string, who Controllers, kubeconfig string, limits Limits, logFile, profileAddr string) (*controllerProcess, error) {
+// kubeconfig's identity, which the bench's cluster makes an admin). With cpuProfile (a
+// file), the process writes a CPU profile of itself there, from start until it stops.
+func startControllers(binary string, who Controllers, kubeconfig string, limits Limits, logFile, profileAddr, cpuProfile string) (*controllerProcess, error) {
 	qps, burst := strconv.FormatFloat(float64(limits.QPS), 'g', -1, 32), strconv.Itoa(limits.Burst)
 	var args []string
 	switch who {
@@ -79,6 +80,9 @@ func startControllers(binary string, who Controllers, kubeconfig string, limits 
 		return nil, fmt.Errorf("no controller process for %q", who)
 	}
 	args = append(args, "--kubeconfig="+kubeconfig, "--kube-api-qps="+qps, "--kube-api-burst="+burst)
+	if cpuProfile != "" {
+		args = append(args, "--cpuprofile="+cpuProfile)
+	}
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,9 @@ type Sample struct {
 	PodWritesPerSecond float64 `json:"podWritesPerSecond,omitempty"`
 	// Requests are the API requests served meanwhile, by verb, Leases left out.
 	Requests requestCounts `json:"requests,omitempty"`
+	// Writes are the write requests among them by verb and resource, e.g.
+	// "PUT replicasets/status": whose writes they are.
+	Writes requestCounts `json:"writes,omitempty"`
 	// ControllerCPUSeconds is the controller process's CPU (user + system) meanwhile.
 	ControllerCPUSeconds float64 `json:"controllerCPUSeconds,omitempty"`
 	// ControllerPeakMiB is the most memory the controller process held meanwhile, and
@@ -63,6 +66,10 @@ type Sample struct {
 	// server, etcd, the scheduler, the non-workload controllers and the simulated
 	// kubelet (the harness's own waiting is a small part of it).
 	ClusterCPUSeconds float64 `json:"clusterCPUSeconds,omitempty"`
+	// ClusterMiB is the harness's own resident anonymous memory at the end: the API
+	// server, etcd, the scheduler, the non-workload controllers and the simulated
+	// kubelets, and what earlier runs' clusters left in the Go heap.
+	ClusterMiB float64 `json:"clusterMiB,omitempty"`
 	// ControllerCores is the controllers' CPU use at rest (steady state).
 	ControllerCores float64 `json:"controllerCores,omitempty"`
 	// The rollback scenario's: FailingToRollbackSeconds is from the first failing pod

@@ -93,7 +93,8 @@ func Scenarios(scale float64, steadyWindow time.Duration) []Scenario {
 		daemonSetScenario(n(100)),
 		rollbackScenario(n(100)),
 		resizeScenario(n(1000)),
-		steadyScenario(n(10000), steadyWindow))
+		steadyScenario(n(10000), 10, steadyWindow),
+		steadyScenario(n(30000), 30, steadyWindow))
 	return all
 }
 
@@ -323,10 +324,10 @@ func oneWorkload(pods int, w workload) (prepare func(context.Context, *run) erro
 	return prepare, measure
 }
 
-// steadyScenario: pods pods in 10 Deployments, nothing changing; the controllers' CPU
-// over window (after as long again to settle) and their memory.
-func steadyScenario(pods int, window time.Duration) Scenario {
-	const deployments = 10
+// steadyScenario: pods pods in deployments Deployments, nothing changing; the
+// controllers' CPU over window (after as long again to settle), their memory and the
+// cluster's.
+func steadyScenario(pods, deployments int, window time.Duration) Scenario {
 	s := Scenario{
 		Name:  fmt.Sprintf("steady-%d", pods),
 		Title: fmt.Sprintf("Steady state: %d pods in %d Deployments, idle controllers, %s", pods, deployments, DefaultLimits),

@@ -73,7 +73,7 @@ run keeps what it measured; --resume runs only what is missing.`,
 	f.StringSliceVar(&o.Only, "only", nil, "run only these scenarios (names as in results.json, e.g. rolling-1000-qps20)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the runs already in --out/results.json and run only the missing ones")
 	f.DurationVar(&o.SteadyWindow, "steady-window", o.SteadyWindow, "how long the steady-state scenario settles, then measures")
-	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write into this directory a CPU profile of the cluster's process over each measured change and a heap profile of kroll's controllers at its end")
+	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write into this directory CPU profiles of the cluster's process over each measured change and of each controller process, and a heap profile of kroll's controllers at its end")
 	f.StringVar(&readme, "readme", "", "also write the tables into this README, between its result markers")
 	return cmd
 }
@@ -96,7 +96,7 @@ func readmeWithResults(path, results string) (string, error) {
 // controller-manager`: kube-controller-manager with only its workload controllers, in a
 // process of its own. Hidden: it is a measuring instrument, not a way to run a cluster.
 func newUpstreamControllerManagerCommand() *cobra.Command {
-	var kubeconfig, logFile string
+	var kubeconfig, logFile, cpuProfile string
 	var qps float32
 	var burst int
 	cmd := &cobra.Command{
@@ -108,9 +108,14 @@ func newUpstreamControllerManagerCommand() *cobra.Command {
 			if kubeconfig == "" || logFile == "" {
 				return fmt.Errorf("--kubeconfig and --log-file are required")
 			}
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			err := cluster.RunUpstreamWorkloadControllers(ctx, kubeconfig, qps, burst, logFile)
+			err = cluster.RunUpstreamWorkloadControllers(ctx, kubeconfig, qps, burst, logFile)
 			if ctx.Err() != nil {
 				return nil // stopped
 			}
@@ -122,5 +127,6 @@ func newUpstreamControllerManagerCommand() *cobra.Command {
 	f.StringVar(&logFile, "log-file", "", "file the controllers' logs are appended to")
 	f.Float32Var(&qps, "kube-api-qps", 20, "each controller's API requests per second; negative: no limit")
 	f.IntVar(&burst, "kube-api-burst", 30, "each controller's API request burst")
+	addCPUProfileFlag(f, &cpuProfile)
 	return cmd
 }
