@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +31,7 @@ type controllerManagerOptions struct {
 	manager    manager.Options
 	verbosity  int
 	takeover   takeoverOptions
+	cpuProfile string
 }
 
 // takeoverOptions are the flags for switching a cluster over to kroll: check first,
@@ -79,9 +79,9 @@ The reviews go through --authentication-kubeconfig and --authorization-kubeconfi
 by default the controllers' own connection. SIGTERM stops the controllers, then hands
 the lease over.
 
-The garbage collector runs at GOGC=50 unless $GOGC is set: the heap is mostly the
-informers' cache, and the heap then grows by half of it between collections rather
-than by all of it (Go's default, 100).`,
+Once a burst of work is over (a rollout, the initial list), the memory its garbage
+held is returned to the operating system, so that at rest the process holds about its
+informers' cache and no more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// In the options 0 means "the default"; as a flag it is a mistake, as upstream says.
@@ -128,16 +128,9 @@ than by all of it (Go's default, 100).`,
 	// --tls-*, --authentication-*, --authorization-*, ...), and --profiling.
 	m.Serving.AddFlags(f)
 	addTakeoverFlags(f, &o.takeover)
+	addCPUProfileFlag(f, &o.cpuProfile)
 	return cmd
 }
-
-// cacheGCPercent is the garbage collector's target for `kroll controller-manager`
-// unless $GOGC says otherwise. Its heap is mostly the informers' cache, which lives as
-// long as the process; Go's default (100) lets the heap grow to twice what is live
-// before collecting, which at 10,000 pods is some 40 MiB held for garbage. At 50 the
-// process holds half that, for collections twice as often of a heap that is mostly
-// still live, a cost that shows only while pods change (see bench/README.md).
-const cacheGCPercent = 50
 
 // addTakeoverFlags adds the flags of takeoverOptions.
 func addTakeoverFlags(f *pflag.FlagSet, t *takeoverOptions) {
@@ -154,9 +147,11 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stdo
 	if err := o.manager.Validate(); err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(cacheGCPercent)
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var klogFlags flag.FlagSet
 	klog.InitFlags(&klogFlags)
 	_ = klogFlags.Set("v", strconv.Itoa(o.verbosity))
@@ -198,6 +193,7 @@ func runControllerManager(ctx context.Context, o *controllerManagerOptions, stdo
 		}
 		return dryRun(ctx, cfg, o, stdout)
 	}
+	go manager.ReleaseMemoryWhenIdle(ctx)
 	return manager.Run(ctx, cfg, o.manager)
 }
 

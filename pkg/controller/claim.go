@@ -159,19 +159,25 @@ func (c PodClaim) Claim(ctx context.Context, indexer cache.Indexer) ([]*corev1.P
 // ClaimCandidates are the pods owner may claim, from indexer (see PodControllerIndex):
 // those it controls, then its namespace's orphans.
 func ClaimCandidates(indexer cache.Indexer, owner metav1.Object) ([]*corev1.Pod, error) {
-	var pods []*corev1.Pod
+	return Candidates[*corev1.Pod](indexer, owner)
+}
+
+// Candidates are the objects of type T owner may claim, from indexer (see
+// ControllerIndex): those it controls, then its namespace's orphans.
+func Candidates[T metav1.Object](indexer cache.Indexer, owner metav1.Object) ([]T, error) {
+	var out []T
 	for _, key := range []string{string(owner.GetUID()), OrphanIndexKey(owner.GetNamespace())} {
-		objs, err := indexer.ByIndex(PodControllerIndex, key)
+		objs, err := indexer.ByIndex(ControllerIndex, key)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok && p.Namespace == owner.GetNamespace() {
-				pods = append(pods, p)
+			if t, ok := o.(T); ok && t.GetNamespace() == owner.GetNamespace() {
+				out = append(out, t)
 			}
 		}
 	}
-	return pods, nil
+	return out, nil
 }
 
 // Selector is a label selector as a pod predicate.

@@ -60,6 +60,7 @@ type Controller struct {
 
 	dLister    appslisters.DeploymentLister
 	rsLister   appslisters.ReplicaSetLister
+	rsIndexer  cache.Indexer // with controller.ControllerIndex
 	podLister  corelisters.PodLister
 	podIndexer cache.Indexer
 	// nodes are read to judge whether a node can make a pod's in-place resize.
@@ -85,6 +86,7 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		pods:       controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
 		dLister:    dInformer.Lister(),
 		rsLister:   rsInformer.Lister(),
+		rsIndexer:  rsInformer.Informer().GetIndexer(),
 		podLister:  podInformer.Lister(),
 		podIndexer: podInformer.Informer().GetIndexer(),
 		nodes:      nodeInformer.Lister(),
@@ -93,6 +95,9 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		queue: controller.NewQueue("deployment"),
 	}
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
+		return nil, err
+	}
+	if err := controller.AddControllerIndex(rsInformer.Informer()); err != nil {
 		return nil, err
 	}
 	if err := controller.AddPodNodeIndex(podInformer.Informer()); err != nil {

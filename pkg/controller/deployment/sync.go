@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -114,7 +113,8 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s/%s has an invalid selector: %w", d.Namespace, d.Name, err)
 	}
-	all, err := c.rsLister.ReplicaSets(d.Namespace).List(labels.Everything())
+	// Its own and its namespace's orphans: those of other Deployments are not its to claim.
+	all, err := controller.Candidates[*appsv1.ReplicaSet](c.rsIndexer, d)
 	if err != nil {
 		return nil, err
 	}
