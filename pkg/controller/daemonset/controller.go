@@ -64,6 +64,9 @@ type Controller struct {
 	synced       []cache.InformerSynced
 	queue        controller.Queue
 	expectations *controller.Expectations
+	// fence holds a sync back until the caches show this controller's own latest pod
+	// creates and status write for the DaemonSet.
+	fence *controller.Fence
 	// failedBackoff spaces out the deletion of failed pods per DaemonSet and node (1s
 	// doubling to 15m): a kubelet that rejects the pod would otherwise meet a new one
 	// in a tight loop.
@@ -85,8 +88,11 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		podIndex: pods.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced,
 			revisions.Informer().HasSynced},
-		queue:         controller.NewQueue("daemonset"),
-		expectations:  controller.NewExpectations(time.Now),
+		queue:        controller.NewQueue("daemonset"),
+		expectations: controller.NewExpectations(time.Now),
+		fence: controller.NewFence(map[string]controller.VersionSource{
+			"pods": pods.Informer().GetStore(), "daemonsets": sets.Informer().GetStore(),
+		}),
 		failedBackoff: flowcontrol.NewBackOff(time.Second, 15*time.Minute),
 	}
 	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
@@ -206,9 +212,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
+	if !c.fence.Caught(key) {
+		c.queue.AddAfter(key, controller.FenceRecheck)
+		return nil
+	}
 	ds, err := c.sets.DaemonSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
+		c.fence.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -326,7 +337,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 				creates, deletes = plan.creates, plan.deletes
 			}
 		}
-		syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
+		var made []*corev1.Pod
+		made, syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
+		// The status counts the pods just created: the API server has them, and the
+		// status write the cache's next sight of them would make is saved (a
+		// rollout writes a DaemonSet's status twice a node rather than three times).
+		for _, p := range made {
+			if n := placement.TargetNode(p); n != "" {
+				byNode[n] = append(byNode[n], p)
+			}
+		}
 	}
 	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {

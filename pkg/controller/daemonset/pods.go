@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,8 +41,9 @@ func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 }
 
 // syncNodes creates a pod for each node in creates (slow start, at most burstReplicas)
-// and deletes the pods in deletes, under expectations.
-func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, creates []string, deletes []*corev1.Pod, hash string) error {
+// and deletes the pods in deletes, under expectations. It returns the pods it created,
+// as the API server returned them.
+func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, creates []string, deletes []*corev1.Pod, hash string) ([]*corev1.Pod, error) {
 	if len(creates) > burstReplicas {
 		creates = creates[:burstReplicas]
 	}
@@ -51,11 +53,19 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 	}
 	c.expectations.Expect(key, len(creates), deleteKeys)
 	var next atomic.Int32
+	var mu sync.Mutex
+	var made []*corev1.Pod
 	created, createErr := controller.SlowStartBatch(len(creates), 1, func() error {
 		node := creates[next.Add(1)-1]
-		_, err := c.podControl.CreatePod(ctx, ds, newPod(ds, node, hash))
+		pod, err := c.podControl.CreatePod(ctx, ds, newPod(ds, node, hash))
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
+		}
+		if err == nil && pod != nil {
+			c.fence.Wrote(key, ds.UID, "pods", pod.ResourceVersion)
+			mu.Lock()
+			made = append(made, pod)
+			mu.Unlock()
 		}
 		return err
 	})
@@ -74,7 +84,7 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 			}
 		}
 	}
-	return utilerrors.NewAggregate(errs)
+	return made, utilerrors.NewAggregate(errs)
 }
 
 // newPod is ds's pod for node: the template, labelled with hash and the template

@@ -40,9 +40,12 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 		Old: st.CurrentNumberScheduled - st.UpdatedNumberScheduled, New: st.UpdatedNumberScheduled,
 		Available: st.NumberAvailable, Unavailable: st.NumberUnavailable,
 	}, now)
-	_, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	updated, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		c.fence.Wrote(ds.Namespace+"/"+ds.Name, ds.UID, "daemonsets", updated.ResourceVersion)
 	}
 	return err
 }

@@ -48,7 +48,10 @@ type Controller struct {
 
 	queue        controller.Queue
 	expectations *controller.Expectations
-	burst        int
+	// fence holds a sync back until the caches show this controller's own latest pod
+	// creates and status write for the ReplicaSet.
+	fence *controller.Fence
+	burst int
 }
 
 // New builds the ReplicaSet controller on shared informers (which it adds handlers and
@@ -74,7 +77,10 @@ func newController(client kubernetes.Interface, k *kind, podInformer coreinforme
 		synced:       []cache.InformerSynced{k.informer.HasSynced, podInformer.Informer().HasSynced},
 		queue:        controller.NewQueue(k.queue),
 		expectations: controller.NewExpectations(time.Now),
-		burst:        BurstReplicas,
+		fence: controller.NewFence(map[string]controller.VersionSource{
+			"pods": podInformer.Informer().GetStore(), "owners": k.informer.GetStore(),
+		}),
+		burst: BurstReplicas,
 	}
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
@@ -109,6 +115,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 		return
 	}
 	c.expectations.Forget(key)
+	c.fence.Forget(key)
 	c.queue.Add(key)
 }
 

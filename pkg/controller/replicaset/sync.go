@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,9 +39,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
+	if !c.fence.Caught(key) {
+		c.queue.AddAfter(key, controller.FenceRecheck)
+		return nil
+	}
 	rs, err := c.kind.get(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
+		c.fence.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -61,8 +67,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// taken over below.
 	arrivals := c.arrivals(rs)
 	var resizeErr error
+	var made []*corev1.Pod
 	if needsResize {
-		resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
+		made, resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
 	}
 	takeOverErr := c.takeOver(ctx, rs, arrivals)
 	if len(arrivals) > 0 && takeOverErr == nil {
@@ -73,6 +80,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
+	// The status counts the pods just created: the API server has them, and the status
+	// write the cache's first sight of them would make is saved.
+	active = withCreated(active, made)
 	now := c.now()
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
 	if !c.kind.hasTerminatingReplicas {
@@ -96,6 +106,23 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	return utilerrors.NewAggregate([]error{resizeErr, takeOverErr})
+}
+
+// withCreated is active and, after them, the created pods it does not hold yet.
+func withCreated(active, created []*corev1.Pod) []*corev1.Pod {
+	if len(created) == 0 {
+		return active
+	}
+	seen := make(map[types.UID]bool, len(active))
+	for _, p := range active {
+		seen[p.UID] = true
+	}
+	for _, p := range created {
+		if !seen[p.UID] {
+			active = append(active, p)
+		}
+	}
+	return active
 }
 
 // podsOf returns rs's active pods, after adopting and releasing (see claimPods), and
@@ -139,8 +166,9 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 }
 
 // resize creates or deletes pods so rs has spec.replicas active pods, counting the
-// arriving pods handed over to it (not yet its own).
-func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod, arriving int) error {
+// arriving pods handed over to it (not yet its own). It returns the pods it created, as
+// the API server returned them.
+func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod, arriving int) ([]*corev1.Pod, error) {
 	diff := len(active) + arriving - int(replicasOf(rs))
 	switch {
 	case diff < 0:
@@ -149,17 +177,25 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "creating", n)
 		template := podFromTemplate(rs, c.kind.controllerRef(rs))
 		owner := c.kind.original(rs)
+		var mu sync.Mutex
+		var made []*corev1.Pod
 		created, err := controller.SlowStartBatch(n, 1, func() error {
-			_, err := c.podControl.CreatePod(ctx, owner, template.DeepCopy())
+			pod, err := c.podControl.CreatePod(ctx, owner, template.DeepCopy())
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // the namespace is going away; nothing to report
+			}
+			if err == nil && pod != nil {
+				c.fence.Wrote(key, rs.UID, "pods", pod.ResourceVersion)
+				mu.Lock()
+				made = append(made, pod)
+				mu.Unlock()
 			}
 			return err
 		})
 		for i := created; i < n; i++ {
 			c.expectations.CreationObserved(key) // never going to be seen
 		}
-		return err
+		return made, err
 
 	case diff > 0:
 		// Pods mid-way through an in-place update count towards having enough pods but
@@ -169,7 +205,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		settled := removable(rs, active)
 		n := min(len(settled)-int(replicasOf(rs)), c.burst)
 		if n <= 0 {
-			return nil
+			return nil, nil
 		}
 		owner := c.kind.original(rs)
 		victims := rollout.PodsToDelete(settled, c.relatedPods(rs), n, c.now())
@@ -179,7 +215,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		}
 		c.expectations.Expect(key, 0, keys)
 		klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "deleting", n)
-		return controller.ForEach(len(victims), func(i int) error {
+		return nil, controller.ForEach(len(victims), func(i int) error {
 			err := c.podControl.DeletePod(ctx, owner, victims[i])
 			if err == nil {
 				return nil
@@ -191,7 +227,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 			return err
 		})
 	}
-	return nil
+	return nil, nil
 }
 
 // removable returns the pods of rs it may delete: none mid-way through an in-place
@@ -311,5 +347,9 @@ func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, sta
 	}
 	next := rs.DeepCopy()
 	next.Status = status
-	return c.kind.updateStatus(ctx, next)
+	updated, err := c.kind.updateStatus(ctx, next)
+	if err == nil {
+		c.fence.Wrote(rs.Namespace+"/"+rs.Name, rs.UID, "owners", updated.ResourceVersion)
+	}
+	return updated, err
 }

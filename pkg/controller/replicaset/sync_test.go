@@ -400,8 +400,9 @@ func TestSync_replicationController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.Replicas != 1 || got.Status.ReadyReplicas != 1 || got.Status.AvailableReplicas != 1 || got.Status.ObservedGeneration != 2 {
-		t.Errorf("RC status %+v: want 1 replica (the adopted one), ready and available, generation 2 observed", got.Status)
+	// The two pods just created count at once (the API server has them), not ready yet.
+	if got.Status.Replicas != 3 || got.Status.FullyLabeledReplicas != 3 || got.Status.ReadyReplicas != 1 || got.Status.AvailableReplicas != 1 || got.Status.ObservedGeneration != 2 {
+		t.Errorf("RC status %+v: want 3 replicas (the adopted one ready and available, the 2 created not yet), generation 2 observed", got.Status)
 	}
 }
 

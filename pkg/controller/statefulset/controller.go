@@ -49,6 +49,9 @@ type Controller struct {
 	nodes  corelisters.NodeLister
 	synced []cache.InformerSynced
 	queue  controller.Queue
+	// fence holds a sync back until the caches show this controller's own latest pod
+	// creates and status write for the StatefulSet.
+	fence *controller.Fence
 	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
 	takenOut inplace.TakenOut
 	// stagedReports keeps the events of staged rollouts to one per step or problem.
@@ -70,6 +73,9 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced,
 			revisions.Informer().HasSynced, claims.Informer().HasSynced, nodes.Informer().HasSynced},
 		queue: controller.NewQueue("statefulset"),
+		fence: controller.NewFence(map[string]controller.VersionSource{
+			"pods": pods.Informer().GetStore(), "statefulsets": sets.Informer().GetStore(),
+		}),
 	}
 	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
 		return nil, err
@@ -170,8 +176,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
+	if !c.fence.Caught(key) {
+		c.queue.AddAfter(key, controller.FenceRecheck)
+		return nil
+	}
 	set, err := c.sets.StatefulSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.fence.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -233,8 +244,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
 			Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
 		}, now)
-		if _, err := c.client.AppsV1().StatefulSets(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		updated, err := c.client.AppsV1().StatefulSets(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
 			return utilerrors.NewAggregate([]error{updateErr, err})
+		}
+		if err == nil {
+			c.fence.Wrote(key, set.UID, "statefulsets", updated.ResourceVersion)
 		}
 	}
 	if err := c.truncateHistory(ctx, set, pods, revs, current, status); err != nil {

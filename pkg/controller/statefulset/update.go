@@ -173,10 +173,21 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		return status, err
 	}
 
-	// Replicas: create what is missing, lowest ordinal first.
+	// Replicas: create what is missing, lowest ordinal first. The status counts the
+	// pods created: the API server has them, and the status write the cache's first
+	// sight of them would make is saved.
 	var errs []error
+	var made []*corev1.Pod
+	recount := func() {
+		if len(made) > 0 {
+			countPods(set, append(pods[:len(pods):len(pods)], made...), revs, &status, now)
+		}
+	}
 	for _, p := range s.replicas {
-		acted, err := c.replicaStep(ctx, set, p, revs, ordered, now)
+		acted, created, err := c.replicaStep(ctx, set, p, revs, ordered, now)
+		if created != nil {
+			made = append(made, created)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			if ordered {
@@ -184,9 +195,11 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 			}
 		}
 		if acted && ordered {
+			recount()
 			return status, firstErr(errs)
 		}
 	}
+	recount()
 	if len(errs) > 0 {
 		return status, firstErr(errs)
 	}
@@ -263,27 +276,33 @@ func maxUnavailableOf(set *appsv1.StatefulSet) (*int, error) {
 }
 
 // replicaStep acts on the in-range pod p, if it needs it; acted says whether
-// OrderedReady must stop here (a write made, or p not yet healthy).
-func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, ordered bool, now time.Time) (acted bool, err error) {
+// OrderedReady must stop here (a write made, or p not yet healthy), created is the pod
+// it created, as the API server returned it.
+func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, ordered bool, now time.Time) (acted bool, created *corev1.Pod, err error) {
 	ordinal := ordinalOf(p)
 	switch {
 	case isFinished(p):
 		if !isTerminating(p) {
-			return true, c.pods.DeletePod(ctx, set, p)
+			return true, nil, c.pods.DeletePod(ctx, set, p)
 		}
-		return true, nil
+		return true, nil, nil
 	case !isCreated(p):
 		if waiting, err := c.claims.staleClaim(set, ordinal); err != nil || waiting {
-			return true, err
+			return true, nil, err
 		}
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
-			return true, err
+			return true, nil, err
 		}
-		_, err := c.pods.CreatePod(ctx, set, p)
-		return true, err
+		created, err := c.pods.CreatePod(ctx, set, p)
+		if err != nil || created == nil || created.UID == "" {
+			created = nil // not made, or a stale cache's create of one that is there
+		} else {
+			c.fence.Wrote(set.Namespace+"/"+set.Name, set.UID, "pods", created.ResourceVersion)
+		}
+		return true, created, err
 	case p.Status.Phase == corev1.PodPending:
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
-			return true, err
+			return true, nil, err
 		}
 	}
 	if ordered && !isHealthy(set, p, now) {
@@ -293,22 +312,22 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 			// change allows (a rollback of an image), and replaces it otherwise.
 			mode, _ := inplace.ModeOf(set.Annotations)
 			if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); inPlace || err != nil {
-				return true, err
+				return true, nil, err
 			}
-			return true, c.pods.DeletePod(ctx, set, p)
+			return true, nil, c.pods.DeletePod(ctx, set, p)
 		}
-		return true, nil
+		return true, nil, nil
 	}
 	if !hasIdentity(set, p) || !hasStorage(set, p, ordinal) {
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
-			return false, err
+			return false, nil, err
 		}
-		return false, c.pods.UpdatePod(ctx, set, p, func(pod *corev1.Pod) {
+		return false, nil, c.pods.UpdatePod(ctx, set, p, func(pod *corev1.Pod) {
 			setIdentity(set, pod, ordinal)
 			setStorage(set, pod, ordinal)
 		})
 	}
-	return false, c.claims.fixRetention(ctx, set, p, false)
+	return false, nil, c.claims.fixRetention(ctx, set, p, false)
 }
 
 // firstUnhealthyPod is the lowest in-range pod that is not healthy, else the lowest

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -128,11 +129,8 @@ func TestUpdate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client := fake.NewClientset()
-			factory := informers.NewSharedInformerFactory(client, 0)
 			pods := &fakePods{}
-			c := &Controller{client: client, recorder: record.NewFakeRecorder(10), now: time.Now, pods: pods,
-				claims: &claimKeeper{client: client, claims: factory.Core().V1().PersistentVolumeClaims().Lister(), recorder: record.NewFakeRecorder(10)}}
+			c := updateController(pods)
 			revs := revisions{current: rev(tt.current), update: rev(tt.updated), currentSet: tt.set, updateSet: tt.set}
 			if _, err := c.update(context.Background(), tt.set, tt.pods(tt.set), revs, time.Now()); err != nil {
 				t.Fatal(err)
@@ -151,11 +149,8 @@ func TestUpdateOfAdoptedPodsOfAnUnknownRevisionKeepsCurrentReplicasAtZero(t *tes
 	set := newSet(3, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
 	set.Spec.VolumeClaimTemplates = nil
 	set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
 	pods := &fakePods{}
-	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), now: time.Now, pods: pods,
-		claims: &claimKeeper{client: client, claims: factory.Core().V1().PersistentVolumeClaims().Lister(), recorder: record.NewFakeRecorder(10)}}
+	c := updateController(pods)
 	revs := revisions{current: rev("B"), update: rev("B"), currentSet: set, updateSet: set}
 	adopted := []*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}
 	status, err := c.update(context.Background(), set, adopted, revs, time.Now())
@@ -168,4 +163,46 @@ func TestUpdateOfAdoptedPodsOfAnUnknownRevisionKeepsCurrentReplicasAtZero(t *tes
 	if status.CurrentReplicas != 0 {
 		t.Errorf("currentReplicas %d after replacing a pod of neither revision, want 0", status.CurrentReplicas)
 	}
+}
+
+// createdPods is fakePods whose creates come back as the API server returns them: with
+// a UID, a resource version and phase Pending.
+type createdPods struct{ fakePods }
+
+func (f *createdPods) CreatePod(ctx context.Context, owner runtime.Object, p *corev1.Pod) (*corev1.Pod, error) {
+	if _, err := f.fakePods.CreatePod(ctx, owner, p); err != nil {
+		return nil, err
+	}
+	made := p.DeepCopy()
+	made.UID, made.ResourceVersion, made.Status.Phase = types.UID("uid-"+p.Name), "7", corev1.PodPending
+	return made, nil
+}
+
+// The status a sync returns counts the pod it created (the API server has it), not
+// ready yet: the status write the cache's first sight of it would make is saved.
+func TestUpdateCountsTheCreatedPod(t *testing.T) {
+	set := newSet(3, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+	set.Spec.VolumeClaimTemplates = nil
+	pods := &createdPods{}
+	c := updateController(pods)
+	revs := revisions{current: rev("A"), update: rev("A"), currentSet: set, updateSet: set}
+	status, err := c.update(context.Background(), set, []*corev1.Pod{setPod(set, 0, "A", true)}, revs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(pods.actions); got != "[create web-1@A]" {
+		t.Fatalf("actions %s, want [create web-1@A]", got)
+	}
+	if status.Replicas != 2 || status.ReadyReplicas != 1 || status.CurrentReplicas != 2 || status.UpdatedReplicas != 2 {
+		t.Errorf("status %+v: want 2 replicas (web-0 ready, web-1 just created), 2 current and updated, 1 ready", status)
+	}
+}
+
+// updateController is a Controller for update's tests: pods written through pods, claims
+// read from an empty cache.
+func updateController(pods controller.PodControl) *Controller {
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	return &Controller{client: client, recorder: record.NewFakeRecorder(10), now: time.Now, pods: pods,
+		claims: &claimKeeper{client: client, claims: factory.Core().V1().PersistentVolumeClaims().Lister(), recorder: record.NewFakeRecorder(10)}}
 }
