@@ -15,9 +15,6 @@ import (
 // complete with every arm and the results, the chart and the README tables must be
 // written. It asserts no timing.
 func TestHarnessTinyRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts some twenty clusters")
-	}
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "kroll")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)

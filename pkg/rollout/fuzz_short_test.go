@@ -13,9 +13,6 @@ import (
 // beyond the seeds. A failure leaves its input in testdata/fuzz/<target>/ to commit as
 // a regression case. Skipped with -short.
 func TestFuzzTargetsShortRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fuzzing skipped with -short")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	list, err := exec.CommandContext(ctx, "go", "test", "-list", "^Fuzz", ".").Output()
