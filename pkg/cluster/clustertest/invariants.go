@@ -1,6 +1,7 @@
 package clustertest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -32,11 +33,20 @@ import (
 // a scale-up the availability floor stays at the replicas it last had all available
 // until the new pods are: "replicas" in the availability bounds is the smaller of
 // spec.replicas and that count.
+//
+// Each kind arrives on its own watch, so the watcher can see a ReplicaSet the
+// controller resized for a spec it has not yet received itself. A state that breaks a
+// bound is therefore confirmed against the Deployment read live: when the live
+// generation is newer than the cached one, the state mixed two specs and is dropped;
+// the Deployment's own event brings the consistent check that follows.
 type DeploymentWatcher struct {
+	// mixed counts the states dropped for pairing a stale spec with newer objects.
+	mixed int
 	// floor is the replicas count the availability bounds use: spec.replicas when last
 	// seen complete, lowered at once by a scale-down; 0 before the first check.
 	floor       int32
 	name        string
+	client      kubernetes.Interface
 	deployments appslisters.DeploymentNamespaceLister
 	replicaSets appslisters.ReplicaSetNamespaceLister
 	pods        corelisters.PodNamespaceLister
@@ -48,7 +58,7 @@ func WatchDeployment(t testing.TB, client kubernetes.Interface, namespace, name 
 	t.Helper()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	deployments, replicaSets, pods := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
-	w := &DeploymentWatcher{name: name, deployments: deployments.Lister().Deployments(namespace),
+	w := &DeploymentWatcher{name: name, client: client, deployments: deployments.Lister().Deployments(namespace),
 		replicaSets: replicaSets.Lister().ReplicaSets(namespace), pods: pods.Lister().Pods(namespace),
 		observer: observer{what: "deployment " + name}}
 	w.start(t, factory, w.check, deployments.Informer(), replicaSets.Informer(), pods.Informer())
@@ -102,13 +112,25 @@ func (w *DeploymentWatcher) check() {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fail := w.observation(func() string {
+	state := func() string {
 		state := "replica sets spec/available:"
 		for _, rs := range owned {
 			state += fmt.Sprintf(" %s=%d/%d", rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], *rs.Spec.Replicas, rs.Status.AvailableReplicas)
 		}
 		return state
-	})
+	}
+	var broken []string
+	defer func() {
+		if len(broken) > 0 && w.specMovedOn(d) {
+			w.mixed++
+			return
+		}
+		record := w.observation(state)
+		for _, b := range broken {
+			record("%s", b)
+		}
+	}()
+	fail := func(format string, args ...any) { broken = append(broken, fmt.Sprintf(format, args...)) }
 	for i := range owned {
 		for j := i + 1; j < len(owned); j++ {
 			if history.EqualIgnoringHash(&owned[i].Spec.Template, &owned[j].Spec.Template) {
@@ -138,4 +160,25 @@ func (w *DeploymentWatcher) check() {
 	if available < w.floor-f.MaxUnavailable {
 		fail("%d pods available, fewer than %d replicas − %d unavailable", available, w.floor, f.MaxUnavailable)
 	}
+}
+
+// specMovedOn says whether the Deployment's live generation is past cached's: the
+// cached spec is then older than objects the other watches already delivered.
+func (w *DeploymentWatcher) specMovedOn(cached *appsv1.Deployment) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	live, err := w.client.AppsV1().Deployments(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+	return err == nil && live.Generation > cached.Generation
+}
+
+// Verify is the observer's Verify, and logs how many states were dropped as mixed.
+func (w *DeploymentWatcher) Verify(t testing.TB, minObserved int) {
+	t.Helper()
+	w.mu.Lock()
+	mixed := w.mixed
+	w.mu.Unlock()
+	if mixed > 0 {
+		t.Logf("deployment %s: %d states dropped for pairing an older spec with newer objects", w.name, mixed)
+	}
+	w.observer.Verify(t, minObserved)
 }
