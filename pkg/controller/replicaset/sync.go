@@ -58,14 +58,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	needsResize := c.expectations.Satisfied(key) && rs.DeletionTimestamp == nil
 
+	// Pods handed over to rs by an in-place update (see pkg/inplace): counted already,
+	// taken over below. They are read before rs's own pods: a take-over the cache shows
+	// between the two reads then puts the pod among both, where it is counted once;
+	// read the other way round, it would be among neither, and replaced.
+	arrivals := c.arrivals(rs)
 	active, terminating, err := c.podsOf(ctx, rs, selector)
 	if err != nil {
 		return err
 	}
-
-	// Pods handed over to rs by an in-place update (see pkg/inplace): counted already,
-	// taken over below.
-	arrivals := c.arrivals(rs)
+	arrivals = notAmong(arrivals, active)
 	var resizeErr error
 	var made []*corev1.Pod
 	if needsResize {
@@ -123,6 +125,21 @@ func withCreated(active, created []*corev1.Pod) []*corev1.Pod {
 		}
 	}
 	return active
+}
+
+// notAmong is arrivals without the pods already in pods.
+func notAmong(arrivals []arrival, pods []*corev1.Pod) []arrival {
+	own := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		own[p.UID] = true
+	}
+	var out []arrival
+	for _, a := range arrivals {
+		if !own[a.pod.UID] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // podsOf returns rs's active pods, after adopting and releasing (see claimPods), and

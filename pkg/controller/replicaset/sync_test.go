@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -253,6 +254,50 @@ func TestSync_handOverRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Given a pod handed over from old to new, when the cache shows its take-over between
+// the sync's read of the arrivals and its read of its own pods, then the pod is counted
+// once: nothing is created for it, and it is not taken over again.
+func TestSync_takeOverSeenMidSync(t *testing.T) {
+	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
+	old, taker := newReplicaSet("old", 0), newReplicaSet("new", 2)
+	old.OwnerReferences, taker.OwnerReferences = []metav1.OwnerReference{deployment}, []metav1.OwnerReference{deployment}
+	inplace.SetNames(old, inplace.LeavingAnnotation, sets.New("b"))
+	inplace.SetNames(taker, inplace.ArrivingAnnotation, sets.New("b"))
+	leaving, arrived := ownedPod(old, "b"), ownedPod(taker, "b")
+	f := newFixture(t, old, taker, ownedPod(taker, "a"), arrived)
+	// The first read of b (the arrivals) sees it as it was; the indexer, read after,
+	// shows it taken over.
+	f.c.podLister = beforeTakeOver{PodLister: f.c.podLister, pod: leaving}
+	if err := f.c.sync(context.Background(), "default/new"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.pods.Created) != 0 || len(f.pods.Patched) != 0 {
+		t.Errorf("created %d, took over %v; want neither: b is new's already", len(f.pods.Created), f.pods.Patched)
+	}
+}
+
+// beforeTakeOver is a pod lister whose Get of pod's name returns pod.
+type beforeTakeOver struct {
+	corelisters.PodLister
+	pod *corev1.Pod
+}
+
+func (l beforeTakeOver) Pods(namespace string) corelisters.PodNamespaceLister {
+	return beforeTakeOverNS{l.PodLister.Pods(namespace), l.pod}
+}
+
+type beforeTakeOverNS struct {
+	corelisters.PodNamespaceLister
+	pod *corev1.Pod
+}
+
+func (l beforeTakeOverNS) Get(name string) (*corev1.Pod, error) {
+	if name == l.pod.Name {
+		return l.pod, nil
+	}
+	return l.PodNamespaceLister.Get(name)
 }
 
 // A ReplicaSet of a Deployment opted in to in-place updates creates pods with the
