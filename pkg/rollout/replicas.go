@@ -385,3 +385,25 @@ func annotatedInt(rs *appsv1.ReplicaSet, key string) (int32, bool) {
 	}
 	return int32(n), true
 }
+
+// Draining tells whether an old ReplicaSet that has acted on its latest size still has
+// pods beyond it (by status, or by seenPods when not nil): pods it is deleting, whose
+// deletion its controller is about to report. The new ReplicaSet can then grow by all
+// of the room they leave once they are gone, in one write, instead of by part of it now
+// and the rest a moment later. An old ReplicaSet that has not observed its size is
+// NewReplicaSetReplicas's business.
+func Draining(oldRSs []*appsv1.ReplicaSet, seenPods func(*appsv1.ReplicaSet) int32) bool {
+	for _, rs := range oldRSs {
+		if rs == nil || rs.Status.ObservedGeneration < rs.Generation {
+			continue
+		}
+		n := rs.Status.Replicas
+		if seenPods != nil {
+			n = max(n, seenPods(rs))
+		}
+		if n > Replicas(rs.Spec.Replicas) {
+			return true
+		}
+	}
+	return false
+}

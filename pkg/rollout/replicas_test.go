@@ -323,3 +323,38 @@ func TestProportionalScale_nothingToDo(t *testing.T) {
 		t.Errorf("a Deployment at its size got a plan: %+v", plan)
 	}
 }
+
+func TestDraining(t *testing.T) {
+	draining := func(spec, status int32) *appsv1.ReplicaSet {
+		rs := newRS("old", spec, spec, 1)
+		rs.Status.Replicas = status
+		return rs
+	}
+	unobserved := draining(3, 5)
+	unobserved.Generation, unobserved.Status.ObservedGeneration = 2, 1
+	tests := []struct {
+		name   string
+		oldRSs []*appsv1.ReplicaSet
+		seen   int32 // pods seen of each; 0: no seenPods
+		want   bool
+	}{
+		{"scaled 5 → 3, its status still says 5: draining", []*appsv1.ReplicaSet{draining(3, 5)}, 0, true},
+		{"scaled 5 → 3, status says 3: done", []*appsv1.ReplicaSet{draining(3, 3)}, 0, false},
+		{"status says 3, 5 pods still seen: draining", []*appsv1.ReplicaSet{draining(3, 3)}, 5, true},
+		{"fewer pods than its size (still creating): not draining", []*appsv1.ReplicaSet{draining(3, 2)}, 2, false},
+		{"not yet observed its size: left to NewReplicaSetReplicas", []*appsv1.ReplicaSet{unobserved}, 0, false},
+		{"one of two draining", []*appsv1.ReplicaSet{draining(2, 2), draining(0, 1)}, 0, true},
+		{"none", nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen func(*appsv1.ReplicaSet) int32
+			if tt.seen > 0 {
+				seen = func(*appsv1.ReplicaSet) int32 { return tt.seen }
+			}
+			if got := Draining(tt.oldRSs, seen); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

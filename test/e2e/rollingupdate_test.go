@@ -272,18 +272,28 @@ func (s *ruScene) expectDone(t *testing.T, name, image string) {
 
 // snapshot is what a refused or failed command must not change: each controller's
 // spec, labels and annotations, each pod's labels and owners, and the locks. It waits
-// first until no pod is terminating, so that what the controllers are still finishing
-// (a pod going away, the status that follows) is not taken for a change.
+// first until no pod is terminating and each controller has its pods, so that what
+// the controllers are still finishing (a pod going away or being created, the status
+// that follows) is not taken for a change.
 func (s *ruScene) snapshot(t *testing.T) string {
 	t.Helper()
-	eventually(t, time.Minute, "no pod terminating", func(context.Context) (bool, string) {
-		var terminating []string
+	eventually(t, time.Minute, "no pod terminating, every controller at its size", func(context.Context) (bool, string) {
+		var unsettled []string
+		owned := map[string]int32{}
 		for _, p := range s.pods(t, "") {
 			if p.DeletionTimestamp != nil {
-				terminating = append(terminating, p.Name)
+				unsettled = append(unsettled, "terminating "+p.Name)
+			}
+			if ref := metav1.GetControllerOf(p); ref != nil {
+				owned[ref.Name]++
 			}
 		}
-		return len(terminating) == 0, strings.Join(terminating, " ")
+		for _, rc := range s.rcs(t) {
+			if owned[rc.Name] != *rc.Spec.Replicas {
+				unsettled = append(unsettled, fmt.Sprintf("rc/%s has %d pods of %d", rc.Name, owned[rc.Name], *rc.Spec.Replicas))
+			}
+		}
+		return len(unsettled) == 0, strings.Join(unsettled, ", ")
 	})
 	var parts []string
 	for _, rc := range s.rcs(t) {

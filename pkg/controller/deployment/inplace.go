@@ -120,8 +120,8 @@ func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.Ha
 		if err != nil {
 			return acted, err
 		}
-		if r.RS == p.newRS {
-			p.newRS = updated
+		if wrote {
+			p.replace(updated)
 		}
 		for _, pod := range r.GivenAway {
 			c.takenOut.Record(pod, now) // a stale cache still shows it staying

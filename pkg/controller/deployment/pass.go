@@ -56,6 +56,19 @@ func (p *pass) all() []*appsv1.ReplicaSet {
 	return append(append([]*appsv1.ReplicaSet{}, p.oldRSs...), p.newRS)
 }
 
+// replace puts rs, as just written, in place of the ReplicaSet of its UID.
+func (p *pass) replace(rs *appsv1.ReplicaSet) {
+	if p.newRS != nil && p.newRS.UID == rs.UID {
+		p.newRS = rs
+		return
+	}
+	for i, old := range p.oldRSs {
+		if old.UID == rs.UID {
+			p.oldRSs[i] = rs
+		}
+	}
+}
+
 // scalingEvent tells a change of replicas alone: some ReplicaSet with pods was sized
 // for a different number of replicas than d wants now.
 func (p *pass) scalingEvent() bool {

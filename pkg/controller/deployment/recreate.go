@@ -27,7 +27,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, p *pass) error {
 
 	scaledDown := false
 	for _, rs := range rollout.Active(p.oldRSs) {
-		scaled, _, err := c.scaleReplicaSet(ctx, d, rs, 0)
+		scaled, err := c.scaleReplicaSet(ctx, p, rs, 0)
 		if err != nil {
 			return err
 		}
@@ -44,7 +44,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, p *pass) error {
 	if err := c.createNewReplicaSet(ctx, p); err != nil {
 		return err
 	}
-	if _, _, err := c.scaleReplicaSet(ctx, d, p.newRS, rollout.DesiredReplicas(d)); err != nil {
+	if _, err := c.scaleReplicaSet(ctx, p, p.newRS, rollout.DesiredReplicas(d)); err != nil {
 		return err
 	}
 	if rollout.Complete(d, &d.Status) {

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -23,13 +24,13 @@ func (c *Controller) rolloutRolling(ctx context.Context, p *pass) error {
 	} else if ip.handled {
 		return c.syncRolloutStatus(ctx, p)
 	}
-	d, all, newRS := p.d, p.all(), p.newRS
-	if changed, err := c.scaleNewReplicaSet(ctx, d, all, newRS, p.staged.Partition); err != nil {
+	d := p.d
+	if changed, err := c.scaleNewReplicaSet(ctx, p); err != nil {
 		return err
 	} else if changed {
 		return c.syncRolloutStatus(ctx, p)
 	}
-	if changed, err := c.scaleDownOld(ctx, d, rollout.Active(p.oldRSs), newRS, p.staged.Partition); err != nil {
+	if changed, err := c.scaleDownOld(ctx, p); err != nil {
 		return err
 	} else if changed {
 		return c.syncRolloutStatus(ctx, p)
@@ -44,7 +45,8 @@ func (c *Controller) rolloutRolling(ctx context.Context, p *pass) error {
 
 // scaleNewReplicaSet sizes the new ReplicaSet: down to replicas if above, otherwise up
 // by what maxSurge leaves room for, no further than replicas−partition.
-func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, partition int32) (bool, error) {
+func (c *Controller) scaleNewReplicaSet(ctx context.Context, p *pass) (bool, error) {
+	d, newRS := p.d, p.newRS
 	desired := rollout.DesiredReplicas(d)
 	size := *newRS.Spec.Replicas
 	switch {
@@ -52,26 +54,32 @@ func (c *Controller) scaleNewReplicaSet(ctx context.Context, d *appsv1.Deploymen
 		return false, nil
 	case size > desired:
 		size = desired
+	case inPlaceMode(d) == inplace.Off && rollout.Draining(p.oldRSs, c.seenPods):
+		// Old pods being deleted leave their room in a moment, and their ReplicaSet's
+		// status write brings the next pass: the new ReplicaSet grows by all of it then,
+		// in one write. (An in-place rollout keeps pods handed over on their giver
+		// beyond its size for as long as the hand-over takes.)
+		return false, nil
 	default:
-		size = rollout.PartitionedNewReplicas(d, all, newRS, c.seenPods, partition)
+		size = rollout.PartitionedNewReplicas(d, p.all(), newRS, c.seenPods, p.staged.Partition)
 	}
 	if size == *newRS.Spec.Replicas {
 		return false, nil
 	}
-	changed, _, err := c.scaleReplicaSet(ctx, d, newRS, size)
-	return changed, err
+	return c.scaleReplicaSet(ctx, p, newRS, size)
 }
 
 // scaleDownOld applies the old-ReplicaSet scale-down plan (unavailable pods first),
-// leaving partition pods on the old ReplicaSets.
-func (c *Controller) scaleDownOld(ctx context.Context, d *appsv1.Deployment, activeOld []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, partition int32) (bool, error) {
+// leaving the staged partition's pods on the old ReplicaSets.
+func (c *Controller) scaleDownOld(ctx context.Context, p *pass) (bool, error) {
+	activeOld := rollout.Active(p.oldRSs)
 	byName := map[string]*appsv1.ReplicaSet{}
 	for _, rs := range activeOld {
 		byName[rs.Name] = rs
 	}
 	changed := false
-	for _, s := range rollout.PartitionedScaleDown(d, activeOld, newRS, partition) {
-		scaled, _, err := c.scaleReplicaSet(ctx, d, byName[s.ReplicaSet], s.To)
+	for _, s := range rollout.PartitionedScaleDown(p.d, activeOld, p.newRS, p.staged.Partition) {
+		scaled, err := c.scaleReplicaSet(ctx, p, byName[s.ReplicaSet], s.To)
 		if err != nil {
 			return changed, err
 		}

@@ -175,7 +175,7 @@ func (c *Controller) scaleOnly(ctx context.Context, p *pass) error {
 			}
 		}
 		for _, s := range plan {
-			if _, _, err := c.scaleReplicaSet(ctx, d, byName[s.ReplicaSet], s.To); err != nil {
+			if _, err := c.scaleReplicaSet(ctx, p, byName[s.ReplicaSet], s.To); err != nil {
 				return err
 			}
 		}
@@ -189,11 +189,16 @@ func (c *Controller) scaleOnly(ctx context.Context, p *pass) error {
 }
 
 // scaleReplicaSet sets rs's replicas to size, with the desired/max-replicas
-// annotations of d, when either differs; it records a ScalingReplicaSet event when the
-// size changed and reports whether it did.
-func (c *Controller) scaleReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, size int32) (bool, *appsv1.ReplicaSet, error) {
-	updated, wrote, err := c.resizeReplicaSet(ctx, d, rs, size, nil)
-	return wrote && *rs.Spec.Replicas != size, updated, err
+// annotations of p's Deployment, when either differs; it records a ScalingReplicaSet
+// event when the size changed and reports whether it did. p holds the ReplicaSet as
+// written from then on, so that the status the pass writes counts its new size rather
+// than leave that to a second status write.
+func (c *Controller) scaleReplicaSet(ctx context.Context, p *pass, rs *appsv1.ReplicaSet, size int32) (bool, error) {
+	updated, wrote, err := c.resizeReplicaSet(ctx, p.d, rs, size, nil)
+	if wrote {
+		p.replace(updated)
+	}
+	return wrote && *rs.Spec.Replicas != size, err
 }
 
 // resizeReplicaSet is scaleReplicaSet with edit (an in-place hand-over's record, which
