@@ -68,6 +68,9 @@ type Controller struct {
 	synced []cache.InformerSynced
 
 	queue controller.Queue
+	// fence holds a sync back until the caches show the controller's own last writes
+	// for the Deployment (see fencedWriter).
+	fence *controller.Fence
 	// takenOut remembers pods taken out of service for an in-place update until the
 	// cache shows it.
 	takenOut inplace.TakenOut
@@ -93,7 +96,11 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		synced: []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
 			nodeInformer.Informer().HasSynced},
 		queue: controller.NewQueue("deployment"),
+		fence: controller.NewFence(map[string]controller.VersionSource{
+			"deployments": dInformer.Informer().GetStore(), "replicasets": rsInformer.Informer().GetStore(),
+		}),
 	}
+	c.writes = fencedWriter{writer: c.writes, fence: c.fence}
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}

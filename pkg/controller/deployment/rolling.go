@@ -70,7 +70,10 @@ func (c *Controller) scaleNewReplicaSet(ctx context.Context, p *pass) (bool, err
 }
 
 // scaleDownOld applies the old-ReplicaSet scale-down plan (unavailable pods first),
-// leaving the staged partition's pods on the old ReplicaSets.
+// leaving the staged partition's pods on the old ReplicaSets. An old ReplicaSet whose
+// controller has not yet acted on its last size is left at it for now: its status
+// write, once it has, brings the next pass, which takes what is due by then in one
+// write, where writing on every new pod that became available made one each.
 func (c *Controller) scaleDownOld(ctx context.Context, p *pass) (bool, error) {
 	activeOld := rollout.Active(p.oldRSs)
 	byName := map[string]*appsv1.ReplicaSet{}
@@ -79,7 +82,11 @@ func (c *Controller) scaleDownOld(ctx context.Context, p *pass) (bool, error) {
 	}
 	changed := false
 	for _, s := range rollout.PartitionedScaleDown(p.d, activeOld, p.newRS, p.staged.Partition) {
-		scaled, err := c.scaleReplicaSet(ctx, p, byName[s.ReplicaSet], s.To)
+		rs := byName[s.ReplicaSet]
+		if rs.Status.ObservedGeneration < rs.Generation {
+			continue
+		}
+		scaled, err := c.scaleReplicaSet(ctx, p, rs, s.To)
 		if err != nil {
 			return changed, err
 		}

@@ -36,8 +36,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
+	if !c.fence.Caught(key) {
+		c.queue.AddAfter(key, controller.FenceRecheck)
+		return nil
+	}
 	cached, err := c.dLister.Deployments(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.fence.Forget(key)
 		return nil
 	}
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kroll-dev/kroll/pkg/controller"
 )
 
 // writer is every write the Deployment controller makes but to pods (those go through
@@ -49,4 +51,60 @@ func (w apiWriter) patchReplicaSet(ctx context.Context, namespace, name string, 
 
 func (w apiWriter) deleteReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) error {
 	return w.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &rs.UID}})
+}
+
+// fencedWriter records the resource version of each write in fence, under the
+// Deployment it is for, so that the Deployment's next sync waits until the caches show
+// it (see controller.Fence): a sync on a cache without its own last status write
+// conflicts, and one without its last ReplicaSet write plans that step again.
+type fencedWriter struct {
+	writer
+	fence *controller.Fence
+}
+
+func (w fencedWriter) updateDeployment(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	out, err := w.writer.updateDeployment(ctx, d)
+	w.wroteDeployment(out, err)
+	return out, err
+}
+
+func (w fencedWriter) updateStatus(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	out, err := w.writer.updateStatus(ctx, d)
+	w.wroteDeployment(out, err)
+	return out, err
+}
+
+func (w fencedWriter) createReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	out, err := w.writer.createReplicaSet(ctx, rs)
+	w.wroteReplicaSet(out, err)
+	return out, err
+}
+
+func (w fencedWriter) updateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	out, err := w.writer.updateReplicaSet(ctx, rs)
+	w.wroteReplicaSet(out, err)
+	return out, err
+}
+
+func (w fencedWriter) patchReplicaSet(ctx context.Context, namespace, name string, patch []byte) (*appsv1.ReplicaSet, error) {
+	out, err := w.writer.patchReplicaSet(ctx, namespace, name, patch)
+	w.wroteReplicaSet(out, err)
+	return out, err
+}
+
+func (w fencedWriter) wroteDeployment(d *appsv1.Deployment, err error) {
+	if err == nil && d != nil {
+		w.fence.Wrote(d.Namespace+"/"+d.Name, d.UID, "deployments", d.ResourceVersion)
+	}
+}
+
+// wroteReplicaSet records a write of rs under the Deployment that controls it, if any
+// (a ReplicaSet just released has none: nothing of this Deployment waits on it).
+func (w fencedWriter) wroteReplicaSet(rs *appsv1.ReplicaSet, err error) {
+	if err != nil || rs == nil {
+		return
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+		w.fence.Wrote(rs.Namespace+"/"+ref.Name, ref.UID, "replicasets", rs.ResourceVersion)
+	}
 }

@@ -365,6 +365,23 @@ func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, sta
 	next := rs.DeepCopy()
 	next.Status = status
 	updated, err := c.kind.updateStatus(ctx, next)
+	if apierrors.IsConflict(err) {
+		// The Deployment controller resizes its ReplicaSets while they sync. The status
+		// stays this sync's whatever the spec is now (observedGeneration says which spec
+		// it acted on), so it is written once more on a fresh read, as upstream's
+		// controller does; failing, the sync would be retried with back-off and the
+		// status lag the pods for as long as the resizes go on.
+		fresh, getErr := c.kind.getFresh(ctx, rs.Namespace, rs.Name)
+		if getErr != nil || fresh.UID != rs.UID {
+			return rs, err
+		}
+		if equality.Semantic.DeepEqual(fresh.Status, status) {
+			return fresh, nil
+		}
+		next = fresh.DeepCopy()
+		next.Status = status
+		updated, err = c.kind.updateStatus(ctx, next)
+	}
 	if err == nil {
 		c.fence.Wrote(rs.Namespace+"/"+rs.Name, rs.UID, "owners", updated.ResourceVersion)
 	}

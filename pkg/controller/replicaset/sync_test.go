@@ -10,13 +10,16 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -298,6 +301,38 @@ func (l beforeTakeOverNS) Get(name string) (*corev1.Pod, error) {
 		return l.pod, nil
 	}
 	return l.PodNamespaceLister.Get(name)
+}
+
+// Given a ReplicaSet its Deployment resized while it synced, when the status write
+// conflicts, then the status is written once more on a fresh read, with the
+// observedGeneration of the spec the sync acted on.
+func TestSync_statusWriteConflictIsRetriedOnAFreshRead(t *testing.T) {
+	rs := newReplicaSet("web", 2)
+	f := newFixture(t, rs, ownedPod(rs, "web-a"), ownedPod(rs, "web-b"))
+	resized := rs.DeepCopy()
+	resized.Generation, *resized.Spec.Replicas = 2, 1
+	if _, err := f.client.AppsV1().ReplicaSets("default").Update(context.Background(), resized, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	conflicts := 0
+	f.client.PrependReactor("update", "replicasets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicts > 0 {
+			return false, nil, nil
+		}
+		conflicts++
+		return true, nil, apierrors.NewConflict(appsv1.Resource("replicasets"), "web", errors.New("the object has been modified"))
+	})
+	if err := f.c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conflicts != 1 || got.Status.Replicas != 2 || got.Status.ObservedGeneration != 1 || *got.Spec.Replicas != 1 {
+		t.Errorf("after %d conflicts: spec %d, status %+v; want the status written (2 replicas, observedGeneration 1) over the resized spec (1)",
+			conflicts, *got.Spec.Replicas, got.Status)
+	}
 }
 
 // A ReplicaSet of a Deployment opted in to in-place updates creates pods with the
