@@ -48,7 +48,17 @@ func AddPodControllerIndex(pods cache.SharedIndexInformer) error { return AddCon
 // ActivePodsOf counts the active pods (not finished, not being deleted) that the object
 // with uid controls, as the indexed cache shows them now.
 func ActivePodsOf(indexer cache.Indexer, uid string) int32 {
-	return int32(len(ActivePods(indexer, uid)))
+	objs, err := indexer.ByIndex(PodControllerIndex, uid)
+	if err != nil {
+		return 0
+	}
+	var n int32
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && rollout.IsPodActive(p) {
+			n++
+		}
+	}
+	return n
 }
 
 // ActivePods returns the active pods that the object with uid controls, as cached

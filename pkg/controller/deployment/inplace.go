@@ -35,6 +35,9 @@ type inPlacePass struct {
 // (handled; the caller writes the status) and, with start, more pods are picked;
 // otherwise hand-overs under way finish and pods are put back where they are.
 func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (inPlacePass, error) {
+	if c.inPlaceIdle(p) {
+		return inPlacePass{}, nil
+	}
 	view := c.handOverView(p, start)
 	plan := inplace.PlanHandOver(view)
 	// InPlaceOnly, and pods whose node cannot make their resize: the rollout is blocked
@@ -52,6 +55,32 @@ func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (i
 	}
 	blocked := p.judged && p.verdict.Reason == inplace.ReasonBlocked
 	return inPlacePass{handled: view.InPlace || blocked, acted: acted}, err
+}
+
+// inPlaceIdle tells a pass with nothing in place to do, without the hand-over view's
+// reading of every pod: p's Deployment is not opted in, none of its ReplicaSets holds a
+// hand-over record, and none of their pods carries the in-place readiness gate (only a
+// ReplicaSet of an opted-in Deployment creates pods with it, and only such pods are
+// ever taken out of service and left to settle).
+func (c *Controller) inPlaceIdle(p *pass) bool {
+	if inPlaceMode(p.d) != inplace.Off {
+		return false
+	}
+	for _, rs := range p.all() {
+		if rs == nil {
+			continue
+		}
+		if rs.Annotations[inplace.LeavingAnnotation] != "" || rs.Annotations[inplace.ArrivingAnnotation] != "" {
+			return false
+		}
+		objs, _ := c.podIndexer.ByIndex(controller.PodControllerIndex, string(rs.UID))
+		for _, o := range objs {
+			if pod, ok := o.(*corev1.Pod); ok && inplace.HasGate(pod) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // handOverView is what the caches show of p for inplace.PlanHandOver.
