@@ -27,6 +27,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -56,6 +57,8 @@ type Controller struct {
 	takenOut inplace.TakenOut
 	// stagedReports keeps the events of staged rollouts to one per step or problem.
 	stagedReports controller.StagedReports
+	// templates applies the current and update revisions of every sync.
+	templates history.Templates
 }
 
 // New builds the controller on shared informers (start them after).

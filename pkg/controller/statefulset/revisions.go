@@ -25,10 +25,10 @@ func (c *Controller) revisionsFor(ctx context.Context, set *appsv1.StatefulSet, 
 		}
 	}
 	out := revisions{current: current, update: update, all: revs}
-	if out.currentSet, err = history.ApplyRevision(set, current); err != nil {
+	if out.currentSet, err = c.templates.ApplyToStatefulSet(set, current); err != nil {
 		return revisions{}, collisions, err
 	}
-	if out.updateSet, err = history.ApplyRevision(set, update); err != nil {
+	if out.updateSet, err = c.templates.ApplyToStatefulSet(set, update); err != nil {
 		return revisions{}, collisions, err
 	}
 	return out, collisions, nil
