@@ -99,6 +99,17 @@ func (f *Fence) Caught(key string) bool {
 	return true
 }
 
+// HoldBack is the head of a sync: when the caches do not yet show every write recorded
+// for key (Caught is false), it schedules the re-check on queue and says the sync is to
+// end at once, writing nothing.
+func (f *Fence) HoldBack(key string, queue Queue) bool {
+	if f.Caught(key) {
+		return false
+	}
+	queue.AddAfter(key, FenceRecheck)
+	return true
+}
+
 // Forget drops key's record (the workload is gone).
 func (f *Fence) Forget(key string) {
 	if f == nil {

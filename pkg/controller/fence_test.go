@@ -1,6 +1,9 @@
 package controller
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 type fakeVersion struct{ rv string }
 
@@ -63,5 +66,29 @@ func TestFence(t *testing.T) {
 	none.Wrote("ns/e", "u8", "pods", "1")
 	if !none.Caught("ns/e") {
 		t.Error("a nil fence holds back")
+	}
+}
+
+// Given a write the cache has not shown, when a sync asks HoldBack, then it is held
+// back and its key is queued again after FenceRecheck; once caught, it goes ahead.
+func TestFenceHoldBack(t *testing.T) {
+	pods := &fakeVersion{rv: "100"}
+	f := NewFence(map[string]VersionSource{"pods": pods})
+	q := NewQueue("fence-test")
+	defer q.ShutDown()
+	f.Wrote("ns/web", "u1", "pods", "101")
+	if !f.HoldBack("ns/web", q) {
+		t.Fatal("write at 101, cache at 100: not held back")
+	}
+	deadline := time.Now().Add(FenceRecheck + 5*time.Second)
+	for q.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if q.Len() != 1 {
+		t.Errorf("held back, and %d keys queued after the re-check, want 1", q.Len())
+	}
+	pods.rv = "101"
+	if f.HoldBack("ns/web", q) {
+		t.Error("caught up, still held back")
 	}
 }

@@ -212,8 +212,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	if !c.fence.Caught(key) {
-		c.queue.AddAfter(key, controller.FenceRecheck)
+	if c.fence.HoldBack(key, c.queue) {
 		return nil
 	}
 	ds, err := c.sets.DaemonSets(ns).Get(name)

@@ -179,8 +179,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	if !c.fence.Caught(key) {
-		c.queue.AddAfter(key, controller.FenceRecheck)
+	if c.fence.HoldBack(key, c.queue) {
 		return nil
 	}
 	set, err := c.sets.StatefulSets(ns).Get(name)
