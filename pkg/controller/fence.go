@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
@@ -118,4 +119,34 @@ func (f *Fence) Forget(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.wrote, key)
+}
+
+// Created collects the pods a sync's creates returned (SlowStartBatch calls it from
+// several goroutines), recording each in the fence under the workload's key, so that
+// the sync's status counts them and the next sync waits until the cache shows them.
+type Created struct {
+	Fence *Fence
+	Key   string
+	UID   types.UID
+
+	mu   sync.Mutex
+	pods []*corev1.Pod
+}
+
+// Add records pod, as the API server returned it from its create; nil is ignored.
+func (c *Created) Add(pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	c.Fence.Wrote(c.Key, c.UID, "pods", pod.ResourceVersion)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pods = append(c.pods, pod)
+}
+
+// Pods are the pods added so far.
+func (c *Created) Pods() []*corev1.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pods
 }

@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -53,19 +52,15 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 	}
 	c.expectations.Expect(key, len(creates), deleteKeys)
 	var next atomic.Int32
-	var mu sync.Mutex
-	var made []*corev1.Pod
+	made := &controller.Created{Fence: c.fence, Key: key, UID: ds.UID}
 	created, createErr := controller.SlowStartBatch(len(creates), 1, func() error {
 		node := creates[next.Add(1)-1]
 		pod, err := c.podControl.CreatePod(ctx, ds, newPod(ds, node, hash))
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
-		if err == nil && pod != nil {
-			c.fence.Wrote(key, ds.UID, "pods", pod.ResourceVersion)
-			mu.Lock()
-			made = append(made, pod)
-			mu.Unlock()
+		if err == nil {
+			made.Add(pod)
 		}
 		return err
 	})
@@ -84,7 +79,7 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 			}
 		}
 	}
-	return made, utilerrors.NewAggregate(errs)
+	return made.Pods(), utilerrors.NewAggregate(errs)
 }
 
 // newPod is ds's pod for node: the template, labelled with hash and the template

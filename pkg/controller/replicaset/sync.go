@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -193,25 +192,21 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "creating", n)
 		template := podFromTemplate(rs, c.kind.controllerRef(rs))
 		owner := c.kind.original(rs)
-		var mu sync.Mutex
-		var made []*corev1.Pod
+		made := &controller.Created{Fence: c.fence, Key: key, UID: rs.UID}
 		created, err := controller.SlowStartBatch(n, 1, func() error {
 			pod, err := c.podControl.CreatePod(ctx, owner, template.DeepCopy())
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // the namespace is going away; nothing to report
 			}
-			if err == nil && pod != nil {
-				c.fence.Wrote(key, rs.UID, "pods", pod.ResourceVersion)
-				mu.Lock()
-				made = append(made, pod)
-				mu.Unlock()
+			if err == nil {
+				made.Add(pod)
 			}
 			return err
 		})
 		for i := created; i < n; i++ {
 			c.expectations.CreationObserved(key) // never going to be seen
 		}
-		return made, err
+		return made.Pods(), err
 
 	case diff > 0:
 		// Pods mid-way through an in-place update count towards having enough pods but
