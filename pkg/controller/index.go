@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"iter"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,18 +48,39 @@ func AddControllerIndex(informer cache.SharedIndexInformer) error {
 // AddPodControllerIndex adds ControllerIndex to a pod informer that has not started.
 func AddPodControllerIndex(pods cache.SharedIndexInformer) error { return AddControllerIndex(pods) }
 
-// ActivePodsOf counts the active pods (not finished, not being deleted) that the object
-// with uid controls, as the indexed cache shows them now.
-func ActivePodsOf(indexer cache.Indexer, uid string) int32 {
-	objs, err := indexer.ByIndex(PodControllerIndex, uid)
-	if err != nil {
-		return 0
-	}
-	var n int32
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && rollout.IsPodActive(p) {
-			n++
+// PodsOf yields the pods that the object with uid controls, as the indexed cache shows
+// them now (shared objects: do not modify them). A sync that only asks a question of
+// them (how many are active, does any carry a gate) reads them without a slice.
+func PodsOf(indexer cache.Indexer, uid string) iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		objs, err := indexer.ByIndex(PodControllerIndex, uid)
+		if err != nil {
+			return
 		}
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok && !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// ActivePodsOf yields PodsOf's active pods: not finished, not being deleted.
+func ActivePodsOf(indexer cache.Indexer, uid string) iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for p := range PodsOf(indexer, uid) {
+			if rollout.IsPodActive(p) && !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// ActivePodCount counts the active pods that the object with uid controls.
+func ActivePodCount(indexer cache.Indexer, uid string) int32 {
+	var n int32
+	for range ActivePodsOf(indexer, uid) {
+		n++
 	}
 	return n
 }
@@ -64,17 +88,7 @@ func ActivePodsOf(indexer cache.Indexer, uid string) int32 {
 // ActivePods returns the active pods that the object with uid controls, as cached
 // (shared objects: do not modify them).
 func ActivePods(indexer cache.Indexer, uid string) []*corev1.Pod {
-	objs, err := indexer.ByIndex(PodControllerIndex, uid)
-	if err != nil {
-		return nil
-	}
-	var pods []*corev1.Pod
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && rollout.IsPodActive(p) {
-			pods = append(pods, p)
-		}
-	}
-	return pods
+	return slices.Collect(ActivePodsOf(indexer, uid))
 }
 
 // PodNodeIndex indexes pods by the node they are bound to (unbound pods are not

@@ -338,14 +338,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		var made []*corev1.Pod
 		made, syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
-		// The status counts the pods just created: the API server has them, and the
-		// status write the cache's next sight of them would make is saved (a
-		// rollout writes a DaemonSet's status twice a node rather than three times).
-		for _, p := range made {
-			if n := placement.TargetNode(p); n != "" {
-				byNode[n] = append(byNode[n], p)
-			}
-		}
+		placeCreated(byNode, made)
 	}
 	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {

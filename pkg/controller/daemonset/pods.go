@@ -82,6 +82,18 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 	return made.Pods(), utilerrors.NewAggregate(errs)
 }
 
+// placeCreated adds the pods a sync created, as the API server returned them, to
+// byNode under the nodes they are bound for. The status then counts them: the API
+// server has them, and the status write the cache's next sight of them would make is
+// saved (a rollout writes a DaemonSet's status twice a node rather than three times).
+func placeCreated(byNode map[string][]*corev1.Pod, made []*corev1.Pod) {
+	for _, p := range made {
+		if n := placement.TargetNode(p); n != "" {
+			byNode[n] = append(byNode[n], p)
+		}
+	}
+}
+
 // newPod is ds's pod for node: the template, labelled with hash and the template
 // generation, with the daemon tolerations and pinned to node by affinity.
 func newPod(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {

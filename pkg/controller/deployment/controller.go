@@ -144,7 +144,7 @@ func (c *Controller) enqueue(obj any) { c.queue.Enqueue(obj) }
 
 // seenPods counts the active pods of rs in the pod cache.
 func (c *Controller) seenPods(rs *appsv1.ReplicaSet) int32 {
-	return controller.ActivePodsOf(c.podIndexer, string(rs.UID))
+	return controller.ActivePodCount(c.podIndexer, string(rs.UID))
 }
 
 // ownerOf returns the Deployment a controllerRef names, if cached with that UID.

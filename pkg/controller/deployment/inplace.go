@@ -73,9 +73,8 @@ func (c *Controller) inPlaceIdle(p *pass) bool {
 		if rs.Annotations[inplace.LeavingAnnotation] != "" || rs.Annotations[inplace.ArrivingAnnotation] != "" {
 			return false
 		}
-		objs, _ := c.podIndexer.ByIndex(controller.PodControllerIndex, string(rs.UID))
-		for _, o := range objs {
-			if pod, ok := o.(*corev1.Pod); ok && inplace.HasGate(pod) {
+		for pod := range controller.PodsOf(c.podIndexer, string(rs.UID)) {
+			if inplace.HasGate(pod) {
 				return false
 			}
 		}

@@ -7,6 +7,7 @@ package replicaset
 import (
 	"context"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
-	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // ControllerName and RCControllerName are the names upstream's ReplicaSet and
@@ -221,12 +221,7 @@ func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 	}
 	var out []*corev1.Pod
 	for _, o := range owners {
-		objs, _ := c.podIndexer.ByIndex(controller.PodControllerIndex, string(o.UID))
-		for _, obj := range objs {
-			if p, ok := obj.(*corev1.Pod); ok && rollout.IsPodActive(p) {
-				out = append(out, p)
-			}
-		}
+		out = slices.AppendSeq(out, controller.ActivePodsOf(c.podIndexer, string(o.UID)))
 	}
 	return out
 }
