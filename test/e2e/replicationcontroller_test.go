@@ -91,7 +91,8 @@ func replicationControllerScenario(t *testing.T, s *scene) string {
 	s.kubectl(t, "scale", "rc/web", "--replicas=2")
 	record("scaled down", "replicas=2 fullyLabeled=2 ready=2 available=2 observed=3")
 
-	s.kubectl(t, "delete", "pod", "--wait=false", s.podNames(t, "app=web")[0])
+	// The pods the scale-down deleted may still be terminating: delete a live one.
+	s.kubectl(t, "delete", "pod", "--wait=false", s.livePodNames(t, "app=web")[0])
 	record("a pod deleted and replaced", "replicas=2 fullyLabeled=2 ready=2 available=2 observed=3")
 
 	// Deleting with --cascade=orphan leaves the pods; a new RC adopts them, and a bare
@@ -108,13 +109,16 @@ func replicationControllerScenario(t *testing.T, s *scene) string {
 	})
 	s.apply(t, strayWebPod)
 	waitPod(t, s.c.Client, s.ns, "stray", "Ready", isPodReady)
-	before := s.podNames(t, "app=web")
+	before := s.livePodNames(t, "app=web")
 	s.apply(t, webRC)
 	record("re-created over two orphans and a stray pod", "replicas=3 fullyLabeled=2 ready=3 available=3 observed=1")
-	if after := s.podNames(t, "app=web"); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := s.livePodNames(t, "app=web"); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("pods %v after re-creating the RC, want the orphans and the stray pod %v adopted", after, before)
 	}
 	for _, p := range s.pods(t, "app=web") {
+		if p.DeletionTimestamp != nil {
+			continue // a controller adopts no pod that is being deleted
+		}
 		if ref := metav1.GetControllerOf(p); ref == nil || ref.Name != "web" {
 			t.Errorf("pod %s has controller %+v, want web", p.Name, ref)
 		}
@@ -149,6 +153,20 @@ func (s *scene) podNames(t *testing.T, selector string) []string {
 	var names []string
 	for _, p := range s.pods(t, selector) {
 		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// livePodNames are the names of the pods selector matches that are not being deleted,
+// sorted.
+func (s *scene) livePodNames(t *testing.T, selector string) []string {
+	t.Helper()
+	var names []string
+	for _, p := range s.pods(t, selector) {
+		if p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
 	}
 	sort.Strings(names)
 	return names
