@@ -15,6 +15,19 @@ type metric struct {
 	value func(Sample) float64
 	// applies says whether the scenario reports it.
 	applies func(Scenario) bool
+	// event marks a figure that times something which may not happen in a run (the
+	// rollback scenario's upstream never completes nor rolls back): a zero there is
+	// "not seen", left out of the cell rather than counted as an instant.
+	event bool
+}
+
+// statOf summarises the metric over the samples of scenario and arm, leaving out the
+// runs that did not see an event metric's event; "—" when none did.
+func (mt metric) statOf(r *Results, scenario, arm string) stat {
+	if !mt.event {
+		return r.statOf(scenario, arm, mt.value)
+	}
+	return r.statOfWhere(scenario, arm, mt.value, func(x Sample) bool { return mt.value(x) != 0 })
 }
 
 var (
@@ -23,19 +36,19 @@ var (
 	steadyOnly   = func(s Scenario) bool { return strings.HasPrefix(s.Name, "steady-") }
 	rollbackOnly = func(s Scenario) bool { return strings.HasPrefix(s.Name, "rollback-") }
 	metrics      = []metric{
-		{"time, s", func(s Sample) float64 { return s.Seconds }, replacesPod},
-		{"pod writes/s", func(s Sample) float64 { return s.PodWritesPerSecond }, replacesPod},
-		{"API writes", func(s Sample) float64 { return s.Requests.writes() }, always},
-		{"controller CPU, s", func(s Sample) float64 { return s.ControllerCPUSeconds }, replacesPod},
-		{"cluster CPU (API server, etcd, scheduler, kubelets), s", func(s Sample) float64 { return s.ClusterCPUSeconds }, replacesPod},
-		{"controller CPU at rest, cores", func(s Sample) float64 { return s.ControllerCores }, steadyOnly},
-		{"controller peak memory, MiB", func(s Sample) float64 { return s.ControllerPeakMiB }, always},
-		{"controller memory at the end, MiB", func(s Sample) float64 { return s.ControllerMiB }, steadyOnly},
-		{"cluster memory at the end (API server, etcd, scheduler, kubelets), MiB", func(s Sample) float64 { return s.ClusterMiB }, steadyOnly},
-		{"first failing pod to rollback write, s", func(s Sample) float64 { return s.FailingToRollbackSeconds }, rollbackOnly},
-		{"first failing pod to all Ready again, s", func(s Sample) float64 { return s.FailingToReadySeconds }, rollbackOnly},
-		{"change to ProgressDeadlineExceeded, s", func(s Sample) float64 { return s.DeadlineExceededSeconds }, rollbackOnly},
-		{"not recovered within, s", func(s Sample) float64 { return s.NotRecoveredWithinSeconds }, rollbackOnly},
+		{"time, s", func(s Sample) float64 { return s.Seconds }, replacesPod, true},
+		{"pod writes/s", func(s Sample) float64 { return s.PodWritesPerSecond }, replacesPod, true},
+		{"API writes", func(s Sample) float64 { return s.Requests.writes() }, always, false},
+		{"controller CPU, s", func(s Sample) float64 { return s.ControllerCPUSeconds }, replacesPod, false},
+		{"cluster CPU (API server, etcd, scheduler, kubelets), s", func(s Sample) float64 { return s.ClusterCPUSeconds }, replacesPod, false},
+		{"controller CPU at rest, cores", func(s Sample) float64 { return s.ControllerCores }, steadyOnly, false},
+		{"controller peak memory, MiB", func(s Sample) float64 { return s.ControllerPeakMiB }, always, false},
+		{"controller memory at the end, MiB", func(s Sample) float64 { return s.ControllerMiB }, steadyOnly, false},
+		{"cluster memory at the end (API server, etcd, scheduler, kubelets), MiB", func(s Sample) float64 { return s.ClusterMiB }, steadyOnly, false},
+		{"first failing pod to rollback write, s", func(s Sample) float64 { return s.FailingToRollbackSeconds }, rollbackOnly, true},
+		{"first failing pod to all Ready again, s", func(s Sample) float64 { return s.FailingToReadySeconds }, rollbackOnly, true},
+		{"change to ProgressDeadlineExceeded, s", func(s Sample) float64 { return s.DeadlineExceededSeconds }, rollbackOnly, true},
+		{"not recovered within, s", func(s Sample) float64 { return s.NotRecoveredWithinSeconds }, rollbackOnly, true},
 	}
 )
 
@@ -73,7 +86,7 @@ func (r *Results) Markdown() string {
 	if revs := r.krollRevisions(); len(revs) > 0 {
 		fmt.Fprintf(&b, "kroll at %s.\n", strings.Join(revs, ", "))
 	}
-	b.WriteString("Each cell: median (min–max) of the runs; the ratio is of the medians.\n\n")
+	b.WriteString("Each cell: median (min–max) of the runs, — where no run saw the event a figure times; the ratio is of the medians.\n\n")
 
 	b.WriteString("**Raw ceiling** (no controllers; a client with 32 workers creates the pods, waits until all are Ready, deletes them, waits until all are gone)\n\n")
 	b.WriteString("| Pods | runs | time, s | pod writes/s | API writes | cluster CPU, s |\n|---|---|---|---|---|---|\n")
@@ -100,7 +113,7 @@ func (r *Results) Markdown() string {
 			if !mt.applies(s) {
 				continue
 			}
-			k, u := r.statOf(s.Name, krollArm.Name, mt.value), r.statOf(s.Name, upstreamArm.Name, mt.value)
+			k, u := mt.statOf(r, s.Name, krollArm.Name), mt.statOf(r, s.Name, upstreamArm.Name)
 			if k.n == 0 && u.n == 0 {
 				continue
 			}
@@ -119,7 +132,7 @@ func (r *Results) Markdown() string {
 			if !mt.applies(s) || mt.name == "pod writes/s" {
 				continue
 			}
-			i, k := r.statOf(s.Name, inPlaceArm.Name, mt.value), r.statOf(s.Name, krollArm.Name, mt.value)
+			i, k := mt.statOf(r, s.Name, inPlaceArm.Name), mt.statOf(r, s.Name, krollArm.Name)
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mt.name, i, k, ratio(i, k))
 		}
 	}

@@ -58,3 +58,34 @@ func TestTargets(t *testing.T) {
 		}
 	}
 }
+
+// In the rollback scenario each arm times events the other never sees (upstream never
+// completes nor rolls back; kroll never reaches its deadline): those cells read "—", not
+// a zero that would pass for an instant.
+func TestReportLeavesOutEventsNotSeen(t *testing.T) {
+	r := newResults(1)
+	s := rollbackScenario(100)
+	r.addScenario(s)
+	for rep := 1; rep <= 3; rep++ {
+		r.Samples = append(r.Samples,
+			Sample{Scenario: s.Name, Arm: krollArm.Name, Rep: rep, Seconds: 7, FailingToRollbackSeconds: 0.005, FailingToReadySeconds: 5.5,
+				Requests: requestCounts{"PATCH": 600}, ControllerCPUSeconds: 0.3},
+			Sample{Scenario: s.Name, Arm: upstreamArm.Name, Rep: rep, DeadlineExceededSeconds: 146, NotRecoveredWithinSeconds: 150,
+				Requests: requestCounts{"PATCH": 1800}, ControllerCPUSeconds: 1.2})
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"| time, s | 7.00 (7.00–7.00) | — | — |",
+		"| first failing pod to rollback write, s | 0.005 (0.005–0.005) | — | — |",
+		"| change to ProgressDeadlineExceeded, s | — | 146 (146–146) | — |",
+		"| not recovered within, s | — | 150 (150–150) | — |",
+		"| controller CPU, s | 0.300 (0.300–0.300) | 1.20 (1.20–1.20) | 0.25 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| pod writes/s | — | — |") {
+		t.Errorf("the report has a pod writes/s row though no run of either arm saw one:\n%s", md)
+	}
+}

@@ -186,9 +186,14 @@ func format(x float64) string {
 
 // statOf summarises metric over the samples of scenario and arm.
 func (r *Results) statOf(scenario, arm string, metric func(Sample) float64) stat {
+	return r.statOfWhere(scenario, arm, metric, func(Sample) bool { return true })
+}
+
+// statOfWhere summarises metric over the samples of scenario and arm that keep holds.
+func (r *Results) statOfWhere(scenario, arm string, metric func(Sample) float64, keep func(Sample) bool) stat {
 	var xs []float64
 	for _, s := range r.Samples {
-		if s.Scenario == scenario && s.Arm == arm {
+		if s.Scenario == scenario && s.Arm == arm && keep(s) {
 			xs = append(xs, metric(s))
 		}
 	}
