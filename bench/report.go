@@ -186,6 +186,15 @@ func ratio(a, b stat) string {
 	return fmt.Sprintf("%.2f", a.median/b.median)
 }
 
+// ratioFigure prints a measured ratio to two decimals, or to three where two would
+// round a miss onto its limit (1.002 against ≤ 1.00 reads 1.002×, not 1.00×).
+func ratioFigure(v, limit float64) string {
+	if s := fmt.Sprintf("%.2f×", v); v <= limit || s != fmt.Sprintf("%.2f×", limit) {
+		return s
+	}
+	return fmt.Sprintf("%.3f×", v)
+}
+
 // Target is one of the targets, as measured.
 type Target struct {
 	Name     string
@@ -209,7 +218,7 @@ func (r *Results) Targets() []Target {
 			return
 		}
 		v := a.median / b.median
-		out = append(out, Target{Name: name, Measured: fmt.Sprintf("%.2f×", v), Met: v <= limit})
+		out = append(out, Target{Name: name, Measured: ratioFigure(v, limit), Met: v <= limit})
 	}
 	for _, s := range r.Scenarios {
 		if !rolloutScenario(s) {

@@ -89,3 +89,23 @@ func TestReportLeavesOutEventsNotSeen(t *testing.T) {
 		t.Errorf("the report has a pod writes/s row though no run of either arm saw one:\n%s", md)
 	}
 }
+
+// A miss that two decimals would round onto its limit is printed with three.
+func TestRatioFigure(t *testing.T) {
+	for _, c := range []struct {
+		v, limit float64
+		want     string
+	}{
+		{0.994, 1, "0.99×"},
+		{1, 1, "1.00×"},
+		{1.002, 1, "1.002×"},
+		{1.004, 1, "1.004×"},
+		{1.03, 1, "1.03×"},
+		{0.852, 0.85, "0.852×"},
+		{0.86, 0.85, "0.86×"},
+	} {
+		if got := ratioFigure(c.v, c.limit); got != c.want {
+			t.Errorf("ratioFigure(%g, %g) = %q, want %q", c.v, c.limit, got, c.want)
+		}
+	}
+}
