@@ -115,10 +115,7 @@ func replicationControllerScenario(t *testing.T, s *scene) string {
 	if after := s.livePodNames(t, "app=web"); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("pods %v after re-creating the RC, want the orphans and the stray pod %v adopted", after, before)
 	}
-	for _, p := range s.pods(t, "app=web") {
-		if p.DeletionTimestamp != nil {
-			continue // a controller adopts no pod that is being deleted
-		}
+	for _, p := range s.livePods(t, "app=web") { // a controller adopts no pod being deleted
 		if ref := metav1.GetControllerOf(p); ref == nil || ref.Name != "web" {
 			t.Errorf("pod %s has controller %+v, want web", p.Name, ref)
 		}
@@ -147,26 +144,34 @@ func (s *scene) pods(t *testing.T, selector string) []*corev1.Pod {
 	return out
 }
 
+// livePods are the pods selector matches that are not being deleted.
+func (s *scene) livePods(t *testing.T, selector string) []*corev1.Pod {
+	t.Helper()
+	var out []*corev1.Pod
+	for _, p := range s.pods(t, selector) {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // podNames are the names of the pods selector matches, sorted.
 func (s *scene) podNames(t *testing.T, selector string) []string {
 	t.Helper()
-	var names []string
-	for _, p := range s.pods(t, selector) {
-		names = append(names, p.Name)
-	}
-	sort.Strings(names)
-	return names
+	return sortedNames(s.pods(t, selector))
 }
 
-// livePodNames are the names of the pods selector matches that are not being deleted,
-// sorted.
+// livePodNames are the names of the live pods (livePods) selector matches, sorted.
 func (s *scene) livePodNames(t *testing.T, selector string) []string {
 	t.Helper()
+	return sortedNames(s.livePods(t, selector))
+}
+
+func sortedNames(pods []*corev1.Pod) []string {
 	var names []string
-	for _, p := range s.pods(t, selector) {
-		if p.DeletionTimestamp == nil {
-			names = append(names, p.Name)
-		}
+	for _, p := range pods {
+		names = append(names, p.Name)
 	}
 	sort.Strings(names)
 	return names
@@ -183,12 +188,7 @@ func (s *scene) waitRCStatus(t *testing.T, name, want string) {
 		st := rc.Status
 		got := fmt.Sprintf("replicas=%d fullyLabeled=%d ready=%d available=%d observed=%d",
 			st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas, st.ObservedGeneration)
-		live := 0
-		for _, p := range s.pods(t, labelsOf(rc.Spec.Selector)) {
-			if p.DeletionTimestamp == nil {
-				live++
-			}
-		}
+		live := len(s.livePods(t, labelsOf(rc.Spec.Selector)))
 		return got == want && int32(live) == st.Replicas, fmt.Sprintf("%s (%d live pods)", got, live)
 	})
 }
