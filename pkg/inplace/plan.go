@@ -47,8 +47,8 @@ type HandOverView struct {
 	// false). Old are the others, oldest first.
 	New *ReplicaSetPods
 	Old []ReplicaSetPods
-	// TakenOut holds the pods taken out of service (or named leaving, or deleted to be
-	// recreated) by a write the cache does not show yet (see TakenOut.Out): they are not
+	// TakenOut holds the pods taken out of service (or named leaving, resized, or
+	// deleted to be recreated) by a write the cache does not show yet (see TakenOut.Out): they are not
 	// serving and are not picked, resized or recreated again.
 	TakenOut sets.Set[types.UID]
 	// Unfit says why pod's node cannot make its resize to to's container resources
@@ -235,7 +235,7 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			}
 		}
 	}
-	if v.Start {
+	if v.Start && !h.recording() {
 		// With 20 old pods, none leaving, and partition 18: at most 2 are picked.
 		picked := h.pick(candidates, serving)
 		if keep := int(v.Partition); keep > 0 {
@@ -261,7 +261,7 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 		}
 		arriving := h.arriving(rs.RS)
 		size := min(rollout.Replicas(rs.RS.Spec.Replicas), int32(len(rs.Pods)-leaving.Len()+arriving.Len()))
-		p.record(Record{RS: rs.RS, Replicas: size, Leaving: leaving, Arriving: arriving, GivenAway: given})
+		p.recordUnderWay(Record{RS: rs.RS, Replicas: size, Leaving: leaving, Arriving: arriving, GivenAway: given})
 		busy = busy || len(given) > 0
 	}
 
@@ -273,9 +273,24 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 	if size > v.Desired {
 		size = max(v.Desired, rollout.Replicas(newRS.Spec.Replicas))
 	}
-	p.record(Record{RS: newRS, Replicas: size, Leaving: newLeaving, Arriving: arriving})
+	p.recordUnderWay(Record{RS: newRS, Replicas: size, Leaving: newLeaving, Arriving: arriving})
 	sort.Strings(p.Blocked)
 	return p
+}
+
+// recording tells whether the last pods picked are still being recorded: an old
+// ReplicaSet has not observed its record, or names a pod leaving that the new one does
+// not name arriving yet. Pods picked meanwhile would cost each giver a record write of
+// their own and put off the new ReplicaSet's, so the next pick waits for the pass that
+// follows the new ReplicaSet's record (its write wakes the Deployment).
+func (h passView) recording() bool {
+	named := Names(h.New.RS, ArrivingAnnotation)
+	for _, rs := range h.Old {
+		if !Observed(rs.RS) || !named.IsSuperset(h.leaving(rs.RS)) {
+			return true
+		}
+	}
+	return false
 }
 
 // resizeArrived plans the resizes of the new ReplicaSet's pods (step 6) into p: those
@@ -379,6 +394,23 @@ func (p *HandOverPlan) record(r Record) {
 		return
 	}
 	p.Records = append(p.Records, r)
+}
+
+// recordUnderWay is record for a rollout moving on: a record that would only lose
+// names of pods that have arrived (or never will) is left as it is while it still
+// names a pod on its way, and cleared once it names none. Written at each arrival, a
+// thousand-pod rollout's records cost a write per pass while the ReplicaSet takes pods
+// over. A name left behind is harmless: the planner and the ReplicaSet controller read
+// a name as leaving only while the ReplicaSet that controls the pod names it, and as
+// arriving only while another one names it leaving; a ReplicaSet names no pod leaving
+// (or arriving) without a write of its record, which drops the names left behind.
+func (p *HandOverPlan) recordUnderWay(r Record) {
+	onlyLoses := rollout.Replicas(r.RS.Spec.Replicas) == r.Replicas &&
+		Names(r.RS, LeavingAnnotation).IsSuperset(r.Leaving) && Names(r.RS, ArrivingAnnotation).IsSuperset(r.Arriving)
+	if onlyLoses && r.Leaving.Len()+r.Arriving.Len() > 0 {
+		return
+	}
+	p.record(r)
 }
 
 func (p *HandOverPlan) requeue(after time.Duration) {

@@ -226,6 +226,38 @@ func TestPlanHandOver(t *testing.T) {
 			want: "b: 1 replicas, leaving [], arriving [a1]",
 		},
 		{
+			name: "the next pick waits while the last is recorded: B does not name a1 arriving yet, so a2 stays though maxUnavailable 2 leaves room",
+			view: func() HandOverView {
+				A := with(a(3, 3, true), "a1", "")
+				v := view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+				v.MaxUnavailable = 2
+				return v
+			},
+			want: "b: 1 replicas, leaving [], arriving [a1]",
+		},
+		{
+			name: "a1 has arrived, a2 is on its way: both stay named, no record is written for a1 alone",
+			view: func() HandOverView {
+				A := with(a(2, 2, true), "a1,a2", "")
+				B := with(b(2, 0, true), "", "a1,a2")
+				v := view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
+				v.Start = false
+				return v
+			},
+			want: "",
+		},
+		{
+			name: "a1 and a2 have both arrived: the records are cleared",
+			view: func() HandOverView {
+				A := with(a(2, 2, true), "a1,a2", "")
+				B := with(b(2, 2, true), "", "a1,a2")
+				v := view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")})
+				v.Start = false
+				return v
+			},
+			want: "a: 2 replicas, leaving [], arriving []\nb: 2 replicas, leaving [], arriving []",
+		},
+		{
 			name: "hand-over 2/4: A has not observed its newest record, so B takes in only the pod it was told of before",
 			view: func() HandOverView {
 				A := with(a(2, 2, false), "a1,a2", "")

@@ -229,6 +229,12 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 		}
 		return
 	}
+	if c.arrivedToResize(old, cur) {
+		if d := c.deploymentOfPod(cur); d != nil && inPlaceMode(d) != inplace.Off {
+			c.queue.EnqueueAfter(d, arrivalsGathered)
+		}
+		return
+	}
 	if resizeHeld(old, cur) {
 		if d := c.deploymentOfPod(cur); d != nil && inPlaceMode(d) != inplace.Off {
 			c.enqueue(d)
@@ -241,6 +247,26 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 	if d := c.deploymentOfPod(cur); d != nil && failure.PolicyOf(d.Annotations).Watched() {
 		c.enqueue(d)
 	}
+}
+
+// arrivalsGathered is how long the Deployment waits, after a pod arrives that it is to
+// resize, before the pass that resizes it: the ReplicaSet takes pods over one by one
+// (twenty a second at the default client limits), and a pass per pod would plan the
+// whole rollout again for each, and write the Deployment's status as often.
+const arrivalsGathered = 500 * time.Millisecond
+
+// arrivedToResize tells a pod update that is a take-over (another ReplicaSet now
+// controls the pod) by a ReplicaSet whose template's resources the pod lacks: the
+// Deployment writes its resize. Woken only then, it resizes pods as they arrive,
+// while the ReplicaSet takes the others over, rather than all of them once the last
+// has arrived; an image change's take-over leaves the Deployment nothing to do.
+func (c *Controller) arrivedToResize(old, cur *corev1.Pod) bool {
+	a, b := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
+	if b == nil || (a != nil && a.UID == b.UID) {
+		return false
+	}
+	rs, ok := controller.Resolve(b, "ReplicaSet", c.rsLister.ReplicaSets(cur.Namespace).Get)
+	return ok && !inplace.PlanResize(cur, &rs.Spec.Template).Empty()
 }
 
 // resizeHeld tells a pod update where the kubelet starts or stops holding a resize

@@ -160,6 +160,8 @@ func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.Ha
 		if err := writer.Resize(ctx, pod, inplace.PlanResize(pod, &p.newRS.Spec.Template)); err != nil {
 			return acted, err
 		}
+		// A pass on a cache that does not show the resize yet would write it again.
+		c.takenOut.Record(pod, now)
 		acted = true
 	}
 	for _, unfit := range plan.Recreate {
