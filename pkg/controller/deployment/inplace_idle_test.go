@@ -5,6 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -40,6 +42,43 @@ func TestInPlaceIdle(t *testing.T) {
 			f := newFixture(t, []runtime.Object{d, rs, pod, podOf(rs, "web-b")}...)
 			if got := f.c.inPlaceIdle(newPass(d, []*appsv1.ReplicaSet{rs})); got != tt.idles {
 				t.Errorf("idle %v, want %v", got, tt.idles)
+			}
+		})
+	}
+}
+
+// A take-over wakes the Deployment only when the pod arrives on a ReplicaSet whose
+// resources it lacks (its resize is the Deployment's to write), not when an image
+// change's take-over or another update of a pod leaves the Deployment nothing to do.
+func TestArrivedToResize(t *testing.T) {
+	d := newDeployment(2, "nginx:1.16.1", "1", "0")
+	old := replicaSetOf(d, "nginx:1.14.2", 1, 2, 2, 0)
+	sameResources := replicaSetOf(d, "nginx:1.16.1", 2, 0, 0, 0)
+	moreCPU := replicaSetOf(d, "nginx:1.14.2", 3, 0, 0, 0)
+	moreCPU.Name, moreCPU.UID = "web-more-cpu", "rs-more-cpu"
+	moreCPU.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
+	notCached := replicaSetOf(d, "nginx:1.14.2", 4, 0, 0, 0)
+	notCached.Name, notCached.UID = "web-gone", "rs-gone"
+	notCached.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
+	f := newFixture(t, d, old, sameResources, moreCPU)
+
+	before := podOf(old, "web-a")
+	tests := []struct {
+		name  string
+		to    *appsv1.ReplicaSet
+		wakes bool
+	}{
+		{"taken over by a ReplicaSet asking for more cpu", moreCPU, true},
+		{"taken over by a ReplicaSet with the pod's resources (an image change)", sameResources, false},
+		{"updated, still its old ReplicaSet's", old, false},
+		{"taken over by a ReplicaSet not in the cache", notCached, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			after := before.DeepCopy()
+			after.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(tt.to, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
+			if got := f.c.arrivedToResize(before, after); got != tt.wakes {
+				t.Errorf("wakes %v, want %v", got, tt.wakes)
 			}
 		})
 	}
