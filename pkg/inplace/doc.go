@@ -34,9 +34,16 @@
 //     restarts the containers on the new images; the pod counts as out of service from
 //     step 1 until they run and are ready.
 //  4. Tidy: the names of pods that have moved (or are gone) leave both records with
-//     the next write to each ReplicaSet. The Deployment and ReplicaSet controllers
-//     share their informers, so a ReplicaSet controller that sees a record without a
-//     name already sees the pod where it went.
+//     the next write to each ReplicaSet, made for a pick or once no pod named is on
+//     its way (a write per arrival would cost a thousand-pod rollout two writes a
+//     pass). A name left behind reads as nothing: leaving only while the pod's
+//     ReplicaSet names it, arriving only while another names it leaving. The
+//     Deployment and ReplicaSet controllers share their informers, so a ReplicaSet
+//     controller that sees a record without a name already sees the pod where it went.
+//
+// The next pick waits until B names arriving every pod A names leaving, and A has
+// observed its record: a pick in between would cost A a write of its own and put off
+// B's.
 //
 // With a grace period (kroll.dev/in-place-grace-period) and the readiness gate, a pod
 // is first taken out of service (gate False, and a State recorded on it, which also

@@ -237,9 +237,13 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 	}
 	if v.Start && !h.recording() {
 		// With 20 old pods, none leaving, and partition 18: at most 2 are picked.
-		picked := h.pick(candidates, serving)
+		picked, eligible := h.pick(candidates, serving)
 		if keep := int(v.Partition); keep > 0 {
-			picked = picked[:max(0, min(len(picked), len(candidates)-keep))]
+			eligible = max(0, min(eligible, len(candidates)-keep))
+			picked = picked[:min(len(picked), eligible)]
+		}
+		if len(picked) < min(h.minRound(), eligible) && h.underWay() {
+			picked = nil
 		}
 		picked = h.fitting(picked, target, resized)
 		for _, pod := range picked {
@@ -501,7 +505,8 @@ func (h passView) tally(rs ReplicaSetPods, out sets.Set[string]) int32 {
 // pick chooses old pods to update, by name: those not serving first (they cost
 // nothing), then serving ones while fewer than max(1, MaxUnavailable) of Desired are without a
 // serving pod. Pods out of service by a write the cache does not show yet are left.
-func (h passView) pick(candidates []*corev1.Pod, serving int32) []*corev1.Pod {
+// eligible is how many could be picked, budget aside.
+func (h passView) pick(candidates []*corev1.Pod, serving int32) (picked []*corev1.Pod, eligible int) {
 	var pods []*corev1.Pod
 	for _, pod := range candidates {
 		if !h.TakenOut.Has(pod.UID) && !OutOfServiceNow(pod) {
@@ -512,7 +517,29 @@ func (h passView) pick(candidates []*corev1.Pod, serving int32) []*corev1.Pod {
 	// `kroll rollout plan` can say which pods go in which batch.
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	pods = NotServingFirst(pods, h.serving)
-	return WithinBudget(pods, h.serving, int(max(1, h.MaxUnavailable)), int(h.Desired-serving))
+	return WithinBudget(pods, h.serving, int(max(1, h.MaxUnavailable)), int(h.Desired-serving)), len(pods)
+}
+
+// minRound is the fewest pods picked at once while earlier ones are on their way:
+// half of max(1, MaxUnavailable), rounded up. Room frees a pod at a time as the last
+// round's pods come back into service, and a pick of the first few would run as a
+// round of its own (two record writes, and a take-over sync the next round waits
+// behind); waiting for half the budget keeps the rounds few and large. With
+// maxUnavailable 1 or 2 every pick goes at once.
+func (h passView) minRound() int {
+	return int(max(1, h.MaxUnavailable)+1) / 2
+}
+
+// underWay tells whether an old ReplicaSet names a pod leaving that has not arrived
+// yet: its take-over will follow without the Deployment, and the next pick may wait
+// for it. (A pod that is gone leaves the names.)
+func (h passView) underWay() bool {
+	for _, rs := range h.Old {
+		if h.leaving(rs.RS).Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // settle returns rs's pods to put back in service: mid-update or with the gate not

@@ -236,6 +236,28 @@ func TestPlanHandOver(t *testing.T) {
 			want: "b: 1 replicas, leaving [], arriving [a1]",
 		},
 		{
+			name: "a1 and a2 are on their way and room for one more frees: a pick under half of maxUnavailable 3 waits for them",
+			view: func() HandOverView {
+				A := with(a(2, 2, true), "a1,a2", "")
+				B := with(b(2, 0, true), "", "a1,a2")
+				v := view(ReplicaSetPods{RS: B}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+				v.MaxUnavailable = 3
+				return v
+			},
+			want: "",
+		},
+		{
+			name: "a1 and a2 have arrived and are not available yet: the one pod there is room for goes",
+			view: func() HandOverView {
+				A := with(a(2, 2, true), "a1,a2", "")
+				B := with(b(2, 0, true), "", "a1,a2")
+				v := view(ReplicaSetPods{RS: B, Pods: pods(B, podState{notReady: true}, "a1", "a2")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")})
+				v.MaxUnavailable = 3
+				return v
+			},
+			want: "a: 1 replicas, leaving [a3], arriving [] (gives away a3)\nb: 2 replicas, leaving [], arriving []",
+		},
+		{
 			name: "a1 has arrived, a2 is on its way: both stay named, no record is written for a1 alone",
 			view: func() HandOverView {
 				A := with(a(2, 2, true), "a1,a2", "")
