@@ -43,7 +43,9 @@
 //
 // The next pick waits until B names arriving every pod A names leaving, and A has
 // observed its record: a pick in between would cost A a write of its own and put off
-// B's.
+// B's. While those pods are still on their way, a pick of fewer than half of
+// max(1, maxUnavailable) waits for them too: it would run as a round of its own, two
+// record writes and a take-over sync that the next full round waits behind.
 //
 // With a grace period (kroll.dev/in-place-grace-period) and the readiness gate, a pod
 // is first taken out of service (gate False, and a State recorded on it, which also
