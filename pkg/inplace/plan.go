@@ -283,14 +283,16 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 }
 
 // recording tells whether the last pods picked are still being recorded: an old
-// ReplicaSet has not observed its record, or names a pod leaving that the new one does
-// not name arriving yet. Pods picked meanwhile would cost each giver a record write of
-// their own and put off the new ReplicaSet's, so the next pick waits for the pass that
-// follows the new ReplicaSet's record (its write wakes the Deployment).
+// ReplicaSet names a pod leaving that the new one does not name arriving yet, or has
+// not observed the record that names it. Pods picked meanwhile would cost each giver a
+// record write of their own and put off the new ReplicaSet's, so the next pick waits
+// for the pass that follows the new ReplicaSet's record (its write wakes the
+// Deployment). An old ReplicaSet naming no pod leaving is not waited for.
 func (h passView) recording() bool {
 	named := Names(h.New.RS, ArrivingAnnotation)
 	for _, rs := range h.Old {
-		if !Observed(rs.RS) || !named.IsSuperset(h.leaving(rs.RS)) {
+		leaving := h.leaving(rs.RS)
+		if leaving.Len() > 0 && (!Observed(rs.RS) || !named.IsSuperset(leaving)) {
 			return true
 		}
 	}

@@ -236,6 +236,15 @@ func TestPlanHandOver(t *testing.T) {
 			want: "b: 1 replicas, leaving [], arriving [a1]",
 		},
 		{
+			name: "an older ReplicaSet with no pod leaving has not observed its spec: the pick does not wait for it",
+			view: func() HandOverView {
+				A := a(4, 4, true)
+				Z := rsOf("z", "nginx:0", 0, 0, false)
+				return view(ReplicaSetPods{RS: b(0, 0, true)}, ReplicaSetPods{RS: Z}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a1", "a2", "a3", "a4")})
+			},
+			want: "a: 3 replicas, leaving [a1], arriving [] (gives away a1)",
+		},
+		{
 			name: "a1 and a2 are on their way and room for one more frees: a pick under half of maxUnavailable 3 waits for them",
 			view: func() HandOverView {
 				A := with(a(2, 2, true), "a1,a2", "")
