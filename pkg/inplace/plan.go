@@ -48,8 +48,9 @@ type HandOverView struct {
 	New *ReplicaSetPods
 	Old []ReplicaSetPods
 	// TakenOut holds the pods taken out of service (or named leaving, resized, or
-	// deleted to be recreated) by a write the cache does not show yet (see TakenOut.Out): they are not
-	// serving and are not picked, resized or recreated again.
+	// deleted to be recreated) by a write the cache does not show yet (see
+	// TakenOut.Out): they are not serving and are not picked, resized or recreated
+	// again.
 	TakenOut sets.Set[types.UID]
 	// Unfit says why pod's node cannot make its resize to to's container resources
 	// (inplace.Unfit on the caches: controller.ResizeFit), with resized, pods this plan
@@ -140,7 +141,9 @@ func (p HandOverPlan) Empty() bool {
 //     up to the available replicas its ReplicaSet reports: a pod that has left, or is
 //     back in service, is reported only at its ReplicaSet's next sync, and the bound
 //     holds for what is reported too. With 10 replicas, maxUnavailable 2 and 2 pods
-//     not available: those 2, then 2 at a time.
+//     not available: those 2, then 2 at a time. No pod is picked while the last pick
+//     is being recorded (recording), nor fewer than half of max(1, MaxUnavailable)
+//     while pods picked before are on their way (minRound).
 //  4. Each old ReplicaSet names the pods it gives away leaving and shrinks past them,
 //     in one write.
 //  5. The new ReplicaSet names arriving the pods its givers have observed leaving and
