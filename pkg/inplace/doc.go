@@ -25,6 +25,9 @@
 //  1. Give away: A names the m pods leaving and shrinks to N−m, in one write. A: N
 //     pods, N−m of them not leaving = N−m replicas. Pods go first that are unavailable,
 //     then available ones within maxUnavailable (at least 1); maxSurge does not apply.
+//     A's status counts them as neither ready nor available from then on, as the
+//     Deployment did when it picked them, and a status write that would only count
+//     fewer replicas as they leave waits until the last has left.
 //  2. Take in: once A's status shows it observed that write (observedGeneration), B
 //     names the m pods arriving and grows to k+m, in one write. B: k pods + m arriving
 //     = k+m replicas, so it creates none.
@@ -43,9 +46,16 @@
 //
 // The next pick waits until B names arriving every pod A names leaving, and A has
 // observed its record: a pick in between would cost A a write of its own and put off
-// B's. While those pods are still on their way, a pick of fewer than half of
-// max(1, maxUnavailable) waits for them too: it would run as a round of its own, two
-// record writes and a take-over sync that the next full round waits behind.
+// B's. While those pods are still on their way, or B's status does not count the pods
+// it took over yet, a pick of fewer than half of max(1, maxUnavailable) waits for them
+// too: it would run as a round of its own, two record writes and a take-over sync that
+// the next full round waits behind.
+//
+// The records are written as JSON patches on the ReplicaSet's uid and generation, and
+// the ReplicaSets' statuses as JSON patches on their uid, not on the resourceVersion:
+// the two controllers write the same ReplicaSets while a round is under way, and a
+// write refused on a resourceVersion that the other's write had moved on cost its
+// client a read and the write again, or a pass planned again.
 //
 // With a grace period (kroll.dev/in-place-grace-period) and the readiness gate, a pod
 // is first taken out of service (gate False, and a State recorded on it, which also

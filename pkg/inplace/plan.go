@@ -143,7 +143,8 @@ func (p HandOverPlan) Empty() bool {
 //     holds for what is reported too. With 10 replicas, maxUnavailable 2 and 2 pods
 //     not available: those 2, then 2 at a time. No pod is picked while the last pick
 //     is being recorded (recording), nor fewer than half of max(1, MaxUnavailable)
-//     while pods picked before are on their way (minRound).
+//     while pods picked before are on their way or the new ReplicaSet has not
+//     reported the pods it took over (minRound).
 //  4. Each old ReplicaSet names the pods it gives away leaving and shrinks past them,
 //     in one write.
 //  5. The new ReplicaSet names arriving the pods its givers have observed leaving and
@@ -245,7 +246,7 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			eligible = max(0, min(eligible, len(candidates)-keep))
 			picked = picked[:min(len(picked), eligible)]
 		}
-		if len(picked) < min(h.minRound(), eligible) && h.underWay() {
+		if len(picked) < min(h.minRound(), eligible) && (h.underWay() || h.unreported()) {
 			picked = nil
 		}
 		picked = h.fitting(picked, target, resized)
@@ -545,6 +546,15 @@ func (h passView) underWay() bool {
 		}
 	}
 	return false
+}
+
+// unreported tells whether the new ReplicaSet's controller has pods its status does
+// not count yet, or has not acted on its spec: its status write follows (and wakes the
+// Deployment), and counts as available the pods that came back meanwhile. A pass run
+// before it, on the pods a take-over sync just moved, finds room for only the few its
+// last status counted, and the next pick may wait for the rest.
+func (h passView) unreported() bool {
+	return !Observed(h.New.RS) || h.New.RS.Status.Replicas < int32(len(h.New.Pods))
 }
 
 // settle returns rs's pods to put back in service: mid-update or with the gate not

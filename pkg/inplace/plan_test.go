@@ -28,7 +28,7 @@ func rsOf(name, image string, replicas, available int32, observed bool) *appsv1.
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: name}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
 		}},
-		Status: appsv1.ReplicaSetStatus{AvailableReplicas: available, ObservedGeneration: 1},
+		Status: appsv1.ReplicaSetStatus{Replicas: replicas, AvailableReplicas: available, ObservedGeneration: 1},
 	}
 	if observed {
 		rs.Status.ObservedGeneration = 2
@@ -265,6 +265,18 @@ func TestPlanHandOver(t *testing.T) {
 				return v
 			},
 			want: "a: 1 replicas, leaving [a3], arriving [] (gives away a3)\nb: 2 replicas, leaving [], arriving []",
+		},
+		{
+			name: "a1 and a2 have arrived, B has not reported them yet (its status counts neither): a pick under half of maxUnavailable 3 waits for its report",
+			view: func() HandOverView {
+				A := with(a(2, 2, true), "a1,a2", "")
+				B := with(b(2, 0, true), "", "a1,a2")
+				B.Status.Replicas = 0
+				v := view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")})
+				v.MaxUnavailable = 3
+				return v
+			},
+			want: "a: 2 replicas, leaving [], arriving []\nb: 2 replicas, leaving [], arriving []",
 		},
 		{
 			name: "a1 has arrived, a2 is on its way: both stay named, no record is written for a1 alone",

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -146,7 +147,7 @@ func (f *fakeWriter) updateReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) 
 	f.replicaSets = append(f.replicaSets, rs.DeepCopy())
 	return rs, nil
 }
-func (f *fakeWriter) patchReplicaSet(_ context.Context, _, name string, _ []byte) (*appsv1.ReplicaSet, error) {
+func (f *fakeWriter) patchReplicaSet(_ context.Context, _, name string, _ types.PatchType, _ []byte) (*appsv1.ReplicaSet, error) {
 	f.writes = append(f.writes, "patch replicaset "+name)
 	return &appsv1.ReplicaSet{}, nil
 }

@@ -2,13 +2,18 @@ package deployment
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -129,7 +134,7 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 			return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		},
 		Patch: func(ctx context.Context, rs *appsv1.ReplicaSet, patch []byte) (*appsv1.ReplicaSet, error) {
-			return c.writes.patchReplicaSet(ctx, rs.Namespace, rs.Name, patch)
+			return c.writes.patchReplicaSet(ctx, rs.Namespace, rs.Name, types.StrategicMergePatchType, patch)
 		},
 		KeepGoing: true,
 	}.Claim(ctx, all)
@@ -207,7 +212,7 @@ func (c *Controller) scaleReplicaSet(ctx context.Context, p *pass, rs *appsv1.Re
 
 // resizeReplicaSet is scaleReplicaSet with edit (an in-place hand-over's record, which
 // reports whether it changed the copy it is given) made in the same write; it reports
-// whether it wrote.
+// whether it wrote. A record is written as a patch (see recordPatch).
 func (c *Controller) resizeReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, size int32, edit func(*appsv1.ReplicaSet) bool) (*appsv1.ReplicaSet, bool, error) {
 	want := rollout.ReplicasAnnotations(d)
 	sizeChanged := *rs.Spec.Replicas != size
@@ -236,7 +241,13 @@ func (c *Controller) resizeReplicaSet(ctx context.Context, d *appsv1.Deployment,
 	for k, v := range want {
 		next.Annotations[k] = v
 	}
-	updated, err := c.writes.updateReplicaSet(ctx, next)
+	var updated *appsv1.ReplicaSet
+	var err error
+	if edit == nil {
+		updated, err = c.writes.updateReplicaSet(ctx, next)
+	} else {
+		updated, err = c.writes.patchReplicaSet(ctx, rs.Namespace, rs.Name, types.JSONPatchType, recordPatch(rs, next))
+	}
 	if err != nil {
 		return rs, false, err
 	}
@@ -248,4 +259,44 @@ func (c *Controller) resizeReplicaSet(ctx context.Context, d *appsv1.Deployment,
 		c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", direction, updated.Name, from, size)
 	}
 	return updated, true, nil
+}
+
+// recordPatch is a JSON patch that gives rs next's replicas and annotations (a
+// hand-over record, with the Deployment's replicas annotations), provided rs is still
+// the object with its uid and generation: its spec unchanged since the cache showed it.
+// Not its resourceVersion: while a round is under way the ReplicaSets' status writes
+// move it on at every pod that arrives or comes back into service, and a record write
+// refused on one was planned again on a fresher cache, up to five times in a row, the
+// next round waiting about a second. Records and the replicas annotations are written
+// by this controller alone, and a pass runs on a cache that shows its last write (the
+// Fence), so the annotations it read are the ones there. (A generation of 0 is an
+// object never stored, as tests build them.)
+func recordPatch(rs, next *appsv1.ReplicaSet) []byte {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": rs.UID}}
+	if rs.Generation != 0 {
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/generation", "value": rs.Generation})
+	}
+	ops = append(ops, map[string]any{"op": "add", "path": "/spec/replicas", "value": *next.Spec.Replicas})
+	if len(rs.Annotations) == 0 {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": next.Annotations})
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(next.Annotations)) {
+			if v, ok := rs.Annotations[k]; !ok || v != next.Annotations[k] {
+				ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(k), "value": next.Annotations[k]})
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(rs.Annotations)) {
+			if _, ok := next.Annotations[k]; !ok {
+				ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + jsonPointerEscape(k)})
+			}
+		}
+	}
+	patch, _ := json.Marshal(ops)
+	return patch
+}
+
+// jsonPointerEscape is s as one token of a JSON pointer (RFC 6901): "~" as "~0", "/" as
+// "~1".
+func jsonPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

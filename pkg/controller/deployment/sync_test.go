@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -130,13 +131,16 @@ func (f *fixture) writes() []string {
 			name = a.GetObject().(metav1.Object).GetName()
 		case k8stesting.DeleteAction:
 			name = a.GetName()
+		case k8stesting.PatchAction:
+			name = a.GetName()
 		}
 		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), res, name))
 	}
 	return out
 }
 
-// updatedReplicaSet returns the last ReplicaSet created or updated.
+// lastReplicaSetWrite returns the last ReplicaSet created, updated or patched (as the
+// patch left it).
 func (f *fixture) lastReplicaSetWrite() *appsv1.ReplicaSet {
 	f.t.Helper()
 	acts := f.client.Actions()
@@ -145,6 +149,13 @@ func (f *fixture) lastReplicaSetWrite() *appsv1.ReplicaSet {
 			if rs, ok := o.GetObject().(*appsv1.ReplicaSet); ok {
 				return rs
 			}
+		}
+		if p, ok := acts[i].(k8stesting.PatchAction); ok && p.GetResource().Resource == "replicasets" {
+			rs, err := f.client.AppsV1().ReplicaSets(p.GetNamespace()).Get(context.Background(), p.GetName(), metav1.GetOptions{})
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			return rs
 		}
 	}
 	f.t.Fatal("no ReplicaSet was written")
@@ -371,6 +382,48 @@ func TestSync_inPlaceHandOver(t *testing.T) {
 	for _, w := range f.writes() {
 		if strings.Contains(w, "pods") {
 			t.Errorf("second pass wrote %q: the take-over is the ReplicaSet controller's", w)
+		}
+	}
+}
+
+// A hand-over record is written over a status the cache does not show yet (its
+// resourceVersion moved on), changing only the size and the annotations it names; a
+// spec that moved on (another generation) refuses it.
+func TestRecordPatch(t *testing.T) {
+	for _, moved := range []bool{false, true} {
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "rs-uid", Generation: 3, ResourceVersion: "7",
+				Annotations: map[string]string{inplace.ArrivingAnnotation: "web-a", "team": "blue"}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(4))},
+		}
+		client := fake.NewClientset(rs)
+		live := rs.DeepCopy()
+		live.Status.AvailableReplicas = 3 // a status write the cache has not seen
+		if moved {
+			live.Generation = 4
+		}
+		if _, err := client.AppsV1().ReplicaSets("default").UpdateStatus(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		next := rs.DeepCopy()
+		*next.Spec.Replicas = 2
+		delete(next.Annotations, inplace.ArrivingAnnotation)
+		next.Annotations[inplace.LeavingAnnotation] = "web-b,web-c"
+		_, err := client.AppsV1().ReplicaSets("default").Patch(context.Background(), "web-1", types.JSONPatchType, recordPatch(rs, next), metav1.PatchOptions{})
+		got, getErr := client.AppsV1().ReplicaSets("default").Get(context.Background(), "web-1", metav1.GetOptions{})
+		if getErr != nil {
+			t.Fatal(getErr)
+		}
+		if moved {
+			if err == nil || *got.Spec.Replicas != 4 {
+				t.Errorf("spec moved on: error %v, replicas %d; want the patch refused", err, *got.Spec.Replicas)
+			}
+			continue
+		}
+		want := map[string]string{inplace.LeavingAnnotation: "web-b,web-c", "team": "blue"}
+		if err != nil || *got.Spec.Replicas != 2 || !reflect.DeepEqual(got.Annotations, want) || got.Status.AvailableReplicas != 3 {
+			t.Errorf("error %v, replicas %d, annotations %v, available %d; want 2 replicas, annotations %v, the status kept",
+				err, *got.Spec.Replicas, got.Annotations, got.Status.AvailableReplicas, want)
 		}
 	}
 }

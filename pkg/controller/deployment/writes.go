@@ -19,7 +19,7 @@ type writer interface {
 	updateStatus(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error)
 	createReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error)
 	updateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error)
-	patchReplicaSet(ctx context.Context, namespace, name string, patch []byte) (*appsv1.ReplicaSet, error)
+	patchReplicaSet(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte) (*appsv1.ReplicaSet, error)
 	// deleteReplicaSet deletes rs, its UID as precondition.
 	deleteReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) error
 }
@@ -45,8 +45,8 @@ func (w apiWriter) updateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) 
 	return w.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
 }
 
-func (w apiWriter) patchReplicaSet(ctx context.Context, namespace, name string, patch []byte) (*appsv1.ReplicaSet, error) {
-	return w.client.AppsV1().ReplicaSets(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+func (w apiWriter) patchReplicaSet(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte) (*appsv1.ReplicaSet, error) {
+	return w.client.AppsV1().ReplicaSets(namespace).Patch(ctx, name, pt, patch, metav1.PatchOptions{})
 }
 
 func (w apiWriter) deleteReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) error {
@@ -86,8 +86,8 @@ func (w fencedWriter) updateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSe
 	return out, err
 }
 
-func (w fencedWriter) patchReplicaSet(ctx context.Context, namespace, name string, patch []byte) (*appsv1.ReplicaSet, error) {
-	out, err := w.writer.patchReplicaSet(ctx, namespace, name, patch)
+func (w fencedWriter) patchReplicaSet(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte) (*appsv1.ReplicaSet, error) {
+	out, err := w.writer.patchReplicaSet(ctx, namespace, name, pt, patch)
 	w.wroteReplicaSet(out, err)
 	return out, err
 }

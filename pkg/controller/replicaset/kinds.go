@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"context"
+	"encoding/json"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -34,8 +36,9 @@ type kind struct {
 	list func(namespace string) ([]*appsv1.ReplicaSet, error)
 	// getFresh reads the object from the API server, for the check before adopting.
 	getFresh func(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, error)
-	// updateStatus writes rs's status through the kind's status subresource.
-	updateStatus func(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error)
+	// patchStatus replaces rs's status through the kind's status subresource, whatever
+	// its resourceVersion now (see statusPatch).
+	patchStatus func(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error)
 	// original is rs as its own kind, the object events are recorded on.
 	original func(rs *appsv1.ReplicaSet) runtime.Object
 }
@@ -63,8 +66,8 @@ func replicaSetKind(client kubernetes.Interface, informer appsinformers.ReplicaS
 		getFresh: func(ctx context.Context, ns, name string) (*appsv1.ReplicaSet, error) {
 			return client.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
 		},
-		updateStatus: func(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-			return client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		patchStatus: func(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+			return client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.JSONPatchType, statusPatch(rs.UID, status), metav1.PatchOptions{}, "status")
 		},
 		original: func(rs *appsv1.ReplicaSet) runtime.Object { return rs },
 	}
@@ -100,8 +103,11 @@ func replicationControllerKind(client kubernetes.Interface, informer coreinforme
 			}
 			return replicaSetFromRC(rc), nil
 		},
-		updateStatus: func(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-			rc, err := client.CoreV1().ReplicationControllers(rs.Namespace).UpdateStatus(ctx, rcFromReplicaSet(rs), metav1.UpdateOptions{})
+		patchStatus: func(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+			next := rs.DeepCopy()
+			next.Status = status
+			patch := statusPatch(rs.UID, rcFromReplicaSet(next).Status)
+			rc, err := client.CoreV1().ReplicationControllers(rs.Namespace).Patch(ctx, rs.Name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
 			if err != nil {
 				return nil, err
 			}
@@ -109,6 +115,23 @@ func replicationControllerKind(client kubernetes.Interface, informer coreinforme
 		},
 		original: func(rs *appsv1.ReplicaSet) runtime.Object { return rcFromReplicaSet(rs) },
 	}
+}
+
+// statusPatch is a JSON patch that replaces an object's status with status, provided
+// the object is still the one with uid (one deleted and created again under its name is
+// not written). It carries no resourceVersion: the status is this controller's alone,
+// computed by a sync that saw the controller's last status write (the Fence), and a
+// write of the object's spec or records meanwhile (the Deployment controller resizes
+// its ReplicaSets and writes their hand-over records while they sync) leaves it as
+// true as it was; observedGeneration says which spec it was computed for. A
+// resourceVersion precondition would make such a write fail, to be read afresh and sent
+// again: three requests for one on a client that a rollout keeps busy.
+func statusPatch(uid types.UID, status any) []byte {
+	patch, _ := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": uid},
+		{"op": "replace", "path": "/status", "value": status},
+	})
+	return patch
 }
 
 // replicaSetFromRC is rc in ReplicaSet form. It shares rc's maps and slices: read only.

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -20,15 +21,22 @@ import (
 // terminatingReplicas, and a ReplicaFailure condition while resizeErr is set
 // (FailedCreate when pods were missing, FailedDelete when there were too many).
 // observedGeneration is left to the writer.
+//
+// A pod rs names leaving (inplace.LeavingAnnotation: handed over in place to another
+// ReplicaSet of its Deployment) counts among its replicas but as neither ready nor
+// available: it goes out of service as it arrives, and the Deployment controller
+// counted it out when it picked it. Its departure then changes only replicas and
+// fullyLabeledReplicas, a write that can wait (see putOff).
 func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, resizeErr error, now time.Time) appsv1.ReplicaSetStatus {
 	status := *rs.Status.DeepCopy()
 	templateLabels := labels.Set(rs.Spec.Template.Labels).AsSelectorPreValidated()
 	var fullyLabeled, ready, available int32
+	leaving := inplace.Names(rs, inplace.LeavingAnnotation)
 	for _, p := range active {
 		if templateLabels.Matches(labels.Set(p.Labels)) {
 			fullyLabeled++
 		}
-		if rollout.IsPodReady(p) {
+		if !leaving.Has(p.Name) && rollout.IsPodReady(p) {
 			ready++
 			if rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) && !inplace.Restarting(p) && !resizing(rs, p) {
 				available++
@@ -87,4 +95,31 @@ func condition(s *appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *ap
 // resized by hand is the user's.
 func resizing(rs *appsv1.ReplicaSet, p *corev1.Pod) bool {
 	return inplace.DeploymentOptedIn(rs) && inplace.Resizing(p, &rs.Spec.Template)
+}
+
+// putOff tells a status write that can wait: rs hands pods over in place, a pod it names
+// leaving is still its own, and the status differs from the one written only in fewer
+// replicas and fullyLabeledReplicas — pods that left (they counted as neither ready nor
+// available from the moment they were named). The write made once the last of them has
+// left, or for any other change, carries the counts. Meanwhile the status counts a
+// departed pod where it was: its new ReplicaSet reports it at the end of its take-over
+// sync, about when the last one leaves, and written at each departure, a round of 250
+// pods taken over cost this ReplicaSet a status write a second on the client the
+// take-overs wait for.
+func putOff(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus, active []*corev1.Pod) bool {
+	if status.Replicas > rs.Status.Replicas || status.FullyLabeledReplicas > rs.Status.FullyLabeledReplicas {
+		return false
+	}
+	same := status
+	same.Replicas, same.FullyLabeledReplicas = rs.Status.Replicas, rs.Status.FullyLabeledReplicas
+	if !equality.Semantic.DeepEqual(rs.Status, same) {
+		return false
+	}
+	leaving := inplace.Names(rs, inplace.LeavingAnnotation)
+	for _, p := range active {
+		if leaving.Has(p.Name) {
+			return true
+		}
+	}
+	return false
 }

@@ -96,9 +96,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if needsResize {
 		status.ObservedGeneration = rs.Generation
 	}
-	updated, err := c.writeStatus(ctx, rs, status)
-	if err != nil {
-		return err
+	updated := rs
+	if !putOff(rs, status, active) {
+		if updated, err = c.writeStatus(ctx, rs, status); err != nil {
+			return err
+		}
 	}
 	if resizeErr == nil {
 		if at := rollout.NextAvailable(active, updated.Spec.MinReadySeconds, now); !at.IsZero() {
@@ -351,31 +353,12 @@ func replicasOf(rs *appsv1.ReplicaSet) int32 {
 	return *rs.Spec.Replicas
 }
 
-// writeStatus writes status if it differs from rs's.
+// writeStatus writes status if it differs from rs's, in one request (see statusPatch).
 func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
 	if equality.Semantic.DeepEqual(rs.Status, status) {
 		return rs, nil
 	}
-	next := rs.DeepCopy()
-	next.Status = status
-	updated, err := c.kind.updateStatus(ctx, next)
-	if apierrors.IsConflict(err) {
-		// The Deployment controller resizes its ReplicaSets while they sync. The status
-		// stays this sync's whatever the spec is now (observedGeneration says which spec
-		// it acted on), so it is written once more on a fresh read, as upstream's
-		// controller does; failing, the sync would be retried with back-off and the
-		// status lag the pods for as long as the resizes go on.
-		fresh, getErr := c.kind.getFresh(ctx, rs.Namespace, rs.Name)
-		if getErr != nil || fresh.UID != rs.UID {
-			return rs, err
-		}
-		if equality.Semantic.DeepEqual(fresh.Status, status) {
-			return fresh, nil
-		}
-		next = fresh.DeepCopy()
-		next.Status = status
-		updated, err = c.kind.updateStatus(ctx, next)
-	}
+	updated, err := c.kind.patchStatus(ctx, rs, status)
 	if err == nil {
 		c.fence.Wrote(rs.Namespace+"/"+rs.Name, rs.UID, "owners", updated.ResourceVersion)
 	}

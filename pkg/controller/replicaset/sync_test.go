@@ -10,16 +10,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -303,35 +300,45 @@ func (l beforeTakeOverNS) Get(name string) (*corev1.Pod, error) {
 	return l.PodNamespaceLister.Get(name)
 }
 
-// Given a ReplicaSet its Deployment resized while it synced, when the status write
-// conflicts, then the status is written once more on a fresh read, with the
-// observedGeneration of the spec the sync acted on.
-func TestSync_statusWriteConflictIsRetriedOnAFreshRead(t *testing.T) {
-	rs := newReplicaSet("web", 2)
-	f := newFixture(t, rs, ownedPod(rs, "web-a"), ownedPod(rs, "web-b"))
-	resized := rs.DeepCopy()
-	resized.Generation, *resized.Spec.Replicas = 2, 1
-	if _, err := f.client.AppsV1().ReplicaSets("default").Update(context.Background(), resized, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	conflicts := 0
-	f.client.PrependReactor("update", "replicasets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" || conflicts > 0 {
-			return false, nil, nil
+// Given a ReplicaSet its Deployment resized while it synced (the cache holds the older
+// object), then the status is written over the resized spec in one request, with the
+// observedGeneration of the spec the sync acted on; and a ReplicaSet deleted and created
+// again under its name meanwhile is not written.
+func TestSync_statusIsWrittenInOneRequestOverANewerSpec(t *testing.T) {
+	for _, replaced := range []bool{false, true} {
+		rs := newReplicaSet("web", 2)
+		f := newFixture(t, rs, ownedPod(rs, "web-a"), ownedPod(rs, "web-b"))
+		resized := rs.DeepCopy()
+		resized.Generation, *resized.Spec.Replicas = 2, 1
+		if replaced {
+			resized.UID = "web-uid-2"
 		}
-		conflicts++
-		return true, nil, apierrors.NewConflict(appsv1.Resource("replicasets"), "web", errors.New("the object has been modified"))
-	})
-	if err := f.c.sync(context.Background(), "default/web"); err != nil {
-		t.Fatalf("sync: %v", err)
-	}
-	got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if conflicts != 1 || got.Status.Replicas != 2 || got.Status.ObservedGeneration != 1 || *got.Spec.Replicas != 1 {
-		t.Errorf("after %d conflicts: spec %d, status %+v; want the status written (2 replicas, observedGeneration 1) over the resized spec (1)",
-			conflicts, *got.Spec.Replicas, got.Status)
+		if _, err := f.client.AppsV1().ReplicaSets("default").Update(context.Background(), resized, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.client.ClearActions()
+		err := f.c.sync(context.Background(), "default/web")
+		got, getErr := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
+		if getErr != nil {
+			t.Fatal(getErr)
+		}
+		var writes []string
+		for _, a := range f.client.Actions()[:len(f.client.Actions())-1] { // the Get above aside
+			writes = append(writes, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+		}
+		if replaced {
+			if err == nil || got.Status.Replicas != 0 {
+				t.Errorf("replaced ReplicaSet: sync error %v, status %+v; want an error and no status written", err, got.Status)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if len(writes) != 1 || writes[0] != "patch replicasets/status" || got.Status.Replicas != 2 || got.Status.ObservedGeneration != 1 || *got.Spec.Replicas != 1 {
+			t.Errorf("requests %v, spec %d, status %+v; want one status patch (2 replicas, observedGeneration 1) over the resized spec (1)",
+				writes, *got.Spec.Replicas, got.Status)
+		}
 	}
 }
 
@@ -516,5 +523,58 @@ func TestCalculateStatus_podsResizing(t *testing.T) {
 		if status.ReadyReplicas != 3 || status.AvailableReplicas != want {
 			t.Errorf("opted in %v: %d ready, %d available; want 3 ready, %d available", optedIn, status.ReadyReplicas, status.AvailableReplicas, want)
 		}
+	}
+}
+
+// A pod its ReplicaSet names leaving counts among its replicas, not among its ready or
+// available ones.
+func TestCalculateStatus_podsNamedLeavingAreNeitherReadyNorAvailable(t *testing.T) {
+	rs := newReplicaSet("web", 1)
+	rs.Annotations = map[string]string{inplace.LeavingAnnotation: "web-a"}
+	got := CalculateStatus(rs, []*corev1.Pod{ownedPod(rs, "web-a"), ownedPod(rs, "web-b")}, nil, nil, time.Now())
+	if got.Replicas != 2 || got.FullyLabeledReplicas != 2 || got.ReadyReplicas != 1 || got.AvailableReplicas != 1 {
+		t.Errorf("status %+v; want 2 replicas, 2 fully labeled, 1 ready, 1 available", got)
+	}
+}
+
+func TestPutOff(t *testing.T) {
+	written := appsv1.ReplicaSetStatus{Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 2}
+	tests := []struct {
+		name    string
+		leaving string // the record's names
+		pods    []string
+		change  func(*appsv1.ReplicaSetStatus)
+		want    bool
+	}{
+		{"web-b left, web-c named leaving is still here: only replicas and fullyLabeledReplicas fell, the write waits", "web-b,web-c", []string{"web-a", "web-c"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 2, 2 }, true},
+		{"the last pod named leaving has left: written", "web-b,web-c", []string{"web-a"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 1, 1 }, false},
+		{"no hand-over: written", "", []string{"web-a", "web-c"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 2, 2 }, false},
+		{"a pod became unavailable too: written", "web-b,web-c", []string{"web-a", "web-c"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.AvailableReplicas = 2, 2, 0 }, false},
+		{"a new spec observed: written", "web-b,web-c", []string{"web-a", "web-c"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ObservedGeneration = 2, 2, 3 }, false},
+		{"more replicas: written", "web-c", []string{"web-a", "web-b", "web-c", "web-d"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 4, 4 }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := newReplicaSet("web", 1)
+			rs.Status = written
+			if tt.leaving != "" {
+				rs.Annotations = map[string]string{inplace.LeavingAnnotation: tt.leaving}
+			}
+			var active []*corev1.Pod
+			for _, name := range tt.pods {
+				active = append(active, ownedPod(rs, name))
+			}
+			status := written
+			tt.change(&status)
+			if got := putOff(rs, status, active); got != tt.want {
+				t.Errorf("putOff = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
