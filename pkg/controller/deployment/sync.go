@@ -269,14 +269,13 @@ func (c *Controller) resizeReplicaSet(ctx context.Context, d *appsv1.Deployment,
 // refused on one was planned again on a fresher cache, up to five times in a row, the
 // next round waiting about a second. Records and the replicas annotations are written
 // by this controller alone, and a pass runs on a cache that shows its last write (the
-// Fence), so the annotations it read are the ones there. (A generation of 0 is an
-// object never stored, as tests build them.)
+// Fence), so the annotations it read are the ones there.
 func recordPatch(rs, next *appsv1.ReplicaSet) []byte {
-	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": rs.UID}}
-	if rs.Generation != 0 {
-		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/generation", "value": rs.Generation})
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": rs.UID},
+		{"op": "test", "path": "/metadata/generation", "value": rs.Generation},
+		{"op": "add", "path": "/spec/replicas", "value": *next.Spec.Replicas},
 	}
-	ops = append(ops, map[string]any{"op": "add", "path": "/spec/replicas", "value": *next.Spec.Replicas})
 	if len(rs.Annotations) == 0 {
 		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": next.Annotations})
 	} else {

@@ -104,9 +104,7 @@ func replicationControllerKind(client kubernetes.Interface, informer coreinforme
 			return replicaSetFromRC(rc), nil
 		},
 		patchStatus: func(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
-			next := rs.DeepCopy()
-			next.Status = status
-			patch := statusPatch(rs.UID, rcFromReplicaSet(next).Status)
+			patch := statusPatch(rs.UID, rcStatus(status))
 			rc, err := client.CoreV1().ReplicationControllers(rs.Namespace).Patch(ctx, rs.Name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
 			if err != nil {
 				return nil, err
@@ -175,22 +173,29 @@ func rcFromReplicaSet(rs *appsv1.ReplicaSet) *corev1.ReplicationController {
 			MinReadySeconds: rs.Spec.MinReadySeconds,
 			Template:        rs.Spec.Template.DeepCopy(),
 		},
-		Status: corev1.ReplicationControllerStatus{
-			Replicas:             rs.Status.Replicas,
-			FullyLabeledReplicas: rs.Status.FullyLabeledReplicas,
-			ReadyReplicas:        rs.Status.ReadyReplicas,
-			AvailableReplicas:    rs.Status.AvailableReplicas,
-			ObservedGeneration:   rs.Status.ObservedGeneration,
-		},
+		Status: rcStatus(rs.Status),
 	}
 	if rs.Spec.Selector != nil {
 		rc.Spec.Selector = rs.Spec.Selector.MatchLabels
 	}
-	for _, c := range rs.Status.Conditions {
-		rc.Status.Conditions = append(rc.Status.Conditions, corev1.ReplicationControllerCondition{
+	return rc
+}
+
+// rcStatus is status in ReplicationController form (without terminatingReplicas,
+// which that kind's status has not).
+func rcStatus(status appsv1.ReplicaSetStatus) corev1.ReplicationControllerStatus {
+	out := corev1.ReplicationControllerStatus{
+		Replicas:             status.Replicas,
+		FullyLabeledReplicas: status.FullyLabeledReplicas,
+		ReadyReplicas:        status.ReadyReplicas,
+		AvailableReplicas:    status.AvailableReplicas,
+		ObservedGeneration:   status.ObservedGeneration,
+	}
+	for _, c := range status.Conditions {
+		out.Conditions = append(out.Conditions, corev1.ReplicationControllerCondition{
 			Type: corev1.ReplicationControllerConditionType(c.Type), Status: c.Status,
 			LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message,
 		})
 	}
-	return rc
+	return out
 }
