@@ -336,13 +336,23 @@ func TestResizeDeployment(t *testing.T) {
 			return len(got) == 6, fmt.Sprint(got)
 		})
 		s.expectEvent(t, "ResizeUnfit", "the resize cannot be made on node "+full+": needs cpu 600m")
+		// Each pass judges the pods it finds arrived: two arriving in one pass are both
+		// recreated; one arriving after the other was recreated finds the room that pod
+		// freed, and is resized where it is (every pod reports 600m, checked above).
 		after := s.podRecords(t, "tight")
+		keptOnFull := 0
+		for uid, b := range before {
+			if _, kept := after[uid]; kept && b.node == full {
+				keptOnFull++
+			}
+		}
+		if keptOnFull >= len(stuck) {
+			t.Errorf("every pod on %s stayed there, none of them having room to grow", full)
+		}
 		for uid, b := range before {
 			a, kept := after[uid]
 			onFull := b.node == full
 			switch {
-			case onFull && kept:
-				t.Errorf("pod %s stayed on %s, which has no room for it", b.name, full)
 			case !onFull && !kept:
 				t.Errorf("pod %s on %s, which had room, was recreated", b.name, b.node)
 			case kept && a.restarts != b.restarts:
@@ -355,7 +365,7 @@ func TestResizeDeployment(t *testing.T) {
 			}
 		}
 		s.expectNonePending(t)
-		rw.verify(t, 20, len(stuck))
+		rw.verify(t, 20, len(stuck)-keptOnFull)
 		s.removeDeployment(t, "tight")
 		s.kubectl(t, "delete", "pod", "hog", "--wait=true")
 	})
