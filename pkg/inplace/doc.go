@@ -27,7 +27,8 @@
 //     then available ones within maxUnavailable (at least 1); maxSurge does not apply.
 //     A's status counts them as neither ready nor available from then on, as the
 //     Deployment did when it picked them, and a status write that would only count
-//     fewer replicas as they leave waits until the last has left.
+//     fewer replicas as they leave waits until the last has left, then (a second at
+//     most) for the record's next write, to go with the observedGeneration of it.
 //  2. Take in: once A's status shows it observed that write (observedGeneration), B
 //     names the m pods arriving and grows to k+m, in one write. B: k pods + m arriving
 //     = k+m replicas, so it creates none.

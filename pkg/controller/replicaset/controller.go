@@ -51,7 +51,9 @@ type Controller struct {
 	// fence holds a sync back until the caches show this controller's own latest pod
 	// creates and status write for the ReplicaSet.
 	fence *controller.Fence
-	burst int
+	// recordWaits bounds the status writes put off for an in-place record (putOff).
+	recordWaits recordWaits
+	burst       int
 }
 
 // New builds the ReplicaSet controller on shared informers (which it adds handlers and
@@ -116,6 +118,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	}
 	c.expectations.Forget(key)
 	c.fence.Forget(key)
+	c.recordWaits.forget(key)
 	c.queue.Add(key)
 }
 

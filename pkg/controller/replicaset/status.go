@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -97,29 +98,94 @@ func resizing(rs *appsv1.ReplicaSet, p *corev1.Pod) bool {
 	return inplace.DeploymentOptedIn(rs) && inplace.Resizing(p, &rs.Spec.Template)
 }
 
-// putOff tells a status write that can wait: rs hands pods over in place, a pod it names
-// leaving is still its own, and the status differs from the one written only in fewer
-// replicas and fullyLabeledReplicas — pods that left (they counted as neither ready nor
-// available from the moment they were named). The write made once the last of them has
-// left, or for any other change, carries the counts. Meanwhile the status counts a
-// departed pod where it was: its new ReplicaSet reports it at the end of its take-over
+// putOff tells whether a status write can wait, and for what: rs hands pods over in
+// place and the status differs from the one written only in fewer replicas and
+// fullyLabeledReplicas — pods that left (they counted as neither ready nor available
+// from the moment they were named).
+//
+// While a pod rs names leaving is still its own, the write waits for the last of them
+// to leave (whileLeaving): its new ReplicaSet reports them at the end of its take-over
 // sync, about when the last one leaves, and written at each departure, a round of 250
 // pods taken over cost this ReplicaSet a status write a second on the client the
-// take-overs wait for.
-func putOff(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus, active []*corev1.Pod) bool {
+// take-overs wait for. Once all have left it waits for the Deployment's next write of
+// the record (forRecord, bounded by recordWait): the next round's pick, which the new
+// ReplicaSet's report of the round wakes the Deployment to make, or the record's
+// clearing. That write changes rs's generation, and the one status write then carries
+// the departures, the pods newly named leaving counted out, and the observedGeneration
+// the new ReplicaSet waits for before taking them in; written apart, the two cost the
+// take-over client a request a round. Meanwhile the status counts a departed pod where
+// it was.
+func putOff(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus, active []*corev1.Pod) statusWait {
 	if status.Replicas > rs.Status.Replicas || status.FullyLabeledReplicas > rs.Status.FullyLabeledReplicas {
-		return false
+		return writeNow
 	}
 	same := status
 	same.Replicas, same.FullyLabeledReplicas = rs.Status.Replicas, rs.Status.FullyLabeledReplicas
 	if !equality.Semantic.DeepEqual(rs.Status, same) {
-		return false
+		return writeNow
 	}
 	leaving := inplace.Names(rs, inplace.LeavingAnnotation)
+	if leaving.Len() == 0 {
+		return writeNow
+	}
 	for _, p := range active {
 		if leaving.Has(p.Name) {
-			return true
+			return whileLeaving
 		}
 	}
-	return false
+	return forRecord
+}
+
+// statusWait is what putOff decides.
+type statusWait int
+
+const (
+	writeNow statusWait = iota
+	// whileLeaving: a pod named leaving is still the ReplicaSet's own; its departure
+	// wakes the sync.
+	whileLeaving
+	// forRecord: every pod named leaving has left; the write waits for the record's
+	// next write, at most recordWait.
+	forRecord
+)
+
+// recordWait bounds a forRecord wait: the Deployment writes the record within moments
+// of the new ReplicaSet's report, but a Deployment deleted with --cascade=orphan, or
+// whose controller is down, never does, and the status must not stay stale.
+const recordWait = time.Second
+
+// recordWaits remembers, per ReplicaSet and generation, when its status write first
+// waited forRecord, so that the wait ends recordWait later. A restarted controller
+// starts afresh: its first sync waits at most recordWait more.
+type recordWaits struct {
+	mu    sync.Mutex
+	since map[string]recordWaitStart
+}
+
+type recordWaitStart struct {
+	generation int64
+	at         time.Time
+}
+
+// left is how much longer a forRecord wait of key at generation may last, from now:
+// recordWait from its first wait at this generation.
+func (w *recordWaits) left(key string, generation int64, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	start, ok := w.since[key]
+	if !ok || start.generation != generation {
+		if w.since == nil {
+			w.since = map[string]recordWaitStart{}
+		}
+		start = recordWaitStart{generation, now}
+		w.since[key] = start
+	}
+	return start.at.Add(recordWait).Sub(now)
+}
+
+// forget ends key's wait: its status was written, or it is gone.
+func (w *recordWaits) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.since, key)
 }

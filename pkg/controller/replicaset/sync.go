@@ -45,6 +45,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
 		c.fence.Forget(key)
+		c.recordWaits.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -96,8 +97,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if needsResize {
 		status.ObservedGeneration = rs.Generation
 	}
-	updated := rs
-	if !putOff(rs, status, active) {
+	updated, write := rs, true
+	switch putOff(rs, status, active) {
+	case whileLeaving:
+		write = false
+	case forRecord:
+		if left := c.recordWaits.left(key, rs.Generation, now); left > 0 {
+			write = false
+			c.queue.EnqueueAfter(rs, left)
+		}
+	}
+	if write {
+		c.recordWaits.forget(key)
 		if updated, err = c.writeStatus(ctx, rs, status); err != nil {
 			return err
 		}

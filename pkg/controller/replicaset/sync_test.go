@@ -544,20 +544,22 @@ func TestPutOff(t *testing.T) {
 		leaving string // the record's names
 		pods    []string
 		change  func(*appsv1.ReplicaSetStatus)
-		want    bool
+		want    statusWait
 	}{
 		{"web-b left, web-c named leaving is still here: only replicas and fullyLabeledReplicas fell, the write waits", "web-b,web-c", []string{"web-a", "web-c"},
-			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 2, 2 }, true},
-		{"the last pod named leaving has left: written", "web-b,web-c", []string{"web-a"},
-			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 1, 1 }, false},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 2, 2 }, whileLeaving},
+		{"the last pod named leaving has left: the write waits for the record's next write", "web-b,web-c", []string{"web-a"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 1, 1 }, forRecord},
 		{"no hand-over: written", "", []string{"web-a", "web-c"},
-			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 2, 2 }, false},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 2, 2 }, writeNow},
 		{"a pod became unavailable too: written", "web-b,web-c", []string{"web-a", "web-c"},
-			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.AvailableReplicas = 2, 2, 0 }, false},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.AvailableReplicas = 2, 2, 0 }, writeNow},
 		{"a new spec observed: written", "web-b,web-c", []string{"web-a", "web-c"},
-			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ObservedGeneration = 2, 2, 3 }, false},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ObservedGeneration = 2, 2, 3 }, writeNow},
+		{"the next pick observed after the last pod left: written", "web-a", []string{"web-a"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ObservedGeneration = 1, 1, 3 }, writeNow},
 		{"more replicas: written", "web-c", []string{"web-a", "web-b", "web-c", "web-d"},
-			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 4, 4 }, false},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 4, 4 }, writeNow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -576,5 +578,77 @@ func TestPutOff(t *testing.T) {
 				t.Errorf("putOff = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A status write waiting for the record's next write waits recordWait from its first
+// wait at that generation, whatever the syncs between; a new generation starts afresh.
+func TestRecordWaits(t *testing.T) {
+	var w recordWaits
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	steps := []struct {
+		generation int64
+		at         time.Duration
+		want       time.Duration
+	}{
+		{2, 0, recordWait},
+		{2, 300 * time.Millisecond, recordWait - 300*time.Millisecond},
+		{2, recordWait, 0},
+		{2, recordWait + time.Second, -time.Second},
+		{3, recordWait + time.Second, recordWait},
+	}
+	for i, s := range steps {
+		if got := w.left("ns/web", s.generation, start.Add(s.at)); got != s.want {
+			t.Errorf("step %d: left %v, want %v", i, got, s.want)
+		}
+	}
+	if got := w.left("ns/other", 3, start); got != recordWait {
+		t.Errorf("another ReplicaSet: left %v, want %v", got, recordWait)
+	}
+	w.forget("ns/web")
+	if got := w.left("ns/web", 3, start.Add(time.Hour)); got != recordWait {
+		t.Errorf("after forget: left %v, want %v", got, recordWait)
+	}
+}
+
+// Given a ReplicaSet whose pods named leaving have all left, when it syncs, then its
+// status write waits for the record's next write, and is made once recordWait has
+// passed without one; a record rewritten (a new generation) is written at once.
+func TestSync_departuresWaitForTheRecord(t *testing.T) {
+	for _, rewritten := range []bool{false, true} {
+		rs := newReplicaSet("old", 1)
+		inplace.SetNames(rs, inplace.LeavingAnnotation, sets.New("web-b"))
+		rs.Status = appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 1,
+			TerminatingReplicas: ptr(int32(0))}
+		f := newFixture(t, rs, ownedPod(rs, "web-a"))
+		now := time.Now()
+		f.c.now = func() time.Time { return now }
+		written := func() int32 {
+			t.Helper()
+			if err := f.c.sync(context.Background(), "default/old"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "old", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.Status.Replicas
+		}
+		if got := written(); got != 2 {
+			t.Fatalf("rewritten %v: status counts %d replicas right after web-b left; want 2, the write waiting", rewritten, got)
+		}
+		if rewritten {
+			next := rs.DeepCopy()
+			next.Generation = 2
+			if err := f.c.kind.informer.GetIndexer().Update(next); err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(recordWait / 10)
+		} else {
+			now = now.Add(recordWait)
+		}
+		if got := written(); got != 1 {
+			t.Errorf("rewritten %v: status counts %d replicas; want 1", rewritten, got)
+		}
 	}
 }
