@@ -154,6 +154,9 @@ type nodeRoom struct {
 
 // Unfit is ResizeFit on the rooms.
 func (r *NodeRooms) Unfit(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized ...*corev1.Pod) string {
+	if msg, judged := inplace.JudgedWithoutRoom(pod, to); judged {
+		return msg // the node's pods are not summed for nothing
+	}
 	room := r.room(pod.Spec.NodeName)
 	if room == nil {
 		return inplace.UnfitBeside(pod, to, nil, nil)

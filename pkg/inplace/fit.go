@@ -46,11 +46,22 @@ func Unfit(pod *corev1.Pod, to *corev1.PodTemplateSpec, node *corev1.Node, other
 // Infeasible, or nothing to judge (no node, or no resize due or deferred); judged
 // false: count them.
 func prejudge(pod *corev1.Pod, to *corev1.PodTemplateSpec, node *corev1.Node) (string, bool) {
+	if msg, judged := JudgedWithoutRoom(pod, to); judged || node != nil {
+		return msg, judged
+	}
+	return "", true
+}
+
+// JudgedWithoutRoom is what Unfit says of pod whatever its node holds, when that is
+// all it says (judged): the kubelet's Infeasible, or "" for no resize due or deferred.
+// A controller asks it before summing the pods of pod's node, which a rollout of an
+// image change, or a pod already resized, never needs.
+func JudgedWithoutRoom(pod *corev1.Pod, to *corev1.PodTemplateSpec) (string, bool) {
 	state, kubelet := ResizeStateOf(pod)
 	if state == ResizeInfeasible {
 		return InfeasibleMessage(pod, kubelet), true
 	}
-	if node == nil || (state != ResizeDeferred && PlanResize(pod, to).Empty()) {
+	if state != ResizeDeferred && PlanResize(pod, to).Empty() {
 		return "", true
 	}
 	return "", false

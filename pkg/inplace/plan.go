@@ -215,9 +215,11 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			}
 			state, mid := StateOf(pod)
 			if !mid {
-				if why := h.unfit(pod, target, resized); why != "" && v.OnlyInPlace {
-					p.Blocked = append(p.Blocked, why)
-					continue
+				if v.OnlyInPlace {
+					if why := h.unfit(pod, target, resized); why != "" {
+						p.Blocked = append(p.Blocked, why)
+						continue
+					}
 				}
 				candidates = append(candidates, pod)
 				continue
