@@ -36,7 +36,9 @@
 //     controllerRef in place of A's, B's pod-template-hash and labels, B's images. The
 //     write carries the pod's resourceVersion, so it is made at most once. The kubelet
 //     restarts the containers on the new images; the pod counts as out of service from
-//     step 1 until they run and are ready.
+//     step 1 until they run and are ready. B's status write that counts the pods taken
+//     over waits (a second at most) until they do: the next pick needs them available
+//     anyway, and a report without the last few would make it that many short.
 //  4. Tidy: the names of pods that have moved (or are gone) leave both records with
 //     the next write to each ReplicaSet, made for a pick or once no pod named is on
 //     its way (a write per arrival would cost a thousand-pod rollout two writes a

@@ -81,6 +81,12 @@ func Restarting(pod *corev1.Pod) bool {
 	return false
 }
 
+// ComingBack tells whether pod, updated in place to images (by container name), is
+// still on its way back: some container does not report running its image, ready.
+func ComingBack(pod *corev1.Pod, images map[string]string) bool {
+	return !runs(pod, images)
+}
+
 // TakeOverPatch is the one write that hands pod from one ReplicaSet to another: to's
 // images, labels (its pod-template-hash among them) and template annotations (those
 // only from's template has removed), and to's controllerRef in place of from's. Owner and pod-template-hash change together, so no

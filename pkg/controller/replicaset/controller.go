@@ -51,8 +51,8 @@ type Controller struct {
 	// fence holds a sync back until the caches show this controller's own latest pod
 	// creates and status write for the ReplicaSet.
 	fence *controller.Fence
-	// recordWaits bounds the status writes put off for an in-place record (putOff).
-	recordWaits recordWaits
+	// statusWaits bounds the status writes put off for an in-place hand-over (putOff).
+	statusWaits statusWaits
 	burst       int
 }
 
@@ -118,7 +118,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	}
 	c.expectations.Forget(key)
 	c.fence.Forget(key)
-	c.recordWaits.forget(key)
+	c.statusWaits.forget(key)
 	c.queue.Add(key)
 }
 

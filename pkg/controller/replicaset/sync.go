@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
 		c.fence.Forget(key)
-		c.recordWaits.forget(key)
+		c.statusWaits.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -98,17 +98,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		status.ObservedGeneration = rs.Generation
 	}
 	updated, write := rs, true
-	switch putOff(rs, status, active) {
+	switch wait := putOff(rs, status, active); wait {
 	case whileLeaving:
 		write = false
-	case forRecord:
-		if left := c.recordWaits.left(key, rs.Generation, now); left > 0 {
+	case forRecord, forRestarts:
+		if left := c.statusWaits.left(key, wait, rs.Generation, now); left > 0 {
 			write = false
 			c.queue.EnqueueAfter(rs, left)
 		}
 	}
 	if write {
-		c.recordWaits.forget(key)
+		c.statusWaits.forget(key)
 		if updated, err = c.writeStatus(ctx, rs, status); err != nil {
 			return err
 		}

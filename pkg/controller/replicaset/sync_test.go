@@ -541,7 +541,7 @@ func TestPutOff(t *testing.T) {
 	written := appsv1.ReplicaSetStatus{Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 2}
 	tests := []struct {
 		name    string
-		leaving string // the record's names
+		leaving string // the record's names: leaving, or arriving after a +
 		pods    []string
 		change  func(*appsv1.ReplicaSetStatus)
 		want    statusWait
@@ -560,17 +560,40 @@ func TestPutOff(t *testing.T) {
 			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ObservedGeneration = 1, 1, 3 }, writeNow},
 		{"more replicas: written", "web-c", []string{"web-a", "web-b", "web-c", "web-d"},
 			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas = 4, 4 }, writeNow},
+		{"web-d taken over, still restarting onto its new image: the write waits", "+web-d", []string{"web-a", "web-b", "web-c", "web-d*"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas = 4, 4, 3 }, forRestarts},
+		{"web-d taken over, running its new image: written", "+web-d", []string{"web-a", "web-b", "web-c", "web-d"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas = 4, 4, 4 }, writeNow},
+		{"web-c restarting, not named arriving: written", "+web-d", []string{"web-a", "web-b", "web-c*", "web-d"},
+			func(s *appsv1.ReplicaSetStatus) { s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas = 4, 4, 3 }, writeNow},
+		{"web-d taken over and restarting, no more replicas: written", "+web-d", []string{"web-a", "web-b", "web-d*"},
+			func(s *appsv1.ReplicaSetStatus) { s.ReadyReplicas = 2 }, writeNow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rs := newReplicaSet("web", 1)
+			rs.Spec.Template.Spec.Containers[0].Image = "nginx:2"
 			rs.Status = written
-			if tt.leaving != "" {
-				rs.Annotations = map[string]string{inplace.LeavingAnnotation: tt.leaving}
+			rs.Annotations = map[string]string{}
+			// A record of names starting with + names them arriving.
+			if arriving, ok := strings.CutPrefix(tt.leaving, "+"); ok {
+				rs.Annotations[inplace.ArrivingAnnotation] = arriving
+			} else if tt.leaving != "" {
+				rs.Annotations[inplace.LeavingAnnotation] = tt.leaving
 			}
 			var active []*corev1.Pod
 			for _, name := range tt.pods {
-				active = append(active, ownedPod(rs, name))
+				// A name ending in * is a pod still running the image it had before its
+				// take-over set nginx:2.
+				restarting := strings.HasSuffix(name, "*")
+				p := ownedPod(rs, strings.TrimSuffix(name, "*"))
+				p.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:2"}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "nginx:2", Ready: true,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+				if restarting {
+					p.Status.ContainerStatuses[0].Image = "nginx:1"
+				}
+				active = append(active, p)
 			}
 			status := written
 			tt.change(&status)
@@ -581,38 +604,41 @@ func TestPutOff(t *testing.T) {
 	}
 }
 
-// A status write waiting for the record's next write waits recordWait from its first
-// wait at that generation, whatever the syncs between; a new generation starts afresh.
-func TestRecordWaits(t *testing.T) {
-	var w recordWaits
+// A status write put off waits maxPutOff from its first wait for the same thing at the
+// same generation, whatever the syncs between; another wait, or a new generation,
+// starts afresh.
+func TestStatusWaits(t *testing.T) {
+	var w statusWaits
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	steps := []struct {
+		wait       statusWait
 		generation int64
 		at         time.Duration
 		want       time.Duration
 	}{
-		{2, 0, recordWait},
-		{2, 300 * time.Millisecond, recordWait - 300*time.Millisecond},
-		{2, recordWait, 0},
-		{2, recordWait + time.Second, -time.Second},
-		{3, recordWait + time.Second, recordWait},
+		{forRecord, 2, 0, maxPutOff},
+		{forRecord, 2, 300 * time.Millisecond, maxPutOff - 300*time.Millisecond},
+		{forRecord, 2, maxPutOff, 0},
+		{forRecord, 2, maxPutOff + time.Second, -time.Second},
+		{forRecord, 3, maxPutOff + time.Second, maxPutOff},
+		{forRestarts, 3, maxPutOff + 2*time.Second, maxPutOff},
 	}
 	for i, s := range steps {
-		if got := w.left("ns/web", s.generation, start.Add(s.at)); got != s.want {
+		if got := w.left("ns/web", s.wait, s.generation, start.Add(s.at)); got != s.want {
 			t.Errorf("step %d: left %v, want %v", i, got, s.want)
 		}
 	}
-	if got := w.left("ns/other", 3, start); got != recordWait {
-		t.Errorf("another ReplicaSet: left %v, want %v", got, recordWait)
+	if got := w.left("ns/other", forRecord, 3, start); got != maxPutOff {
+		t.Errorf("another ReplicaSet: left %v, want %v", got, maxPutOff)
 	}
 	w.forget("ns/web")
-	if got := w.left("ns/web", 3, start.Add(time.Hour)); got != recordWait {
-		t.Errorf("after forget: left %v, want %v", got, recordWait)
+	if got := w.left("ns/web", forRestarts, 3, start.Add(time.Hour)); got != maxPutOff {
+		t.Errorf("after forget: left %v, want %v", got, maxPutOff)
 	}
 }
 
 // Given a ReplicaSet whose pods named leaving have all left, when it syncs, then its
-// status write waits for the record's next write, and is made once recordWait has
+// status write waits for the record's next write, and is made once maxPutOff has
 // passed without one; a record rewritten (a new generation) is written at once.
 func TestSync_departuresWaitForTheRecord(t *testing.T) {
 	for _, rewritten := range []bool{false, true} {
@@ -621,20 +647,8 @@ func TestSync_departuresWaitForTheRecord(t *testing.T) {
 		rs.Status = appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 1,
 			TerminatingReplicas: ptr(int32(0))}
 		f := newFixture(t, rs, ownedPod(rs, "web-a"))
-		now := time.Now()
-		f.c.now = func() time.Time { return now }
-		written := func() int32 {
-			t.Helper()
-			if err := f.c.sync(context.Background(), "default/old"); err != nil {
-				t.Fatal(err)
-			}
-			got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "old", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return got.Status.Replicas
-		}
-		if got := written(); got != 2 {
+		now := f.frozenClock()
+		if got := f.syncedReplicas(t, "old"); got != 2 {
 			t.Fatalf("rewritten %v: status counts %d replicas right after web-b left; want 2, the write waiting", rewritten, got)
 		}
 		if rewritten {
@@ -643,12 +657,69 @@ func TestSync_departuresWaitForTheRecord(t *testing.T) {
 			if err := f.c.kind.informer.GetIndexer().Update(next); err != nil {
 				t.Fatal(err)
 			}
-			now = now.Add(recordWait / 10)
+			*now = now.Add(maxPutOff / 10)
 		} else {
-			now = now.Add(recordWait)
+			*now = now.Add(maxPutOff)
 		}
-		if got := written(); got != 1 {
+		if got := f.syncedReplicas(t, "old"); got != 1 {
 			t.Errorf("rewritten %v: status counts %d replicas; want 1", rewritten, got)
 		}
 	}
+}
+
+// Given an in-place Deployment's ReplicaSet that counts a pod taken over, still
+// restarting onto its new image, when it syncs, then its status write waits for the
+// restart, and is made once the pod runs the image, or once maxPutOff has passed.
+func TestSync_takenOverPodsRestartingPutTheReportOff(t *testing.T) {
+	for _, restarted := range []bool{true, false} {
+		rs := newReplicaSet("new", 2)
+		rs.OwnerReferences = []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "d-uid", Controller: ptr(true)}}
+		rs.Annotations = map[string]string{inplace.StrategyAnnotation: string(inplace.IfPossible), inplace.ArrivingAnnotation: "web-b"}
+		rs.Status = appsv1.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 1,
+			TerminatingReplicas: ptr(int32(0))}
+		pod := func(name, running string) *corev1.Pod {
+			p := ownedPod(rs, name)
+			p.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx"}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: running, Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+			return p
+		}
+		takenOver := pod("web-b", "nginx:old")
+		f := newFixture(t, rs, pod("web-a", "nginx"), takenOver)
+		now := f.frozenClock()
+		if got := f.syncedReplicas(t, "new"); got != 1 {
+			t.Fatalf("restarted %v: status counts %d replicas while web-b restarts; want 1, the write waiting", restarted, got)
+		}
+		if restarted {
+			if err := f.c.podIndexer.Update(pod("web-b", "nginx")); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			*now = now.Add(maxPutOff)
+		}
+		if got := f.syncedReplicas(t, "new"); got != 2 {
+			t.Errorf("restarted %v: status counts %d replicas; want 2", restarted, got)
+		}
+	}
+}
+
+// frozenClock stops the controller's clock at now, and returns it to move on.
+func (f *fixture) frozenClock() *time.Time {
+	now := time.Now()
+	f.c.now = func() time.Time { return now }
+	return &now
+}
+
+// syncedReplicas syncs the ReplicaSet name and returns the replicas its status, as the
+// API server holds it, counts.
+func (f *fixture) syncedReplicas(t *testing.T, name string) int32 {
+	t.Helper()
+	if err := f.c.sync(context.Background(), "default/"+name); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.Replicas
 }
