@@ -40,9 +40,10 @@
 //     over waits (a second at most) until they do: the next pick needs them available
 //     anyway, and a report without the last few would make it that many short.
 //  4. Tidy: the names of pods that have moved (or are gone) leave both records with
-//     the next write to each ReplicaSet, made for a pick or once no pod named is on
-//     its way (a write per arrival would cost a thousand-pod rollout two writes a
-//     pass). A name left behind reads as nothing: leaving only while the pod's
+//     the next write to each ReplicaSet, made for a pick, or once no pod named is on
+//     its way and none is left to pick (a write per arrival would cost a thousand-pod
+//     rollout two writes a pass, a clear between rounds two writes a round). A name
+//     left behind reads as nothing: leaving only while the pod's
 //     ReplicaSet names it, arriving only while another names it leaving. The
 //     Deployment and ReplicaSet controllers share their informers, so a ReplicaSet
 //     controller that sees a record without a name already sees the pod where it went.

@@ -241,9 +241,11 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			}
 		}
 	}
+	var picked []*corev1.Pod
 	if v.Start && !h.recording() {
 		// With 20 old pods, none leaving, and partition 18: at most 2 are picked.
-		picked, eligible := h.pick(candidates, serving)
+		var eligible int
+		picked, eligible = h.pick(candidates, serving)
 		if keep := int(v.Partition); keep > 0 {
 			eligible = max(0, min(eligible, len(candidates)-keep))
 			picked = picked[:min(len(picked), eligible)]
@@ -263,6 +265,9 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			handOff[owner.UID] = append(handOff[owner.UID], pod)
 		}
 	}
+	// Old pods left to pick after this pass: the records of pods that have all arrived
+	// are then left for the next pick's writes to replace, rather than cleared first.
+	more := v.Start && len(candidates)-len(picked) > int(v.Partition)
 	for _, rs := range v.Old {
 		given := handOff[rs.RS.UID]
 		leaving := h.leaving(rs.RS).Clone()
@@ -271,7 +276,7 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 		}
 		arriving := h.arriving(rs.RS)
 		size := min(rollout.Replicas(rs.RS.Spec.Replicas), int32(len(rs.Pods)-leaving.Len()+arriving.Len()))
-		p.recordUnderWay(Record{RS: rs.RS, Replicas: size, Leaving: leaving, Arriving: arriving, GivenAway: given})
+		p.recordUnderWay(Record{RS: rs.RS, Replicas: size, Leaving: leaving, Arriving: arriving, GivenAway: given}, more)
 		busy = busy || len(given) > 0
 	}
 
@@ -283,7 +288,7 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 	if size > v.Desired {
 		size = max(v.Desired, rollout.Replicas(newRS.Spec.Replicas))
 	}
-	p.recordUnderWay(Record{RS: newRS, Replicas: size, Leaving: newLeaving, Arriving: arriving})
+	p.recordUnderWay(Record{RS: newRS, Replicas: size, Leaving: newLeaving, Arriving: arriving}, more)
 	sort.Strings(p.Blocked)
 	return p
 }
@@ -410,16 +415,19 @@ func (p *HandOverPlan) record(r Record) {
 
 // recordUnderWay is record for a rollout moving on: a record that would only lose
 // names of pods that have arrived (or never will) is left as it is while it still
-// names a pod on its way, and cleared once it names none. Written at each arrival, a
-// thousand-pod rollout's records cost a write per pass while the ReplicaSet takes pods
-// over. A name left behind is harmless: the planner and the ReplicaSet controller read
-// a name as leaving only while the ReplicaSet that controls the pod names it, and as
-// arriving only while another one names it leaving; a ReplicaSet names no pod leaving
-// (or arriving) without a write of its record, which drops the names left behind.
-func (p *HandOverPlan) recordUnderWay(r Record) {
+// names a pod on its way, and cleared once it names none — unless more pods are to be
+// picked, whose record writes replace it. Written at each arrival, a thousand-pod
+// rollout's records cost a write per pass while the ReplicaSet takes pods over, and
+// cleared between rounds, two writes a round on the client that also writes the
+// resizes. A name left behind is harmless: the planner and the ReplicaSet controller
+// read a name as leaving only while the ReplicaSet that controls the pod names it, and
+// as arriving only while another one names it leaving; a ReplicaSet names no pod
+// leaving (or arriving) without a write of its record, which drops the names left
+// behind. The last round's records are cleared.
+func (p *HandOverPlan) recordUnderWay(r Record, more bool) {
 	onlyLoses := rollout.Replicas(r.RS.Spec.Replicas) == r.Replicas &&
 		Names(r.RS, LeavingAnnotation).IsSuperset(r.Leaving) && Names(r.RS, ArrivingAnnotation).IsSuperset(r.Arriving)
-	if onlyLoses && r.Leaving.Len()+r.Arriving.Len() > 0 {
+	if onlyLoses && (r.Leaving.Len()+r.Arriving.Len() > 0 || more) {
 		return
 	}
 	p.record(r)

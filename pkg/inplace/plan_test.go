@@ -256,7 +256,7 @@ func TestPlanHandOver(t *testing.T) {
 			want: "",
 		},
 		{
-			name: "a1 and a2 have arrived and are not available yet: the one pod there is room for goes",
+			name: "a1 and a2 have arrived and are not available yet: the one pod there is room for goes, and B's record keeps their names until it names a3",
 			view: func() HandOverView {
 				A := with(a(2, 2, true), "a1,a2", "")
 				B := with(b(2, 0, true), "", "a1,a2")
@@ -264,10 +264,10 @@ func TestPlanHandOver(t *testing.T) {
 				v.MaxUnavailable = 3
 				return v
 			},
-			want: "a: 1 replicas, leaving [a3], arriving [] (gives away a3)\nb: 2 replicas, leaving [], arriving []",
+			want: "a: 1 replicas, leaving [a3], arriving [] (gives away a3)",
 		},
 		{
-			name: "a1 and a2 have arrived, B has not reported them yet (its status counts neither): a pick under half of maxUnavailable 3 waits for its report",
+			name: "a1 and a2 have arrived, B has not reported them yet (its status counts neither): a pick under half of maxUnavailable 3 waits for its report, and the records for its writes",
 			view: func() HandOverView {
 				A := with(a(2, 2, true), "a1,a2", "")
 				B := with(b(2, 0, true), "", "a1,a2")
@@ -276,7 +276,7 @@ func TestPlanHandOver(t *testing.T) {
 				v.MaxUnavailable = 3
 				return v
 			},
-			want: "a: 2 replicas, leaving [], arriving []\nb: 2 replicas, leaving [], arriving []",
+			want: "",
 		},
 		{
 			name: "a1 has arrived, a2 is on its way: both stay named, no record is written for a1 alone",
@@ -290,12 +290,12 @@ func TestPlanHandOver(t *testing.T) {
 			want: "",
 		},
 		{
-			name: "a1 and a2 have both arrived: the records are cleared",
+			name: "a1 and a2 have both arrived, and the partition keeps a3 and a4: the records are cleared",
 			view: func() HandOverView {
 				A := with(a(2, 2, true), "a1,a2", "")
 				B := with(b(2, 2, true), "", "a1,a2")
 				v := view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")})
-				v.Start = false
+				v.Partition = 2
 				return v
 			},
 			want: "a: 2 replicas, leaving [], arriving []\nb: 2 replicas, leaving [], arriving []",
@@ -319,13 +319,13 @@ func TestPlanHandOver(t *testing.T) {
 			want: "",
 		},
 		{
-			name: "hand-over 3/4: a1 has moved to B, so its name leaves both records, and the next pod goes once B reports a1 available",
+			name: "hand-over 3/4: a1 has moved to B, and the next pod goes once B reports a1 available: A's record names it in a1's place, B's keeps a1 until it names a2",
 			view: func() HandOverView {
 				A := with(a(3, 3, true), "a1", "")
 				B := with(b(1, 1, true), "", "a1")
 				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
 			},
-			want: "a: 2 replicas, leaving [a2], arriving [] (gives away a2)\nb: 1 replicas, leaving [], arriving []",
+			want: "a: 2 replicas, leaving [a2], arriving [] (gives away a2)",
 		},
 		{
 			name: "hand-over 4/4: a taken-over pod restarting on its new image is out of service: nothing more goes",
@@ -416,14 +416,24 @@ func TestPlanHandOver(t *testing.T) {
 			want: "a: 3 replicas, leaving [], arriving [b1]",
 		},
 		{
-			name: "a pod deleted mid-move: its name leaves A's record, and B, with nothing more on its way, grows to replace it",
+			name: "a pod deleted mid-move: nothing is written while no pod can go (B's controller replaces it; the names are left for the next pick's writes)",
 			view: func() HandOverView {
 				A := with(a(3, 3, true), "a1", "")
 				B := with(b(1, 0, true), "", "a1")
 				return view(ReplicaSetPods{RS: B}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a2", "a3", "a4")})
 			},
-			want: "a: 3 replicas, leaving [], arriving []\nb: 1 replicas, leaving [], arriving []",
+			want: "",
 		},
+		{
+			name: "the last pods have arrived, none left to pick: the records are cleared",
+			view: func() HandOverView {
+				A := with(a(0, 0, true), "a3,a4", "")
+				B := with(b(4, 4, true), "", "a3,a4")
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2", "a3", "a4")}, ReplicaSetPods{RS: A})
+			},
+			want: "a: 0 replicas, leaving [], arriving []\nb: 4 replicas, leaving [], arriving []",
+		},
+
 		{
 			name: "B never grows to create a pod while old pods may still arrive: A has a pod leaving",
 			view: func() HandOverView {

@@ -118,7 +118,8 @@ func resizing(rs *appsv1.ReplicaSet, p *corev1.Pod) bool {
 //
 // The taker's: the status counts more replicas than written — pods taken over — while
 // a pod rs names arriving, and has taken over, is still restarting onto the images its
-// take-over set: the write waits for it to run them, ready (forRestarts). The last
+// take-over set, or being resized: the write waits for it to run them, ready, with its
+// new resources (forRestarts). The last
 // pods of a round are taken over moments before its end, and the Deployment's next
 // pick waits for them to be available anyway (they hold maxUnavailable); reported
 // without them, the round let it pick that many pods short, a round of its own at the
@@ -153,7 +154,8 @@ func putOff(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus, active []*cor
 }
 
 // arrivalsComingBack tells whether a pod rs names arriving, and has taken over, is still
-// restarting onto rs's images (inplace.ComingBack).
+// restarting onto rs's images (inplace.ComingBack) or being resized to its container
+// resources (resizing).
 func arrivalsComingBack(rs *appsv1.ReplicaSet, active []*corev1.Pod) bool {
 	arriving := inplace.Names(rs, inplace.ArrivingAnnotation)
 	if arriving.Len() == 0 {
@@ -161,7 +163,7 @@ func arrivalsComingBack(rs *appsv1.ReplicaSet, active []*corev1.Pod) bool {
 	}
 	images := inplace.Images(&rs.Spec.Template)
 	for _, p := range active {
-		if arriving.Has(p.Name) && inplace.ComingBack(p, images) {
+		if arriving.Has(p.Name) && (inplace.ComingBack(p, images) || resizing(rs, p)) {
 			return true
 		}
 	}
