@@ -241,11 +241,9 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			}
 		}
 	}
-	var picked []*corev1.Pod
 	if v.Start && !h.recording() {
 		// With 20 old pods, none leaving, and partition 18: at most 2 are picked.
-		var eligible int
-		picked, eligible = h.pick(candidates, serving)
+		picked, eligible := h.pick(candidates, serving)
 		if keep := int(v.Partition); keep > 0 {
 			eligible = max(0, min(eligible, len(candidates)-keep))
 			picked = picked[:min(len(picked), eligible)]
@@ -265,9 +263,13 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			handOff[owner.UID] = append(handOff[owner.UID], pod)
 		}
 	}
-	// Old pods left to pick after this pass: the records of pods that have all arrived
-	// are then left for the next pick's writes to replace, rather than cleared first.
-	more := v.Start && len(candidates)-len(picked) > int(v.Partition)
+	// Old pods to pick, in this pass or after it, or picked and not yet named arriving:
+	// the records of pods that have all arrived are then left for the pick's writes to
+	// replace, rather than cleared first. The last round's are cleared once the new
+	// ReplicaSet reports its pods: it puts that report off while pods it names arriving
+	// come back (restart, or are resized), and a record cleared before would have it
+	// report each of them as it does.
+	more := v.Start && len(candidates) > int(v.Partition) || h.recording() || h.unreported()
 	for _, rs := range v.Old {
 		given := handOff[rs.RS.UID]
 		leaving := h.leaving(rs.RS).Clone()

@@ -155,6 +155,17 @@ func TestPlanHandOver(t *testing.T) {
 		return rsOf("b", "nginx:2", replicas, available, observed)
 	}
 	serving := podState{}
+	// bothArrived: a1 and a2 have moved from A to B, both serving and reported; a3 and
+	// a4 are left on A; then change.
+	bothArrived := func(change func(*HandOverView)) func() HandOverView {
+		return func() HandOverView {
+			A := with(a(2, 2, true), "a1,a2", "")
+			B := with(b(2, 2, true), "", "a1,a2")
+			v := view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")})
+			change(&v)
+			return v
+		}
+	}
 	tests := []struct {
 		name string
 		view func() HandOverView
@@ -291,13 +302,7 @@ func TestPlanHandOver(t *testing.T) {
 		},
 		{
 			name: "a1 and a2 have both arrived, and the partition keeps a3 and a4: the records are cleared",
-			view: func() HandOverView {
-				A := with(a(2, 2, true), "a1,a2", "")
-				B := with(b(2, 2, true), "", "a1,a2")
-				v := view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2")}, ReplicaSetPods{RS: A, Pods: pods(A, serving, "a3", "a4")})
-				v.Partition = 2
-				return v
-			},
+			view: bothArrived(func(v *HandOverView) { v.Partition = 2 }),
 			want: "a: 2 replicas, leaving [], arriving []\nb: 2 replicas, leaving [], arriving []",
 		},
 		{
@@ -425,6 +430,16 @@ func TestPlanHandOver(t *testing.T) {
 			want: "",
 		},
 		{
+			name: "the last old pods are picked: B's record keeps a1 and a2 until it names a3 and a4",
+			view: bothArrived(func(v *HandOverView) { v.MaxUnavailable = 2 }),
+			want: "a: 0 replicas, leaving [a3,a4], arriving [] (gives away a3,a4)",
+		},
+		{
+			name: "the last old pods picked, A has not observed its record yet: B's record keeps a1 and a2 until it names a3 and a4",
+			view: bothArrived(func(v *HandOverView) { v.Old[0].RS = with(a(0, 2, false), "a3,a4", "") }),
+			want: "",
+		},
+		{
 			name: "the last pods have arrived, none left to pick: the records are cleared",
 			view: func() HandOverView {
 				A := with(a(0, 0, true), "a3,a4", "")
@@ -432,6 +447,16 @@ func TestPlanHandOver(t *testing.T) {
 				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2", "a3", "a4")}, ReplicaSetPods{RS: A})
 			},
 			want: "a: 0 replicas, leaving [], arriving []\nb: 4 replicas, leaving [], arriving []",
+		},
+		{
+			name: "the last pods have arrived, B has not reported them yet (it waits for them to come back): the records wait for its report",
+			view: func() HandOverView {
+				A := with(a(0, 0, true), "a3,a4", "")
+				B := with(b(4, 2, true), "", "a3,a4")
+				B.Status.Replicas = 2
+				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2", "a3", "a4")}, ReplicaSetPods{RS: A})
+			},
+			want: "",
 		},
 
 		{

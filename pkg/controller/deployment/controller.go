@@ -229,9 +229,9 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 		}
 		return
 	}
-	if c.arrivedToResize(old, cur) {
+	if rs := c.arrivedToResize(old, cur); rs != nil {
 		if d := c.deploymentOfPod(cur); d != nil && inPlaceMode(d) != inplace.Off {
-			c.queue.EnqueueAfter(d, arrivalsGathered)
+			c.queue.EnqueueAfter(d, c.gatherAfter(cur, rs))
 		}
 		return
 	}
@@ -255,18 +255,39 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 // whole rollout again for each, and write the Deployment's status as often.
 const arrivalsGathered = 500 * time.Millisecond
 
-// arrivedToResize tells a pod update that is a take-over (another ReplicaSet now
-// controls the pod) by a ReplicaSet whose template's resources the pod lacks: the
-// Deployment writes its resize. Woken only then, it resizes pods as they arrive,
-// while the ReplicaSet takes the others over, rather than all of them once the last
-// has arrived; an image change's take-over leaves the Deployment nothing to do.
-func (c *Controller) arrivedToResize(old, cur *corev1.Pod) bool {
+// arrivedToResize returns the ReplicaSet that took cur over, when the update is a
+// take-over (another ReplicaSet now controls the pod) by one whose template's
+// resources the pod lacks: the Deployment writes its resize. Woken only then, it
+// resizes pods as they arrive, while the ReplicaSet takes the others over, rather than
+// all of them once the last has arrived; an image change's take-over leaves the
+// Deployment nothing to do. nil for any other update.
+func (c *Controller) arrivedToResize(old, cur *corev1.Pod) *appsv1.ReplicaSet {
 	a, b := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
 	if b == nil || (a != nil && a.UID == b.UID) {
-		return false
+		return nil
 	}
 	rs, ok := controller.Resolve(b, "ReplicaSet", c.rsLister.ReplicaSets(cur.Namespace).Get)
-	return ok && !inplace.PlanResize(cur, &rs.Spec.Template).Empty()
+	if !ok || inplace.PlanResize(cur, &rs.Spec.Template).Empty() {
+		return nil
+	}
+	return rs
+}
+
+// gatherAfter is how long the Deployment waits to resize pod, just arrived on rs:
+// arrivalsGathered while rs names another pod arriving that it does not control yet,
+// none once pod is the last of them. Nothing arrives after the last to be gathered
+// with it, and the round's end waits for its resize.
+func (c *Controller) gatherAfter(pod *corev1.Pod, rs *appsv1.ReplicaSet) time.Duration {
+	for name := range inplace.Names(rs, inplace.ArrivingAnnotation) {
+		other, err := c.podLister.Pods(pod.Namespace).Get(name)
+		if err != nil {
+			continue // gone: it never arrives
+		}
+		if ref := metav1.GetControllerOf(other); ref == nil || ref.UID != rs.UID {
+			return arrivalsGathered
+		}
+	}
+	return 0
 }
 
 // resizeHeld tells a pod update where the kubelet starts or stops holding a resize

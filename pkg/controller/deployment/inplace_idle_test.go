@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
@@ -77,9 +78,30 @@ func TestArrivedToResize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			after := before.DeepCopy()
 			after.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(tt.to, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}
-			if got := f.c.arrivedToResize(before, after); got != tt.wakes {
+			if got := f.c.arrivedToResize(before, after) != nil; got != tt.wakes {
 				t.Errorf("wakes %v, want %v", got, tt.wakes)
 			}
 		})
+	}
+}
+
+// The Deployment gathers arrivals for half a second before resizing them, but not
+// after the last pod its new ReplicaSet names arriving: nothing more comes.
+func TestGatherAfter(t *testing.T) {
+	d := newDeployment(2, "nginx:1.16.1", "1", "0")
+	old := replicaSetOf(d, "nginx:1.14.2", 1, 2, 2, 0)
+	taker := replicaSetOf(d, "nginx:1.14.2", 2, 0, 0, 0)
+	taker.Name, taker.UID = "web-more-cpu", "rs-more-cpu"
+	inplace.SetNames(taker, inplace.ArrivingAnnotation, sets.New("web-a", "web-b", "web-gone"))
+	arrived, onItsWay := podOf(taker, "web-a"), podOf(old, "web-b")
+	f := newFixture(t, d, old, taker, arrived, onItsWay)
+	if got := f.c.gatherAfter(arrived, taker); got != arrivalsGathered {
+		t.Errorf("web-b still on its way: wait %v, want %v", got, arrivalsGathered)
+	}
+	if err := f.c.podIndexer.Update(podOf(taker, "web-b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.c.gatherAfter(arrived, taker); got != 0 {
+		t.Errorf("web-b arrived, web-gone gone: wait %v, want none", got)
 	}
 }
