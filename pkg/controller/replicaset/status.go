@@ -119,11 +119,11 @@ func resizing(rs *appsv1.ReplicaSet, p *corev1.Pod) bool {
 // The taker's: the status counts more replicas than written — pods taken over — while
 // a pod rs names arriving, and has taken over, is still restarting onto the images its
 // take-over set, or being resized: the write waits for it to run them, ready, with its
-// new resources (forRestarts). The last
-// pods of a round are taken over moments before its end, and the Deployment's next
-// pick waits for them to be available anyway (they hold maxUnavailable); reported
-// without them, the round let it pick that many pods short, a round of its own at the
-// end, and each of them cost a write of its own as it came back.
+// new resources (forRestarts). The last pods of a round are taken over moments before
+// its end, and the Deployment's next pick waits for them to be available anyway (they
+// hold maxUnavailable); reported without them, the round let it pick that many pods
+// short, a round of its own at the end, and each of them cost a write of its own as it
+// came back.
 //
 // forRecord and forRestarts wait maxPutOff at most.
 func putOff(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus, active []*corev1.Pod) statusWait {
@@ -182,7 +182,7 @@ const (
 	// next write.
 	forRecord
 	// forRestarts: pods taken over are counted, and one is still restarting onto its
-	// new images.
+	// new images or being resized.
 	forRestarts
 )
 
