@@ -241,7 +241,8 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			}
 		}
 	}
-	if v.Start && !h.recording() {
+	recording := h.recording()
+	if v.Start && !recording {
 		// With 20 old pods, none leaving, and partition 18: at most 2 are picked.
 		picked, eligible := h.pick(candidates, serving)
 		if keep := int(v.Partition); keep > 0 {
@@ -269,7 +270,7 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 	// ReplicaSet reports its pods: it puts that report off while pods it names arriving
 	// come back (restart, or are resized), and a record cleared before would have it
 	// report each of them as it does.
-	more := v.Start && len(candidates) > int(v.Partition) || h.recording() || h.unreported()
+	more := v.Start && len(candidates) > int(v.Partition) || recording || h.unreported()
 	for _, rs := range v.Old {
 		given := handOff[rs.RS.UID]
 		leaving := h.leaving(rs.RS).Clone()

@@ -166,6 +166,16 @@ func TestPlanHandOver(t *testing.T) {
 			return v
 		}
 	}
+	// lastArrived: a3 and a4, the last of A's pods, have moved to B, which holds all
+	// four, reported; then change B.
+	lastArrived := func(change func(B *appsv1.ReplicaSet)) func() HandOverView {
+		return func() HandOverView {
+			A := with(a(0, 0, true), "a3,a4", "")
+			B := with(b(4, 4, true), "", "a3,a4")
+			change(B)
+			return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2", "a3", "a4")}, ReplicaSetPods{RS: A})
+		}
+	}
 	tests := []struct {
 		name string
 		view func() HandOverView
@@ -441,24 +451,14 @@ func TestPlanHandOver(t *testing.T) {
 		},
 		{
 			name: "the last pods have arrived, none left to pick: the records are cleared",
-			view: func() HandOverView {
-				A := with(a(0, 0, true), "a3,a4", "")
-				B := with(b(4, 4, true), "", "a3,a4")
-				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2", "a3", "a4")}, ReplicaSetPods{RS: A})
-			},
+			view: lastArrived(func(*appsv1.ReplicaSet) {}),
 			want: "a: 0 replicas, leaving [], arriving []\nb: 4 replicas, leaving [], arriving []",
 		},
 		{
 			name: "the last pods have arrived, B has not reported them yet (it waits for them to come back): the records wait for its report",
-			view: func() HandOverView {
-				A := with(a(0, 0, true), "a3,a4", "")
-				B := with(b(4, 2, true), "", "a3,a4")
-				B.Status.Replicas = 2
-				return view(ReplicaSetPods{RS: B, Pods: pods(B, serving, "a1", "a2", "a3", "a4")}, ReplicaSetPods{RS: A})
-			},
+			view: lastArrived(func(B *appsv1.ReplicaSet) { B.Status.Replicas, B.Status.AvailableReplicas = 2, 2 }),
 			want: "",
 		},
-
 		{
 			name: "B never grows to create a pod while old pods may still arrive: A has a pod leaving",
 			view: func() HandOverView {

@@ -342,16 +342,11 @@ func TestResizeDeployment(t *testing.T) {
 		after := s.podRecords(t, "tight")
 		keptOnFull := 0
 		for uid, b := range before {
-			if _, kept := after[uid]; kept && b.node == full {
-				keptOnFull++
-			}
-		}
-		if keptOnFull >= len(stuck) {
-			t.Errorf("every pod on %s stayed there, none of them having room to grow", full)
-		}
-		for uid, b := range before {
 			a, kept := after[uid]
 			onFull := b.node == full
+			if onFull && kept {
+				keptOnFull++
+			}
 			switch {
 			case !onFull && !kept:
 				t.Errorf("pod %s on %s, which had room, was recreated", b.name, b.node)
@@ -363,6 +358,9 @@ func TestResizeDeployment(t *testing.T) {
 			if _, kept := before[uid]; !kept && a.node == full {
 				t.Errorf("recreated pod %s placed on %s again", a.name, full)
 			}
+		}
+		if keptOnFull >= len(stuck) {
+			t.Errorf("every pod on %s stayed there, none of them having room to grow", full)
 		}
 		s.expectNonePending(t)
 		rw.verify(t, 20, len(stuck)-keptOnFull)
