@@ -386,6 +386,20 @@ func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, clk *podC
 		}
 		k.mu.Unlock()
 	}
+	if removedWithItsDeletion(pod) {
+		// The API server has removed it already, most likely, and its DELETED event is
+		// on its way: give that event the moment a runtime takes to stop the
+		// containers, then read the pod, as the kubelet's status manager does, before
+		// writing to it.
+		if due := clk.deleteSeen.Add(zeroGraceStop); now.Before(due) {
+			return due.Sub(now), nil
+		}
+		if _, err := k.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return 0, nil
+		} else if err != nil {
+			return 0, err
+		}
+	}
 	grace := time.Duration(0)
 	if pod.DeletionGracePeriodSeconds != nil && runsContainers(pod.Status) {
 		grace = min(time.Duration(*pod.DeletionGracePeriodSeconds)*time.Second, k.cfg.MaxGracePeriod)

@@ -27,6 +27,18 @@ func isTerminal(phase corev1.PodPhase) bool {
 	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
 
+// zeroGraceStop is how long the kubelet takes to stop the containers of a pod deleted
+// with a zero grace period, before it reports them stopped.
+const zeroGraceStop = 100 * time.Millisecond
+
+// removedWithItsDeletion tells a pod the API server removes in the very request that
+// deletes it: a zero grace period and no finalizer. Its watch still shows the deletion
+// timestamp being set just before the pod goes, and a kubelet that wrote the final
+// status on that sight would, more often than not, write to a pod no longer there.
+func removedWithItsDeletion(pod *corev1.Pod) bool {
+	return pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0 && len(pod.Finalizers) == 0
+}
+
 // runsContainers tells whether any container of pod is running: only then does its
 // deletion wait for the grace period; a pod whose containers are all waiting (being
 // created, pulling, backing off) or terminated stops at once.

@@ -129,6 +129,30 @@ func TestRunsContainers(t *testing.T) {
 	}
 }
 
+func TestRemovedWithItsDeletion(t *testing.T) {
+	deleted := func(grace int64, finalizers ...string) *corev1.Pod {
+		pod := newPod("nginx:1.14.2")
+		pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		pod.DeletionGracePeriodSeconds = &grace
+		pod.Finalizers = finalizers
+		return pod
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"zero grace, no finalizer", deleted(0), true},
+		{"zero grace, held by a finalizer", deleted(0, "example.com/hold"), false},
+		{"a grace period", deleted(30), false},
+		{"not being deleted", newPod("nginx:1.14.2"), false},
+	} {
+		if got := removedWithItsDeletion(tc.pod); got != tc.want {
+			t.Errorf("%s: removedWithItsDeletion = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // The kubelet writes conditions with a strategic-merge patch that merges by type. Ready
 // turning True after an in-place restart has no reason or message; left out of the patch
 // (omitempty), the old ones would stay: Ready=True with reason ContainersNotReady.
