@@ -185,6 +185,18 @@ func IsPodActive(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
 }
 
+// RemovedOnDelete tells a pod the API server removes in the request that deletes it
+// with default options, rather than marking it terminating: one whose grace period is
+// zero (spec.terminationGracePeriodSeconds 0, or never scheduled, or finished) and that
+// no finalizer holds.
+func RemovedOnDelete(p *corev1.Pod) bool {
+	if len(p.Finalizers) > 0 {
+		return false
+	}
+	zeroGrace := p.Spec.TerminationGracePeriodSeconds != nil && *p.Spec.TerminationGracePeriodSeconds == 0
+	return zeroGrace || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
 // NextAvailable is the earliest instant one of pods that is ready but not yet available
 // under minReadySeconds becomes available: when a controller must look again, as no
 // event will tell it. Zero when no pod is waiting for that.

@@ -120,3 +120,29 @@ func TestIsPodAvailable(t *testing.T) {
 		t.Errorf("AvailableAt = %s, want 5s from now", at)
 	}
 }
+
+func TestRemovedOnDelete(t *testing.T) {
+	zero, thirty := int64(0), int64(30)
+	pod := func(grace *int64, node string, phase corev1.PodPhase, finalizers ...string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Finalizers: finalizers},
+			Spec:       corev1.PodSpec{TerminationGracePeriodSeconds: grace, NodeName: node},
+			Status:     corev1.PodStatus{Phase: phase},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"zero grace", pod(&zero, "n1", corev1.PodRunning), true},
+		{"a grace period", pod(&thirty, "n1", corev1.PodRunning), false},
+		{"never scheduled", pod(&thirty, "", corev1.PodPending), true},
+		{"finished", pod(&thirty, "n1", corev1.PodSucceeded), true},
+		{"zero grace, held by a finalizer", pod(&zero, "n1", corev1.PodRunning, "example.com/hold"), false},
+	} {
+		if got := RemovedOnDelete(tc.pod); got != tc.want {
+			t.Errorf("%s: RemovedOnDelete = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

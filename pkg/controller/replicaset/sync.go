@@ -69,8 +69,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	arrivals = notAmong(arrivals, active)
 	var resizeErr error
 	var made []*corev1.Pod
+	var deleted []deletion
 	if needsResize {
-		made, resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
+		made, deleted, resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
 	}
 	takeOverErr := c.takeOver(ctx, rs, arrivals)
 	if len(arrivals) > 0 && takeOverErr == nil {
@@ -81,9 +82,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	// The status counts the pods just created: the API server has them, and the status
-	// write the cache's first sight of them would make is saved.
+	// The status counts the pods just created and leaves out those just deleted: the
+	// API server has made those changes, and the status write the cache's first sight
+	// of them would make is saved.
 	active = withCreated(active, made)
+	active, terminating = withDeleted(active, terminating, deleted)
 	now := c.now()
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
 	if !c.kind.hasTerminatingReplicas {
@@ -195,8 +198,8 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 
 // resize creates or deletes pods so rs has spec.replicas active pods, counting the
 // arriving pods handed over to it (not yet its own). It returns the pods it created, as
-// the API server returned them.
-func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod, arriving int) ([]*corev1.Pod, error) {
+// the API server returned them, and the pods it deleted or found gone.
+func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod, arriving int) (created []*corev1.Pod, deleted []deletion, err error) {
 	diff := len(active) + arriving - int(replicasOf(rs))
 	switch {
 	case diff < 0:
@@ -206,7 +209,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		template := podFromTemplate(rs, c.kind.controllerRef(rs))
 		owner := c.kind.original(rs)
 		made := &controller.Created{Fence: c.fence, Key: key, UID: rs.UID}
-		created, err := controller.SlowStartBatch(n, 1, func() error {
+		done, err := controller.SlowStartBatch(n, 1, func() error {
 			pod, err := c.podControl.CreatePod(ctx, owner, template.DeepCopy())
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil // the namespace is going away; nothing to report
@@ -216,10 +219,10 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 			}
 			return err
 		})
-		for i := created; i < n; i++ {
+		for i := done; i < n; i++ {
 			c.expectations.CreationObserved(key) // never going to be seen
 		}
-		return made.Pods(), err
+		return made.Pods(), nil, err
 
 	case diff > 0:
 		// Pods mid-way through an in-place update count towards having enough pods but
@@ -229,7 +232,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		settled := removable(rs, active)
 		n := min(len(settled)-int(replicasOf(rs)), c.burst)
 		if n <= 0 {
-			return nil, nil
+			return nil, nil, nil
 		}
 		owner := c.kind.original(rs)
 		victims := rollout.PodsToDelete(settled, c.relatedPods(rs), n, c.now())
@@ -239,19 +242,57 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		}
 		c.expectations.Expect(key, 0, keys)
 		klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "deleting", n)
-		return nil, controller.ForEach(len(victims), func(i int) error {
+		done := make([]*deletion, len(victims))
+		err := controller.ForEach(len(victims), func(i int) error {
 			err := c.podControl.DeletePod(ctx, owner, victims[i])
 			if err == nil {
+				done[i] = &deletion{pod: victims[i]}
 				return nil
 			}
 			c.expectations.DeletionObserved(key, keys[i]) // never going to be seen
 			if apierrors.IsNotFound(err) {
+				done[i] = &deletion{pod: victims[i], notFound: true}
 				return nil
 			}
 			return err
 		})
+		for _, d := range done {
+			if d != nil {
+				deleted = append(deleted, *d)
+			}
+		}
+		return nil, deleted, err
 	}
-	return nil, nil
+	return nil, nil, nil
+}
+
+// deletion is a pod resize deleted, or found gone when it tried.
+type deletion struct {
+	pod      *corev1.Pod
+	notFound bool
+}
+
+// withDeleted is active and terminating once the deleted pods are out of active: among
+// terminating if the API server keeps them for their grace period or a finalizer,
+// nowhere if it removed them (rollout.RemovedOnDelete) or they were gone already.
+func withDeleted(active, terminating []*corev1.Pod, deleted []deletion) ([]*corev1.Pod, []*corev1.Pod) {
+	if len(deleted) == 0 {
+		return active, terminating
+	}
+	gone := make(map[types.UID]bool, len(deleted))
+	for _, d := range deleted {
+		gone[d.pod.UID] = true
+		if !d.notFound && !rollout.RemovedOnDelete(d.pod) {
+			terminating = append(terminating, d.pod)
+		}
+	}
+	kept := make([]*corev1.Pod, 0, len(active))
+	for _, p := range active {
+		if !gone[p.UID] {
+			kept = append(kept, p)
+		}
+	}
+	return kept, terminating
 }
 
 // removable returns the pods of rs it may delete: none mid-way through an in-place

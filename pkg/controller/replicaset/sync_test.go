@@ -156,6 +156,38 @@ func TestSync_deletesTheMostExpendablePods(t *testing.T) {
 	}
 }
 
+// The sync that deletes pods reports them gone in its own status write: the write the
+// cache's sight of the deletes would make is saved. A pod with a grace period is
+// terminating until its kubelet removes it; one with none was removed by the delete.
+func TestSync_deletedPodsLeaveTheStatusAtOnce(t *testing.T) {
+	rs := newReplicaSet("web", 1)
+	rs.Generation = 2
+	rs.Status = appsv1.ReplicaSetStatus{Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 1}
+	zero, thirty := int64(0), int64(30)
+	removed, graceful := ownedPod(rs, "web-removed"), ownedPod(rs, "web-graceful")
+	for _, p := range []*corev1.Pod{removed, graceful} {
+		p.Status.Conditions[0].Status = corev1.ConditionFalse // deleted before a ready pod
+	}
+	removed.Spec.TerminationGracePeriodSeconds = &zero
+	graceful.Spec.TerminationGracePeriodSeconds = &thirty
+	f := newFixture(t, rs, removed, graceful, ownedPod(rs, "web-kept"))
+	if err := f.c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if deleted := sets.New(f.pods.Deleted...); !deleted.Equal(sets.New("web-removed", "web-graceful")) {
+		t.Fatalf("deleted %v, want web-removed and web-graceful", f.pods.Deleted)
+	}
+	got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := got.Status
+	if st.Replicas != 1 || st.ReadyReplicas != 1 || st.AvailableReplicas != 1 || st.ObservedGeneration != 2 ||
+		st.TerminatingReplicas == nil || *st.TerminatingReplicas != 1 {
+		t.Errorf("status %+v (terminating %v); want 1 replica ready and available, 1 terminating, observedGeneration 2", st, ptrValue(st.TerminatingReplicas))
+	}
+}
+
 // The hand-off rule of in-place updates (see the Deployment package doc): a pod with
 // an in-place State counts towards enough pods, never towards too many.
 func TestSync_podsMidInPlaceUpdateAreNeitherReplacedNorSurplus(t *testing.T) {
@@ -722,4 +754,12 @@ func (f *fixture) syncedReplicas(t *testing.T, name string) int32 {
 		t.Fatal(err)
 	}
 	return got.Status.Replicas
+}
+
+// ptrValue is what p points to, or "nil".
+func ptrValue[T any](p *T) any {
+	if p == nil {
+		return "nil"
+	}
+	return *p
 }
