@@ -63,7 +63,7 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 		needsUpdate = true
 	}
 	if needsUpdate {
-		if _, err := c.writes.updateStatus(ctx, d); err != nil {
+		if err := c.updateStatusOf(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -146,11 +146,24 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.Rep
 		needsUpdate = true
 	}
 	if needsUpdate {
-		if _, err := c.writes.updateStatus(ctx, d); err != nil {
+		if err := c.updateStatusOf(ctx, d); err != nil {
 			return created, err
 		}
 	}
 	return created, nil
+}
+
+// updateStatusOf writes d's status and revision annotation mid-pass, and gives d the
+// resourceVersion the write returned: the pass's status write at its end is of the
+// same d, and made with the version read from the cache it would be refused (409
+// Conflict) by this very write, and the pass made again.
+func (c *Controller) updateStatusOf(ctx context.Context, d *appsv1.Deployment) error {
+	written, err := c.writes.updateStatus(ctx, d)
+	if err != nil {
+		return err
+	}
+	d.ResourceVersion = written.ResourceVersion
+	return nil
 }
 
 // reasonReplicaSetCreateError is the Progressing reason when the new ReplicaSet cannot be created.

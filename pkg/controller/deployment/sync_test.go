@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -213,6 +215,52 @@ func TestSync_templateChangeSurgesOneNewPodFirst(t *testing.T) {
 		if strings.HasPrefix(w, "update replicasets "+old.Name) {
 			t.Errorf("the old ReplicaSet was scaled in the same pass as the new one was created: %v", f.writes())
 		}
+	}
+}
+
+// A pass that creates the new ReplicaSet writes the Deployment's status twice: its
+// revision and NewReplicaSetCreated at once, the counts at the pass's end. The second
+// is made on the version the first returned, not refused as a conflict with it.
+func TestSync_aPassDoesNotConflictWithItsOwnStatusWrite(t *testing.T) {
+	d := newDeployment(3, "nginx:1.16.1", "25%", "25%")
+	d.ResourceVersion = "1"
+	f := newFixture(t, d, replicaSetOf(d, "nginx:1.14.2", 1, 3, 3, time.Hour))
+	f.client.PrependReactor("update", "deployments", optimisticLocking(f.client.Tracker()))
+	f.sync()
+	var statusWrites int
+	for _, w := range f.writes() {
+		if w == "update deployments/status web" {
+			statusWrites++
+		}
+	}
+	if statusWrites != 2 {
+		t.Errorf("writes %v; want the Deployment's status written twice (revision, then counts)", f.writes())
+	}
+	got, _ := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if got.Annotations[history.RevisionAnnotation] != "2" || got.Status.Replicas != 3 || got.Status.ObservedGeneration != 1 {
+		t.Errorf("revision %q, replicas %d, observedGeneration %d; want 2, 3 and 1",
+			got.Annotations[history.RevisionAnnotation], got.Status.Replicas, got.Status.ObservedGeneration)
+	}
+}
+
+// optimisticLocking makes a fake clientset's updates of Deployments (spec or status)
+// refuse a resourceVersion that is not the stored one, as the API server does, and
+// raise it on success.
+func optimisticLocking(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {
+	return func(action k8stesting.Action) (bool, runtime.Object, error) {
+		update := action.(k8stesting.UpdateAction)
+		next := update.GetObject().(*appsv1.Deployment).DeepCopy()
+		stored, err := tracker.Get(update.GetResource(), next.Namespace, next.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		version := stored.(*appsv1.Deployment).ResourceVersion
+		if next.ResourceVersion != version {
+			return true, nil, apierrors.NewConflict(update.GetResource().GroupResource(), next.Name, fmt.Errorf("the object has been modified"))
+		}
+		n, _ := strconv.Atoi(version)
+		next.ResourceVersion = strconv.Itoa(n + 1)
+		return true, next, tracker.Update(update.GetResource(), next, next.Namespace)
 	}
 }
 
