@@ -31,12 +31,13 @@ func (c *Controller) syncReplicaSets(ctx context.Context, d *appsv1.Deployment, 
 }
 
 // createNewReplicaSet creates p's new ReplicaSet if it has none yet, at the size the
-// strategy allows now (see createReplicaSet).
-func (c *Controller) createNewReplicaSet(ctx context.Context, p *pass) error {
+// strategy allows now (see createReplicaSet). statusFollows tells that the pass ends
+// with a status write of its own.
+func (c *Controller) createNewReplicaSet(ctx context.Context, p *pass, statusFollows bool) error {
 	if p.newRS != nil {
 		return nil
 	}
-	rs, err := c.createReplicaSet(ctx, p)
+	rs, err := c.createReplicaSet(ctx, p, statusFollows)
 	if err != nil {
 		return err
 	}
@@ -73,8 +74,10 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 // createReplicaSet creates the ReplicaSet of p's Deployment's current template, named
 // "<deployment>-<pod-template-hash>". If that name is taken by a ReplicaSet with another
 // template (a hash collision), status.collisionCount is raised, which changes the hash
-// on the next try.
-func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.ReplicaSet, error) {
+// on the next try. The Deployment gets the new revision and, under a progress deadline,
+// NewReplicaSetCreated: written at once unless statusFollows and the pass's status
+// write is sure to be made (observedGeneration moves on), which then carries them.
+func (c *Controller) createReplicaSet(ctx context.Context, p *pass, statusFollows bool) (*appsv1.ReplicaSet, error) {
 	d, oldRSs, revision := p.d, p.oldRSs, p.revision
 	hash := history.TemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	template := *d.Spec.Template.DeepCopy()
@@ -145,7 +148,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass) (*appsv1.Rep
 			fmt.Sprintf("Created new replica set %q", created.Name), c.now()))
 		needsUpdate = true
 	}
-	if needsUpdate {
+	if needsUpdate && !(statusFollows && d.Status.ObservedGeneration < d.Generation) {
 		if err := c.updateStatusOf(ctx, d); err != nil {
 			return created, err
 		}

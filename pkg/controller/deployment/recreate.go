@@ -41,7 +41,7 @@ func (c *Controller) rolloutRecreate(ctx context.Context, p *pass) error {
 	} else if running {
 		return c.syncRolloutStatus(ctx, p)
 	}
-	if err := c.createNewReplicaSet(ctx, p); err != nil {
+	if err := c.createNewReplicaSet(ctx, p, true); err != nil {
 		return err
 	}
 	if _, err := c.scaleReplicaSet(ctx, p, p.newRS, rollout.DesiredReplicas(d)); err != nil {

@@ -46,7 +46,7 @@ func rollbackTo(d *appsv1.Deployment) (revision int64, ok bool) {
 //
 // kroll.dev/ settings stay as d has them (see history.KeepSettings).
 func (c *Controller) rollback(ctx context.Context, p *pass, revision int64) error {
-	if err := c.createNewReplicaSet(ctx, p); err != nil {
+	if err := c.createNewReplicaSet(ctx, p, false); err != nil {
 		return err
 	}
 	d, all := p.d, p.all()

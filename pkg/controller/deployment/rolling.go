@@ -16,7 +16,7 @@ import (
 // previous "new" ReplicaSet is simply one more old one. A Deployment opted in to
 // in-place updates takes the in-place step instead when its change allows it.
 func (c *Controller) rolloutRolling(ctx context.Context, p *pass) error {
-	if err := c.createNewReplicaSet(ctx, p); err != nil {
+	if err := c.createNewReplicaSet(ctx, p, true); err != nil {
 		return err
 	}
 	if ip, err := c.advanceInPlace(ctx, p, true); err != nil {

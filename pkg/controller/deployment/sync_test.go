@@ -218,28 +218,44 @@ func TestSync_templateChangeSurgesOneNewPodFirst(t *testing.T) {
 	}
 }
 
-// A pass that creates the new ReplicaSet writes the Deployment's status twice: its
-// revision and NewReplicaSetCreated at once, the counts at the pass's end. The second
-// is made on the version the first returned, not refused as a conflict with it.
-func TestSync_aPassDoesNotConflictWithItsOwnStatusWrite(t *testing.T) {
-	d := newDeployment(3, "nginx:1.16.1", "25%", "25%")
-	d.ResourceVersion = "1"
-	f := newFixture(t, d, replicaSetOf(d, "nginx:1.14.2", 1, 3, 3, time.Hour))
-	f.client.PrependReactor("update", "deployments", optimisticLocking(f.client.Tracker()))
-	f.sync()
-	var statusWrites int
-	for _, w := range f.writes() {
-		if w == "update deployments/status web" {
-			statusWrites++
-		}
-	}
-	if statusWrites != 2 {
-		t.Errorf("writes %v; want the Deployment's status written twice (revision, then counts)", f.writes())
-	}
-	got, _ := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
-	if got.Annotations[history.RevisionAnnotation] != "2" || got.Status.Replicas != 3 || got.Status.ObservedGeneration != 1 {
-		t.Errorf("revision %q, replicas %d, observedGeneration %d; want 2, 3 and 1",
-			got.Annotations[history.RevisionAnnotation], got.Status.Replicas, got.Status.ObservedGeneration)
+// A pass that creates the new ReplicaSet gives the Deployment its revision and
+// NewReplicaSetCreated. After a template change the pass's status write carries them
+// (observedGeneration moves on); a ReplicaSet made again at the same generation (its
+// predecessor deleted) has them written at once, and the pass's own status write is
+// then made on the version that write returned, not refused as a conflict with it.
+func TestSync_newReplicaSetStatusWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		observedGeneration int64
+		statusWrites       int
+	}{
+		{"template changed", 1, 1},
+		{"new ReplicaSet deleted", 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDeployment(3, "nginx:1.16.1", "25%", "25%")
+			d.Generation, d.Status.ObservedGeneration, d.ResourceVersion = 2, tc.observedGeneration, "1"
+			d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 3, 3, 3 // no progress to report
+			f := newFixture(t, d, replicaSetOf(d, "nginx:1.14.2", 1, 3, 3, time.Hour))
+			f.client.PrependReactor("update", "deployments", optimisticLocking(f.client.Tracker()))
+			f.sync()
+			var statusWrites int
+			for _, w := range f.writes() {
+				if w == "update deployments/status web" {
+					statusWrites++
+				}
+			}
+			if statusWrites != tc.statusWrites {
+				t.Errorf("writes %v; want the Deployment's status written %d times", f.writes(), tc.statusWrites)
+			}
+			got, _ := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+			cond := rollout.Condition(&got.Status, appsv1.DeploymentProgressing)
+			if got.Annotations[history.RevisionAnnotation] != "2" || got.Status.Replicas != 3 || got.Status.ObservedGeneration != 2 ||
+				cond == nil || cond.Reason != rollout.ReasonNewReplicaSetCreated {
+				t.Errorf("revision %q, replicas %d, observedGeneration %d, Progressing %+v; want 2, 3, 2, NewReplicaSetCreated",
+					got.Annotations[history.RevisionAnnotation], got.Status.Replicas, got.Status.ObservedGeneration, cond)
+			}
+		})
 	}
 }
 
