@@ -21,6 +21,9 @@
 //   - Termination (termination.go): a deleted pod serves until its grace period (capped)
 //     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
 //     and is deleted with a zero grace period; a finalizer keeps it with that status.
+//     A pod deleted with a zero grace period and no finalizer is gone with the request
+//     that deleted it: the kubelet only reads it once, 100 ms later, if its DELETED
+//     event has not come by then.
 //   - In-place resize (resize.go, the pure decisions; resizing.go, their events): a
 //     change of a pod's container resources through pods/resize is allocated against
 //     the other pods' allocated resources (Deferred when they hold the room), actuated
