@@ -80,13 +80,15 @@ type controllers struct {
 
 // newControllers builds the controllers enabled names. Each gets its own client, so
 // each has its own QPS/Burst budget as in kube-controller-manager, and its own user
-// agent and request metrics. A non-nil wrap goes in front of every client's transport,
+// agent and request metrics; together they keep to maxInFlight requests at once. A non-nil wrap goes in front of every client's transport,
 // the event sink's included (a dry run's writeRecorder).
 func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled []string,
 	wrap func(http.RoundTripper) http.RoundTripper) (*controllers, error) {
+	limit := newInFlightLimit(maxInFlight)
 	clientFor := func(name string) (kubernetes.Interface, error) {
 		c := rest.CopyConfig(cfg)
 		c.QPS, c.Burst = opts.QPS, opts.Burst
+		c.Wrap(limit.wrap) // inside the metrics: a request's time includes its wait
 		c.Wrap(metrics.InstrumentTransport(name))
 		if wrap != nil {
 			c.Wrap(wrap) // outside the metrics: a refused write is no request
