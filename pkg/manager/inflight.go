@@ -49,7 +49,10 @@ func (t limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	}
 	// The slot is free once the response's headers are in: the API server has answered,
-	// and the body (a few kilobytes) follows at once.
+	// and the body follows at once. A list's body can take longer; lists are few (an
+	// informer's first list, a relist), and a slot freed early lets one request more
+	// onto the connection meanwhile, where one held until a body is closed would be lost
+	// for good by any reader that never closes it.
 	defer func() { <-t.limit.slots }()
 	return t.next.RoundTrip(req)
 }
