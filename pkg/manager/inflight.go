@@ -2,6 +2,8 @@ package manager
 
 import (
 	"net/http"
+
+	"github.com/kroll-dev/kroll/pkg/metrics"
 )
 
 // maxInFlight bounds the requests the controllers of one process have in flight at once.
@@ -40,7 +42,7 @@ type limitedTransport struct {
 }
 
 func (t limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Query().Get("watch") == "true" {
+	if metrics.RequestOf(req.Method, req.URL).Verb == "watch" {
 		return t.next.RoundTrip(req)
 	}
 	select {

@@ -80,8 +80,9 @@ type controllers struct {
 
 // newControllers builds the controllers enabled names. Each gets its own client, so
 // each has its own QPS/Burst budget as in kube-controller-manager, and its own user
-// agent and request metrics; together they keep to maxInFlight requests at once. A non-nil wrap goes in front of every client's transport,
-// the event sink's included (a dry run's writeRecorder).
+// agent and request metrics; together they keep to maxInFlight requests at once. A
+// non-nil wrap goes in front of every client's transport, the event sink's included (a
+// dry run's writeRecorder).
 func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled []string,
 	wrap func(http.RoundTripper) http.RoundTripper) (*controllers, error) {
 	limit := newInFlightLimit(maxInFlight)
