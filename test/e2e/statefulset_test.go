@@ -270,21 +270,18 @@ var statefulSetScenarios = []scenario{
 		return canary + "\n" + s.stsSummary(t)
 	}},
 	{name: "maxUnavailable 2 replaces two pods at a time", run: func(t *testing.T, s *scene) string {
-		s.apply(t, statefulSetManifest(5, "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      maxUnavailable: 2\n"))
-		s.waitSTS(t, "web-0=r1 web-1=r1 web-2=r1 web-3=r1 web-4=r1")
-		if mu := s.statefulSet(t).Spec.UpdateStrategy.RollingUpdate.MaxUnavailable; mu == nil || mu.IntValue() != 2 {
-			t.Fatalf("the API server dropped maxUnavailable (%v): the MaxUnavailableStatefulSet gate is off", mu)
+		_, summary := twoAtATime(t, s, 5, "")
+		return summary
+	}},
+	{name: "pods without a grace period are replaced as soon as they are gone, two at a time", run: func(t *testing.T, s *scene) string {
+		// Zero grace: the API server removes each pod in the request that deletes it.
+		created, summary := twoAtATime(t, s, 4, "      terminationGracePeriodSeconds: 0\n")
+		// OrderedReady brings each two back lowest first, the second once the first is Ready
+		// (the watcher saw the four first pods as created when it started).
+		if fmt.Sprint(created) != "[web-0 web-1 web-2 web-3 web-2 web-3 web-0 web-1]" {
+			t.Errorf("pods created in the order %v, want the four first, then web-2, web-3, web-0, web-1", created)
 		}
-		w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
-		s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
-		s.waitSTS(t, "web-0=r2 web-1=r2 web-2=r2 web-3=r2 web-4=r2")
-		// One sync takes both out; which of the two the watch sees go first is not defined.
-		_, terminated := w.Order()
-		if len(terminated) != 5 || !sets.New(terminated[:2]...).Equal(sets.New("web-4", "web-3")) {
-			t.Errorf("pods replaced in the order %v, want web-4 and web-3 first, together", terminated)
-		}
-		w.Verify(t, 10)
-		return s.stsSummary(t)
+		return summary
 	}},
 	{name: "OnDelete replaces only deleted pods", run: func(t *testing.T, s *scene) string {
 		s.apply(t, statefulSetManifest(3, "  updateStrategy:\n    type: OnDelete\n"))
@@ -515,6 +512,37 @@ var recreateRejectedScenario = scenario{name: "a pod its node rejects is deleted
 	t.Logf("web-0 had %d incarnations, %d rejected, before the port was free", len(uids), len(rejected))
 	return s.stsSummary(t)
 }}
+
+// twoAtATime rolls an OrderedReady set of replicas pods with maxUnavailable 2 (podSpec
+// added to its pod spec, indented six spaces) to a new image under the invariant
+// watcher, checks that the two highest pods went first, together, and returns the pods
+// in the order the watcher saw them created, with the set's summary.
+func twoAtATime(t *testing.T, s *scene, replicas int, podSpec string) (created []string, summary string) {
+	m := statefulSetManifest(replicas, "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      maxUnavailable: 2\n")
+	s.apply(t, strings.Replace(m, "      containers:\n", podSpec+"      containers:\n", 1))
+	all := func(revision string) string {
+		var pods []string
+		for i := range replicas {
+			pods = append(pods, fmt.Sprintf("web-%d=%s", i, revision))
+		}
+		return strings.Join(pods, " ")
+	}
+	s.waitSTS(t, all("r1"))
+	if mu := s.statefulSet(t).Spec.UpdateStrategy.RollingUpdate.MaxUnavailable; mu == nil || mu.IntValue() != 2 {
+		t.Fatalf("the API server dropped maxUnavailable (%v): the MaxUnavailableStatefulSet gate is off", mu)
+	}
+	w := clustertest.WatchStatefulSet(t, s.c.Client, s.ns, "web")
+	s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:1.16.1")
+	s.waitSTS(t, all("r2"))
+	// One sync takes both out; which of the two the watch sees go first is not defined.
+	created, terminated := w.Order()
+	highest := sets.New(fmt.Sprintf("web-%d", replicas-1), fmt.Sprintf("web-%d", replicas-2))
+	if len(terminated) != replicas || !sets.New(terminated[:2]...).Equal(highest) {
+		t.Errorf("pods replaced in the order %v, want %v first, together", terminated, sets.List(highest))
+	}
+	w.Verify(t, 10)
+	return created, s.stsSummary(t)
+}
 
 func TestStatefulSetScenarios(t *testing.T) {
 	runCompared(t, "sts", statefulSetScenarios)

@@ -245,6 +245,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	// The pods to update now (rollout.StatefulSetUpdate, which `kroll rollout plan`
 	// replays too): each in place when the set opted in and its change allows it,
 	// replaced otherwise.
+	var removed []int
 	for _, i := range rollout.StatefulSetUpdate(slots, int(partitionOf(set)), maxUnavailable) {
 		p := s.replicas[i]
 		if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); err != nil {
@@ -256,8 +257,55 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 			return status, err
 		}
 		deletedCurrent(p, revs, &status)
+		if rollout.RemovedOnDelete(p) {
+			removed = append(removed, i)
+		}
 	}
-	return status, nil
+	return status, c.recreate(ctx, set, pods, s, removed, revs, ordered, &status, now)
+}
+
+// recreate makes the successors of the pods the rolling update just deleted that the API
+// server removed in the deleting request (removed: their indexes in s.replicas), as the
+// next sync would: the lowest alone under OrderedReady, all of them under
+// Parallel. The ordinal is free at once, so waiting for the cache's sight of the
+// deletion would only add a status write and a sync's round trip to every step of the
+// rollout. A successor the API server refuses as already there (a finalizer the cache
+// did not show yet) is left to the next sync. status then counts the successors made,
+// not the pods they replace.
+func (c *Controller) recreate(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, s slots, removed []int, revs revisions, ordered bool, status *appsv1.StatefulSetStatus, now time.Time) error {
+	var made []*corev1.Pod
+	gone := map[*corev1.Pod]bool{}
+	var err error
+	sort.Ints(removed)
+	for _, i := range removed {
+		old := s.replicas[i]
+		successor := c.placeholder(set, revs, status, ordinalOf(old))
+		_, created, stepErr := c.replicaStep(ctx, set, successor, revs, ordered, now)
+		if created != nil {
+			made, gone[old] = append(made, created), true
+		}
+		if err = stepErr; err != nil || ordered {
+			break
+		}
+	}
+	if len(made) == 0 {
+		return err
+	}
+	live := make([]*corev1.Pod, 0, len(pods)+len(made))
+	for _, p := range pods {
+		if !gone[p] {
+			live = append(live, p)
+		}
+	}
+	countPods(set, append(live, made...), revs, status, now)
+	// Pods deleted without a successor yet still count until the cache drops them, but
+	// not as current, as deletedCurrent had it.
+	for _, i := range removed {
+		if !gone[s.replicas[i]] {
+			deletedCurrent(s.replicas[i], revs, status)
+		}
+	}
+	return err
 }
 
 // maxUnavailableOf is set's rollingUpdate.maxUnavailable against its replicas, rounded

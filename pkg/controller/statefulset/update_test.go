@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -53,6 +54,7 @@ func (f *fakePods) PatchPodResize(_ context.Context, _, name string, _ []byte) e
 func setPod(set *appsv1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {
 	p := newPod(set, set, revision, ordinal)
 	p.UID = "uid-" + "p"
+	p.Spec.NodeName = "node-1"
 	status := corev1.ConditionTrue
 	if !ready {
 		status = corev1.ConditionFalse
@@ -195,6 +197,79 @@ func TestUpdateCountsTheCreatedPod(t *testing.T) {
 	}
 	if status.Replicas != 2 || status.ReadyReplicas != 1 || status.CurrentReplicas != 2 || status.UpdatedReplicas != 2 {
 		t.Errorf("status %+v: want 2 replicas (web-0 ready, web-1 just created), 2 current and updated, 1 ready", status)
+	}
+}
+
+// A pod the API server removes in the deleting request (zero grace, no finalizer) frees
+// its ordinal at once: the sync that deletes it creates its successor, as the next sync
+// would — the lowest alone under OrderedReady, all under Parallel — and its status
+// counts the successor instead of the pod it replaces. A successor the API server
+// refuses as already there (the cache had not shown a finalizer yet) is not counted, and
+// the pod it was to replace stays counted, not as current.
+func TestUpdateRecreatesAPodRemovedOnDelete(t *testing.T) {
+	zero := int64(0)
+	tests := []struct {
+		name           string
+		maxUnavailable int32
+		parallel       bool
+		grace          *int64
+		finalizer      bool
+		refused        bool
+		want           string
+		replicas       int32
+		current, ready int32
+		updated        int32
+	}{
+		{"OrderedReady, one at a time", 0, false, &zero, false, false,
+			"[delete web-2 create web-2@B]", 3, 2, 2, 1},
+		{"OrderedReady, maxUnavailable 2: the lowest successor alone", 2, false, &zero, false, false,
+			"[delete web-2 delete web-1 create web-1@B]", 3, 1, 2, 1},
+		{"Parallel, maxUnavailable 2: both successors", 2, true, &zero, false, false,
+			"[delete web-2 delete web-1 create web-1@B create web-2@B]", 3, 1, 1, 2},
+		{"a grace period: the pod terminates first, the next sync recreates it", 0, false, nil, false, false,
+			"[delete web-2]", 3, 2, 3, 0},
+		{"a finalizer: the pod stays until it is removed", 0, false, &zero, true, false,
+			"[delete web-2]", 3, 2, 3, 0},
+		{"the successor refused as already there: left to the next sync", 0, false, &zero, false, true,
+			"[delete web-2 create web-2@B]", 3, 2, 3, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := newSet(3, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+			set.Spec.VolumeClaimTemplates = nil
+			set.Spec.Template.Spec.TerminationGracePeriodSeconds = tt.grace
+			if tt.finalizer {
+				set.Spec.Template.Finalizers = []string{"example.com/hold"}
+			}
+			ru := &appsv1.RollingUpdateStatefulSetStrategy{}
+			if tt.maxUnavailable > 0 {
+				mu := intstr.FromInt32(tt.maxUnavailable)
+				ru.MaxUnavailable = &mu
+			}
+			set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: ru}
+			if tt.parallel {
+				set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+			}
+			pods := &createdPods{}
+			var control controller.PodControl = pods
+			if tt.refused {
+				control = &pods.fakePods // creates come back without a UID: the tolerant control's "already there"
+			}
+			c := updateController(control)
+			revs := revisions{current: rev("A"), update: rev("B"), currentSet: set, updateSet: set}
+			status, err := c.update(context.Background(), set,
+				[]*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}, revs, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(pods.actions); got != tt.want {
+				t.Errorf("actions %s, want %s", got, tt.want)
+			}
+			got := [4]int32{status.Replicas, status.CurrentReplicas, status.ReadyReplicas, status.UpdatedReplicas}
+			if want := [4]int32{tt.replicas, tt.current, tt.ready, tt.updated}; got != want {
+				t.Errorf("status replicas, current, ready, updated %v, want %v", got, want)
+			}
+		})
 	}
 }
 
