@@ -34,8 +34,10 @@ func (s *slimmer) slim(obj any) (any, error) {
 //   - all of its metadata but managedFields (selectors match any label; owner
 //     references, deletion and creation times, the in-place state and deletion cost
 //     annotations);
-//   - of its spec, the node it is bound to, its node affinity (a DaemonSet's pod names
-//     its node there until bound), its readiness gates, the names, images, resources
+//   - of its spec, the node it is bound to, its termination grace period (with the
+//     node, whether the API server removes it in the request that deletes it), its node
+//     affinity (a DaemonSet's pod names its node there until bound), its readiness
+//     gates, the names, images, resources
 //     and resize policies of its containers (an in-place resize, and what a node's
 //     pods hold) and its claims' volumes (a StatefulSet pod's storage);
 //   - of its status, the phase and its reason (OutOfcpu: a pod the kubelet rejected),
@@ -54,11 +56,12 @@ func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 	out.Labels = s.labels.get(p.Labels, labelsKey, identity)
 	out.OwnerReferences = s.owners.get(p.OwnerReferences, ownersKey, identity)
 	out.Spec = corev1.PodSpec{
-		NodeName:       p.Spec.NodeName,
-		Affinity:       p.Spec.Affinity,
-		ReadinessGates: p.Spec.ReadinessGates,
-		InitContainers: s.containers.get(p.Spec.InitContainers, containersKey, slimContainers),
-		Containers:     s.containers.get(p.Spec.Containers, containersKey, slimContainers),
+		NodeName:                      p.Spec.NodeName,
+		TerminationGracePeriodSeconds: s.graces.get(p.Spec.TerminationGracePeriodSeconds, graceKey, identity),
+		Affinity:                      p.Spec.Affinity,
+		ReadinessGates:                p.Spec.ReadinessGates,
+		InitContainers:                s.containers.get(p.Spec.InitContainers, containersKey, slimContainers),
+		Containers:                    s.containers.get(p.Spec.Containers, containersKey, slimContainers),
 	}
 	initStatuses := s.containerStatuses(p.Status.InitContainerStatuses)
 	statuses := s.containerStatuses(p.Status.ContainerStatuses)
@@ -102,6 +105,8 @@ type slimmer struct {
 	// resources are containers' allocated and actual resources, which the pods of one
 	// revision report alike.
 	resources sharedValues[*corev1.ResourceRequirements]
+	// graces are termination grace periods: a handful of values among all pods.
+	graces sharedValues[*int64]
 }
 
 func newSlimmer() *slimmer { return &slimmer{} }
@@ -159,6 +164,13 @@ func ownersKey(refs []metav1.OwnerReference) string {
 			flag(r.Controller) + "\x00" + flag(r.BlockOwnerDeletion) + "\x00")
 	}
 	return b.String()
+}
+
+func graceKey(g *int64) string {
+	if g == nil {
+		return ""
+	}
+	return strconv.FormatInt(*g, 10)
 }
 
 func containersKey(cs []corev1.Container) string {

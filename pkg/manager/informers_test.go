@@ -123,6 +123,13 @@ func TestSlimPodKeepsWhatTheControllersRead(t *testing.T) {
 			t.Errorf("%s: %v on the full pod, %v on the slim one", name, a, b)
 		}
 	}
+	// A pod of zero grace is gone when the request deleting it returns, bound or not.
+	zero := fullPod()
+	*zero.Spec.TerminationGracePeriodSeconds = 0
+	if got, _ := newSlimmer().slim(zero.DeepCopy()); !rollout.RemovedOnDelete(got.(*corev1.Pod)) || rollout.RemovedOnDelete(p) {
+		t.Errorf("removed on delete: the slim pod of zero grace says %v, of 30 s %v; want true, false",
+			rollout.RemovedOnDelete(got.(*corev1.Pod)), rollout.RemovedOnDelete(p))
+	}
 }
 
 // A rollout watched for failure is judged from the slim pods: a waiting reason stays.
