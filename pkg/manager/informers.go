@@ -37,9 +37,9 @@ func (s *slimmer) slim(obj any) (any, error) {
 //   - of its spec, the node it is bound to, its termination grace period (with the
 //     node, whether the API server removes it in the request that deletes it), its node
 //     affinity (a DaemonSet's pod names its node there until bound), its readiness
-//     gates, the names, images, resources
-//     and resize policies of its containers (an in-place resize, and what a node's
-//     pods hold) and its claims' volumes (a StatefulSet pod's storage);
+//     gates, the names, images, resources and resize policies of its containers (an
+//     in-place resize, and what a node's pods hold) and its claims' volumes (a
+//     StatefulSet pod's storage);
 //   - of its status, the phase and its reason (OutOfcpu: a pod the kubelet rejected),
 //     the generation the kubelet observed, the Ready and in-place readiness
 //     conditions' type, status and transition time (Ready's is when availability
