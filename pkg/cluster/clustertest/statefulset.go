@@ -108,7 +108,8 @@ func (w *StatefulSetWatcher) check() {
 	}
 	sort.Strings(gone)
 	for _, name := range gone {
-		inRange := ordinalOf(name) >= start && ordinalOf(name) < start+replicas
+		o := ordinalOf(name)
+		inRange := o >= start && o < start+replicas
 		if !w.terminating[name] {
 			w.terminating[name] = true
 			w.Terminated = append(w.Terminated, name)

@@ -266,10 +266,9 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 
 // recreate makes the successors of the pods the rolling update just deleted that the API
 // server removed in the deleting request (removed: their indexes in s.replicas), as the
-// next sync would: the lowest alone under OrderedReady, all of them under
-// Parallel. The ordinal is free at once, so waiting for the cache's sight of the
-// deletion would only add a status write and a sync's round trip to every step of the
-// rollout. A successor the API server refuses as already there (a finalizer the cache
+// next sync would: the lowest alone under OrderedReady, all of them under Parallel. The
+// ordinal is free at once, so waiting for the cache's sight of the deletion would only
+// add a status write and a sync's round trip to every step of the rollout. A successor the API server refuses as already there (a finalizer the cache
 // did not show yet) is left to the next sync. status then counts the successors made,
 // not the pods they replace.
 func (c *Controller) recreate(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, s slots, removed []int, revs revisions, ordered bool, status *appsv1.StatefulSetStatus, now time.Time) error {
