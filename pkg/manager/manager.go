@@ -86,7 +86,7 @@ type controllers struct {
 func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled []string,
 	wrap func(http.RoundTripper) http.RoundTripper) (*controllers, error) {
 	limit := newInFlightLimit(maxInFlight)
-	clientFor := func(name string) (kubernetes.Interface, error) {
+	configFor := func(name string) *rest.Config {
 		c := rest.CopyConfig(cfg)
 		c.QPS, c.Burst = opts.QPS, opts.Burst
 		c.Wrap(limit.wrap) // inside the metrics: a request's time includes its wait
@@ -94,15 +94,22 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 		if wrap != nil {
 			c.Wrap(wrap) // outside the metrics: a refused write is no request
 		}
-		return kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/"+name))
+		return rest.AddUserAgent(c, "kroll/"+name)
 	}
-	informerClient, err := clientFor("informers")
+	clientFor := func(name string) (kubernetes.Interface, error) {
+		return kubernetes.NewForConfig(configFor(name))
+	}
+	informerConfig := configFor("informers")
+	informerClient, err := kubernetes.NewForConfig(informerConfig)
 	if err != nil {
 		return nil, err
 	}
 	m := &controllers{
 		factory: informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(newSlimmer().slim)),
 		events:  record.NewBroadcaster(record.WithContext(ctx)),
+	}
+	if err := usePodsDecodedThin(m.factory, informerConfig, informerClient); err != nil {
+		return nil, err
 	}
 	m.events.StartStructuredLogging(3)
 	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")})
