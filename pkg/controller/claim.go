@@ -75,7 +75,7 @@ func (c Claim[T]) Claim(ctx context.Context, candidates []T) ([]T, error) {
 	checked := false
 	deleting := c.Owner.GetDeletionTimestamp() != nil
 	for _, obj := range candidates {
-		ref := metav1.GetControllerOf(obj)
+		ref := metav1.GetControllerOfNoCopy(obj)
 		if ref != nil && ref.UID != c.Owner.GetUID() {
 			continue
 		}

@@ -63,7 +63,7 @@ func SetNames(rs *appsv1.ReplicaSet, key string, names sets.Set[string]) bool {
 // only ones between which a pod is handed over (and then only while from names it
 // leaving).
 func Siblings(from, to *appsv1.ReplicaSet) bool {
-	a, b := metav1.GetControllerOf(from), metav1.GetControllerOf(to)
+	a, b := metav1.GetControllerOfNoCopy(from), metav1.GetControllerOfNoCopy(to)
 	return a != nil && b != nil && a.Kind == "Deployment" && a.UID == b.UID && from.UID != to.UID
 }
 

@@ -257,7 +257,7 @@ func Settled(pods []*corev1.Pod) []*corev1.Pod {
 // updates: the Deployment controller copies the Deployment's annotations, the
 // StrategyAnnotation among them, to its ReplicaSets.
 func DeploymentOptedIn(rs *appsv1.ReplicaSet) bool {
-	ref := metav1.GetControllerOf(rs)
+	ref := metav1.GetControllerOfNoCopy(rs)
 	mode, err := ModeOf(rs.Annotations)
 	return ref != nil && ref.Kind == "Deployment" && err == nil && mode != Off
 }

@@ -92,6 +92,15 @@ func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 	return out
 }
 
+// slimKeepsCondition says whether slimPod keeps a pod condition of type t.
+func slimKeepsCondition(t corev1.PodConditionType) bool {
+	switch t {
+	case corev1.PodReady, inplace.ReadinessGate, corev1.PodResizePending, corev1.PodResizeInProgress:
+		return true
+	}
+	return false
+}
+
 // slimmer slims objects for one set of informers (see slim), and keeps the one copy
 // of what pods have alike: the pods of a Deployment share their labels, controller
 // reference and container list, which would otherwise be held once per pod. Cached

@@ -238,8 +238,17 @@ func appendThinContainer(cs *[]corev1.Container, v []byte) error {
 // it decodes container statuses itself, thin.
 func thinStatusField(status *corev1.PodStatus, num int32, v []byte) (bool, error) {
 	switch num {
-	case 1, 2, 4, 17: // phase, conditions, reason, observedGeneration
+	case 1, 4, 17: // phase, reason, observedGeneration
 		return true, nil
+	case 2: // conditions: those slimPod keeps
+		var keep bool
+		err := eachField(v, func(num int32, _, _ int, t []byte) error {
+			if num == 1 { // type
+				keep = slimKeepsCondition(corev1.PodConditionType(t))
+			}
+			return nil
+		})
+		return keep, err
 	case 8:
 		return false, appendThinContainerStatus(&status.ContainerStatuses, v)
 	case 10:

@@ -25,6 +25,12 @@ func randomPods(t *testing.T, n int) []corev1.Pod {
 	pods := make([]corev1.Pod, n)
 	for i := range pods {
 		f.Fill(&pods[i])
+		// Conditions of the types slimPod keeps, among others of random types.
+		for j, t := range []corev1.PodConditionType{corev1.PodReady, corev1.PodResizePending} {
+			if c := pods[i].Status.Conditions; (i+j)%3 != 0 && len(c) > j {
+				c[j].Type = t
+			}
+		}
 	}
 	return pods
 }
@@ -52,7 +58,8 @@ func TestThinPodSlimsAsTheWholePod(t *testing.T) {
 }
 
 // What the wire skips is not decoded: a pod's managedFields, its token volume, its
-// containers' environment and its statuses' last state are left out.
+// containers' environment, its statuses' last state and the conditions slimPod drops
+// are left out.
 func TestThinPodSkipsWhatNoControllerReads(t *testing.T) {
 	grace := int64(0)
 	pod := corev1.Pod{
@@ -69,6 +76,8 @@ func TestThinPodSkipsWhatNoControllerReads(t *testing.T) {
 			Tolerations: []corev1.Toleration{{Key: "k"}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "r"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true, ContainerID: "x",
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}},
 	}
@@ -88,7 +97,9 @@ func TestThinPodSkipsWhatNoControllerReads(t *testing.T) {
 			Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
 		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "r"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true}}},
 	}
 	if !reflect.DeepEqual(want, thin) {
 		t.Errorf("thin pod (-want +got):\n%s", diff.Diff(want, thin))

@@ -131,14 +131,14 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 			// it (planStaging holds every node until then): its arrival is news.
 			AddFunc: func(obj any) {
 				if r, ok := obj.(*appsv1.ControllerRevision); ok {
-					if ref := metav1.GetControllerOf(r); ref != nil && ref.Kind == "DaemonSet" {
+					if ref := metav1.GetControllerOfNoCopy(r); ref != nil && ref.Kind == "DaemonSet" {
 						c.queue.Add(r.Namespace + "/" + ref.Name)
 					}
 				}
 			},
 			DeleteFunc: func(obj any) {
 				if r, ok := controller.Deleted[*appsv1.ControllerRevision](obj); ok {
-					if ref := metav1.GetControllerOf(r); ref != nil && ref.Kind == "DaemonSet" {
+					if ref := metav1.GetControllerOfNoCopy(r); ref != nil && ref.Kind == "DaemonSet" {
 						c.queue.Add(r.Namespace + "/" + ref.Name)
 					}
 				}
@@ -163,7 +163,7 @@ func (c *Controller) podEvent(obj any, created, deleted bool) {
 	if !ok {
 		return
 	}
-	ref := metav1.GetControllerOf(pod)
+	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind != "DaemonSet" {
 		if ref == nil && created {
 			c.enqueueAll() // an orphan some DaemonSet may adopt

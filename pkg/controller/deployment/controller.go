@@ -168,7 +168,7 @@ func (c *Controller) addReplicaSet(obj any) {
 		c.deleteReplicaSet(rs)
 		return
 	}
-	if ref := metav1.GetControllerOf(rs); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := c.ownerOf(rs.Namespace, ref); d != nil {
 			c.enqueue(d)
 		}
@@ -184,7 +184,7 @@ func (c *Controller) updateReplicaSet(oldObj, curObj any) {
 	if old.ResourceVersion == cur.ResourceVersion {
 		return
 	}
-	curRef, oldRef := metav1.GetControllerOf(cur), metav1.GetControllerOf(old)
+	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if d := c.ownerOf(old.Namespace, oldRef); d != nil {
@@ -209,7 +209,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	if !ok {
 		return
 	}
-	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs)); d != nil {
+	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOfNoCopy(rs)); d != nil {
 		c.enqueue(d)
 	}
 }
@@ -262,7 +262,7 @@ const arrivalsGathered = 500 * time.Millisecond
 // all of them once the last has arrived; an image change's take-over leaves the
 // Deployment nothing to do. nil for any other update.
 func (c *Controller) arrivedToResize(old, cur *corev1.Pod) *appsv1.ReplicaSet {
-	a, b := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
+	a, b := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
 	if b == nil || (a != nil && a.UID == b.UID) {
 		return nil
 	}
@@ -283,7 +283,7 @@ func (c *Controller) gatherAfter(pod *corev1.Pod, rs *appsv1.ReplicaSet) time.Du
 		if err != nil {
 			continue // gone: it never arrives
 		}
-		if ref := metav1.GetControllerOf(other); ref == nil || ref.UID != rs.UID {
+		if ref := metav1.GetControllerOfNoCopy(other); ref == nil || ref.UID != rs.UID {
 			return arrivalsGathered
 		}
 	}
@@ -323,11 +323,11 @@ func restarts(p *corev1.Pod) int32 {
 
 // deploymentOfPod is the Deployment whose ReplicaSet controls pod, if cached.
 func (c *Controller) deploymentOfPod(pod *corev1.Pod) *appsv1.Deployment {
-	rs, ok := controller.Resolve(metav1.GetControllerOf(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
+	rs, ok := controller.Resolve(metav1.GetControllerOfNoCopy(pod), "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
 	if !ok {
 		return nil
 	}
-	return c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs))
+	return c.ownerOf(rs.Namespace, metav1.GetControllerOfNoCopy(rs))
 }
 
 // deletePod wakes a Recreate Deployment when one of its old pods is finally gone: it

@@ -116,7 +116,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass, statusFollow
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == d.UID && history.EqualIgnoringHash(&d.Spec.Template, &existing.Spec.Template) {
+		if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == d.UID && history.EqualIgnoringHash(&d.Spec.Template, &existing.Spec.Template) {
 			created, err, alreadyExisted = existing, nil, true // ours, made by an earlier pass the cache had not shown yet
 			break
 		}

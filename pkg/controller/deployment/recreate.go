@@ -76,7 +76,7 @@ func (c *Controller) oldPodsExist(d *appsv1.Deployment, oldRSs []*appsv1.Replica
 		old[string(rs.UID)] = true
 	}
 	for _, p := range pods {
-		ref := metav1.GetControllerOf(p)
+		ref := metav1.GetControllerOfNoCopy(p)
 		if ref == nil || !old[string(ref.UID)] {
 			continue
 		}

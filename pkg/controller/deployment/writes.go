@@ -104,7 +104,7 @@ func (w fencedWriter) wroteReplicaSet(rs *appsv1.ReplicaSet, err error) {
 	if err != nil || rs == nil {
 		return
 	}
-	if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
 		w.fence.Wrote(rs.Namespace+"/"+ref.Name, ref.UID, "replicasets", rs.ResourceVersion)
 	}
 }

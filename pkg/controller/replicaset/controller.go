@@ -144,7 +144,7 @@ func (c *Controller) addPod(obj any) {
 		c.deletePod(pod)
 		return
 	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		if rs := c.ownerOf(pod.Namespace, ref); rs != nil {
 			key, _ := cache.MetaNamespaceKeyFunc(rs)
 			c.expectations.CreationObserved(key)
@@ -172,7 +172,7 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 		}
 		return
 	}
-	curRef, oldRef := metav1.GetControllerOf(cur), metav1.GetControllerOf(old)
+	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if rs := c.ownerOf(old.Namespace, oldRef); rs != nil {
@@ -197,7 +197,7 @@ func (c *Controller) deletePod(obj any) {
 	if !ok {
 		return
 	}
-	rs := c.ownerOf(pod.Namespace, metav1.GetControllerOf(pod))
+	rs := c.ownerOf(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
 	if rs == nil {
 		return
 	}
@@ -211,12 +211,12 @@ func (c *Controller) deletePod(obj any) {
 // (a Deployment's ReplicaSets), for preferring doubled-up pods on scale-down.
 func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 	owners := []*appsv1.ReplicaSet{rs}
-	if ref := metav1.GetControllerOf(rs); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		siblings, err := c.kind.list(rs.Namespace)
 		if err == nil {
 			owners = owners[:0]
 			for _, s := range siblings {
-				if sref := metav1.GetControllerOf(s); sref != nil && sref.UID == ref.UID {
+				if sref := metav1.GetControllerOfNoCopy(s); sref != nil && sref.UID == ref.UID {
 					owners = append(owners, s)
 				}
 			}

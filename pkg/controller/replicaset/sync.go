@@ -143,6 +143,9 @@ func withCreated(active, created []*corev1.Pod) []*corev1.Pod {
 
 // notAmong is arrivals without the pods already in pods.
 func notAmong(arrivals []arrival, pods []*corev1.Pod) []arrival {
+	if len(arrivals) == 0 {
+		return nil
+	}
 	own := make(map[types.UID]bool, len(pods))
 	for _, p := range pods {
 		own[p.UID] = true
@@ -327,7 +330,7 @@ func (c *Controller) arrivals(rs *appsv1.ReplicaSet) []arrival {
 		if err != nil || !rollout.IsPodActive(p) {
 			continue
 		}
-		ref := metav1.GetControllerOf(p)
+		ref := metav1.GetControllerOfNoCopy(p)
 		if ref == nil || ref.UID == rs.UID {
 			continue
 		}

@@ -131,7 +131,7 @@ func (c *Controller) podChanged(obj any) {
 	if !ok {
 		return
 	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		if ref.Kind == "StatefulSet" {
 			c.queue.Add(pod.Namespace + "/" + ref.Name)
 		}
@@ -168,7 +168,7 @@ func (c *Controller) ownedChanged(obj any) {
 	if !ok {
 		return
 	}
-	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "StatefulSet" {
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == "StatefulSet" {
 		c.queue.Add(m.GetNamespace() + "/" + ref.Name)
 	}
 }
