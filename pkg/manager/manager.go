@@ -89,6 +89,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 	configFor := func(name string) *rest.Config {
 		c := rest.CopyConfig(cfg)
 		c.QPS, c.Burst = opts.QPS, opts.Burst
+		c.RateLimiter = newClientLimiter(opts.QPS, opts.Burst, paceTick)
 		c.Wrap(limit.wrap) // inside the metrics: a request's time includes its wait
 		c.Wrap(metrics.InstrumentTransport(name))
 		if wrap != nil {
