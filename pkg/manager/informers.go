@@ -80,25 +80,28 @@ func (s *slimmer) slimPod(p *corev1.Pod) *corev1.Pod {
 		ContainerStatuses:     statuses,
 	}
 	for _, c := range p.Status.Conditions {
-		switch c.Type {
-		case corev1.PodReady, inplace.ReadinessGate:
-			out.Status.Conditions = append(out.Status.Conditions,
-				corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
-		case corev1.PodResizePending, corev1.PodResizeInProgress:
-			out.Status.Conditions = append(out.Status.Conditions,
-				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		if kept, ok := slimCondition(c); ok {
+			out.Status.Conditions = append(out.Status.Conditions, kept)
 		}
 	}
 	return out
 }
 
+// slimCondition is what slimPod keeps of a pod condition, and whether it keeps it.
+func slimCondition(c corev1.PodCondition) (corev1.PodCondition, bool) {
+	switch c.Type {
+	case corev1.PodReady, inplace.ReadinessGate:
+		return corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}, true
+	case corev1.PodResizePending, corev1.PodResizeInProgress:
+		return corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}, true
+	}
+	return corev1.PodCondition{}, false
+}
+
 // slimKeepsCondition says whether slimPod keeps a pod condition of type t.
 func slimKeepsCondition(t corev1.PodConditionType) bool {
-	switch t {
-	case corev1.PodReady, inplace.ReadinessGate, corev1.PodResizePending, corev1.PodResizeInProgress:
-		return true
-	}
-	return false
+	_, ok := slimCondition(corev1.PodCondition{Type: t})
+	return ok
 }
 
 // slimmer slims objects for one set of informers (see slim), and keeps the one copy

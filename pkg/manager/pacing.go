@@ -49,9 +49,9 @@ type paceGroup struct {
 	gone  chan struct{}
 }
 
-// newClientLimiter is the limiter of a client of qps and burst: paced when the bucket
-// holds more than a tick gathers, client-go's own token bucket otherwise (and nil
-// when qps is negative: no limit).
+// newClientLimiter is the limiter of a client of qps and burst: paced when the burst
+// holds a tick's tokens and one more (the bound above), client-go's own token bucket
+// otherwise (and nil when qps is negative: no limit).
 func newClientLimiter(qps float32, burst int, tick time.Duration) flowcontrol.RateLimiter {
 	if qps < 0 {
 		return nil

@@ -38,7 +38,7 @@ func usePodsDecodedThin(factory informers.SharedInformerFactory, cfg *rest.Confi
 	c := rest.CopyConfig(cfg)
 	gv := corev1.SchemeGroupVersion
 	c.GroupVersion, c.APIPath = &gv, "/api"
-	c.NegotiatedSerializer = thinPodCodecs{rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()}
+	c.NegotiatedSerializer = newThinPodCodecs(rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion())
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
 		return err
@@ -59,18 +59,24 @@ type withCoreV1 struct {
 
 func (c withCoreV1) CoreV1() typedcorev1.CoreV1Interface { return c.core }
 
-// thinPodCodecs are codecs whose protobuf decoder decodes pods thin.
-type thinPodCodecs struct{ runtime.NegotiatedSerializer }
+// thinPodCodecs are codecs whose protobuf decoder decodes pods thin. The client asks
+// for the media types at every response it decodes, so they are made once.
+type thinPodCodecs struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
+}
 
-func (c thinPodCodecs) SupportedMediaTypes() []runtime.SerializerInfo {
-	infos := slices.Clone(c.NegotiatedSerializer.SupportedMediaTypes())
+func newThinPodCodecs(codecs runtime.NegotiatedSerializer) thinPodCodecs {
+	infos := slices.Clone(codecs.SupportedMediaTypes())
 	for i := range infos {
 		if infos[i].MediaType == runtime.ContentTypeProtobuf {
 			infos[i].Serializer = thinPodDecoder{infos[i].Serializer}
 		}
 	}
-	return infos
+	return thinPodCodecs{NegotiatedSerializer: codecs, infos: infos}
 }
+
+func (c thinPodCodecs) SupportedMediaTypes() []runtime.SerializerInfo { return c.infos }
 
 // thinPodDecoder decodes Pods and PodLists thin, and everything else as its
 // Serializer does.
