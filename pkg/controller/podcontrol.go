@@ -33,8 +33,8 @@ type PodControl interface {
 	// of the same name is.
 	UpdatePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod, change func(*corev1.Pod)) error
 	// PatchPod applies a strategic-merge patch to a pod (adoption, release, an in-place
-	// update or hand-over).
-	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
+	// update or hand-over) and returns the pod as the API server left it.
+	PatchPod(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error)
 	// PatchPodStatus applies a strategic-merge patch to a pod's status subresource,
 	// which takes metadata too (the in-place readiness gate and State, together).
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error
@@ -156,9 +156,8 @@ func (r *realPodControl) UpdatePod(ctx context.Context, owner runtime.Object, po
 	return err
 }
 
-func (r *realPodControl) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
-	_, err := r.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
+func (r *realPodControl) PatchPod(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error) {
+	return r.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 }
 
 func (r *realPodControl) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error {
@@ -179,6 +178,8 @@ type FakePodControl struct {
 	Updated   []string
 	Patched   []string
 	CreateErr error
+	// PatchedVersion is the resourceVersion of the pods PatchPod returns.
+	PatchedVersion string
 	// FailAfter lets this many creates succeed before CreateErr applies (-1: always fail).
 	FailAfter int
 }
@@ -214,11 +215,11 @@ func (f *FakePodControl) UpdatePod(_ context.Context, _ runtime.Object, pod *cor
 	return nil
 }
 
-func (f *FakePodControl) PatchPod(_ context.Context, _, name string, _ []byte) error {
+func (f *FakePodControl) PatchPod(_ context.Context, namespace, name string, _ []byte) (*corev1.Pod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Patched = append(f.Patched, name)
-	return nil
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: f.PatchedVersion}}, nil
 }
 
 func (f *FakePodControl) PatchPodStatus(_ context.Context, _, name string, _ []byte) error {

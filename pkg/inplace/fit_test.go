@@ -117,9 +117,9 @@ func TestWriterCountsAPatchBeforeAResize(t *testing.T) {
 
 type recorder struct{ writes []string }
 
-func (r *recorder) PatchPod(_ context.Context, _, name string, b []byte) error {
+func (r *recorder) PatchPod(_ context.Context, _, name string, b []byte) (*corev1.Pod, error) {
 	r.writes = append(r.writes, "pod "+name+" "+string(b))
-	return nil
+	return nil, nil
 }
 func (r *recorder) PatchPodStatus(_ context.Context, _, name string, b []byte) error {
 	r.writes = append(r.writes, "status "+name+" "+string(b))

@@ -51,7 +51,7 @@ func (t Target) Want() Want {
 // Patcher is what in-place updates write through: patches of a pod, of its status
 // subresource and of its resize subresource (controller.PodControl is one).
 type Patcher interface {
-	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
+	PatchPod(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error)
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error
 	PatchPodResize(ctx context.Context, namespace, name string, patch []byte) error
 }
@@ -187,7 +187,8 @@ func (w Writer) patch(ctx context.Context, p *corev1.Pod, patch map[string]any, 
 	case "resize":
 		return w.Pods.PatchPodResize(ctx, p.Namespace, p.Name, b)
 	}
-	return w.Pods.PatchPod(ctx, p.Namespace, p.Name, b)
+	_, err := w.Pods.PatchPod(ctx, p.Namespace, p.Name, b)
+	return err
 }
 
 // gatePatch is the status part of a patch that sets the in-place readiness condition.

@@ -135,7 +135,8 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 			return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 		},
 		Patch: func(ctx context.Context, name string, patch []byte) error {
-			return c.podControl.PatchPod(ctx, ds.Namespace, name, patch)
+			_, err := c.podControl.PatchPod(ctx, ds.Namespace, name, patch)
+			return err
 		},
 	}.Claim(ctx, c.podIndex)
 }

@@ -189,7 +189,8 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 			return c.kind.getFresh(ctx, rs.Namespace, rs.Name)
 		},
 		Patch: func(ctx context.Context, pod *corev1.Pod, patch []byte) (*corev1.Pod, error) {
-			return pod, c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+			_, err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+			return pod, err
 		},
 		Gone:      isNotFoundOrGone,
 		KeepGoing: true,
@@ -352,14 +353,22 @@ func (c *Controller) arrivals(rs *appsv1.ReplicaSet) []arrival {
 
 // takeOver makes each arrival rs's pod, with rs's images, in one write each (see
 // inplace.TakeOverPatch), at most BurstReplicas per sync. A pod that changed since the
-// cache showed it is tried again shortly.
+// cache showed it is tried again shortly. Each take-over is recorded in the fence: a
+// sync on a cache that does not show it yet would find the pod still arriving and
+// send the patch again, only for the API server to refuse it (its resourceVersion is
+// stale), one request of the client's budget spent for nothing.
 func (c *Controller) takeOver(ctx context.Context, rs *appsv1.ReplicaSet, arrivals []arrival) error {
 	arrivals = arrivals[:min(len(arrivals), c.burst)]
+	key := rs.Namespace + "/" + rs.Name
 	var again atomic.Bool
 	err := controller.ForEach(len(arrivals), func(i int) error {
 		a := arrivals[i]
-		switch err := c.podControl.PatchPod(ctx, a.pod.Namespace, a.pod.Name, inplace.TakeOverPatch(a.pod, a.from, rs)); {
-		case err == nil, apierrors.IsNotFound(err):
+		pod, err := c.podControl.PatchPod(ctx, a.pod.Namespace, a.pod.Name, inplace.TakeOverPatch(a.pod, a.from, rs))
+		switch {
+		case err == nil:
+			c.fence.Wrote(key, rs.UID, "pods", pod.ResourceVersion)
+			return nil
+		case apierrors.IsNotFound(err):
 			return nil
 		case apierrors.IsConflict(err):
 			again.Store(true)

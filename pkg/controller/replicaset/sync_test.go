@@ -310,6 +310,41 @@ func TestSync_takeOverSeenMidSync(t *testing.T) {
 	}
 }
 
+// Given a pod taken over, when the next sync runs on a cache that does not show the
+// take-over yet, then it sends nothing (the patch would fail on its stale
+// resourceVersion, a request spent); once the cache shows it, the ReplicaSet syncs.
+func TestSync_takeOverNotSentAgainOnAStaleCache(t *testing.T) {
+	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
+	old, taker := newReplicaSet("old", 0), newReplicaSet("new", 2)
+	old.OwnerReferences, taker.OwnerReferences = []metav1.OwnerReference{deployment}, []metav1.OwnerReference{deployment}
+	inplace.SetNames(old, inplace.LeavingAnnotation, sets.New("b"))
+	inplace.SetNames(taker, inplace.ArrivingAnnotation, sets.New("b"))
+	f := newFixture(t, old, taker, ownedPod(taker, "a"), ownedPod(old, "b"))
+	pods := &storeVersion{rv: "10"}
+	f.c.fence = controller.NewFence(map[string]controller.VersionSource{"pods": pods})
+	f.pods.PatchedVersion = "11"
+	for range 2 {
+		if err := f.c.sync(context.Background(), "default/new"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(f.pods.Patched) != "[b]" {
+		t.Errorf("patched %v, want b once", f.pods.Patched)
+	}
+	if !f.c.fence.HoldBack("default/new", f.c.queue) {
+		t.Error("the fence does not hold the ReplicaSet back while the cache does not show the take-over")
+	}
+	pods.rv = "11"
+	if f.c.fence.HoldBack("default/new", f.c.queue) {
+		t.Error("the fence holds the ReplicaSet back once the cache shows the take-over")
+	}
+}
+
+// storeVersion is an informer store's newest applied resourceVersion.
+type storeVersion struct{ rv string }
+
+func (s *storeVersion) LastStoreSyncResourceVersion() string { return s.rv }
+
 // beforeTakeOver is a pod lister whose Get of pod's name returns pod.
 type beforeTakeOver struct {
 	corelisters.PodLister

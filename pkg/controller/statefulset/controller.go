@@ -274,7 +274,8 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 			return c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		},
 		Patch: func(ctx context.Context, name string, patch []byte) error {
-			return c.pods.PatchPod(ctx, set.Namespace, name, patch)
+			_, err := c.pods.PatchPod(ctx, set.Namespace, name, patch)
+			return err
 		},
 	}.Claim(ctx, c.podIndex)
 }

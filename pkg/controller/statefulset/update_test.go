@@ -37,9 +37,9 @@ func (f *fakePods) DeletePod(_ context.Context, _ runtime.Object, p *corev1.Pod)
 	f.actions = append(f.actions, "delete "+p.Name)
 	return nil
 }
-func (f *fakePods) PatchPod(_ context.Context, _, name string, _ []byte) error {
+func (f *fakePods) PatchPod(_ context.Context, _, name string, _ []byte) (*corev1.Pod, error) {
 	f.actions = append(f.actions, "patch "+name)
-	return nil
+	return nil, nil
 }
 func (f *fakePods) PatchPodStatus(_ context.Context, _, name string, _ []byte) error {
 	f.actions = append(f.actions, "patch "+name+"/status")
