@@ -110,6 +110,9 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 	if err := controller.AddPodNodeIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
+	if err := controller.AddPodGateIndex(podInformer.Informer()); err != nil {
+		return nil, err
+	}
 	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },

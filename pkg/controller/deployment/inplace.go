@@ -73,10 +73,8 @@ func (c *Controller) inPlaceIdle(p *pass) bool {
 		if rs.Annotations[inplace.LeavingAnnotation] != "" || rs.Annotations[inplace.ArrivingAnnotation] != "" {
 			return false
 		}
-		for pod := range controller.PodsOf(c.podIndexer, string(rs.UID)) {
-			if inplace.HasGate(pod) {
-				return false
-			}
+		if controller.HasGatedPods(c.podIndexer, string(rs.UID)) {
+			return false
 		}
 	}
 	return true
