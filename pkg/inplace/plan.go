@@ -122,12 +122,6 @@ type Record struct {
 	GivenAway []*corev1.Pod
 }
 
-// Clears tells a record that only removes its ReplicaSet's names: it names no pod and
-// leaves the size as it is.
-func (r Record) Clears() bool {
-	return r.Leaving.Len() == 0 && r.Arriving.Len() == 0 && len(r.GivenAway) == 0 && rollout.Replicas(r.RS.Spec.Replicas) == r.Replicas
-}
-
 // Empty tells a plan that writes nothing.
 func (p HandOverPlan) Empty() bool {
 	return len(p.PutBack) == 0 && len(p.TakeOut) == 0 && len(p.Records) == 0 && len(p.Resize) == 0 && len(p.Recreate) == 0

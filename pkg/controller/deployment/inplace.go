@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -142,19 +141,16 @@ func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.Ha
 		c.takenOut.Record(out.Pod, now)
 		acted = true
 	}
-	// A record that only clears a finished round's names waits for the pass's resizes:
-	// nothing waits for it, and the round's end waits for the last resizes (a name left
-	// behind, should the pass stop between, is harmless, as the planner's recordUnderWay
-	// says).
-	var clears []inplace.Record
 	for _, r := range plan.Records {
-		if r.Clears() && len(plan.Resize) > 0 {
-			clears = append(clears, r)
-			continue
-		}
-		wrote, err := c.applyRecord(ctx, p, r, now)
+		updated, wrote, err := c.record(ctx, p.d, r)
 		if err != nil {
 			return acted, err
+		}
+		if wrote {
+			p.replace(updated)
+		}
+		for _, pod := range r.GivenAway {
+			c.takenOut.Record(pod, now) // a stale cache still shows it staying
 		}
 		acted = acted || wrote
 	}
@@ -165,13 +161,6 @@ func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.Ha
 		// A pass on a cache that does not show the resize yet would write it again.
 		c.takenOut.Record(pod, now)
 		acted = true
-	}
-	for _, r := range clears {
-		wrote, err := c.applyRecord(ctx, p, r, now)
-		if err != nil {
-			return acted, err
-		}
-		acted = acted || wrote
 	}
 	for _, unfit := range plan.Recreate {
 		// The new ReplicaSet creates its replacement from its template; the scheduler
@@ -187,22 +176,6 @@ func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.Ha
 		c.queue.EnqueueAfter(p.d, plan.RequeueAfter)
 	}
 	return acted, nil
-}
-
-// applyRecord writes r (see record) into p, and remembers the pods it gives away until
-// the cache shows it; wrote reports a write.
-func (c *Controller) applyRecord(ctx context.Context, p *pass, r inplace.Record, now time.Time) (wrote bool, err error) {
-	updated, wrote, err := c.record(ctx, p.d, r)
-	if err != nil {
-		return false, err
-	}
-	if wrote {
-		p.replace(updated)
-	}
-	for _, pod := range r.GivenAway {
-		c.takenOut.Record(pod, now) // a stale cache still shows it staying
-	}
-	return wrote, nil
 }
 
 // record writes r: its ReplicaSet's size and hand-over record, in one write (with the
