@@ -118,10 +118,11 @@ func AddPodGateIndex(pods cache.SharedIndexInformer) error {
 }
 
 // HasGatedPods tells whether the object with uid controls a pod that carries the
-// in-place readiness gate, as the indexed cache shows.
+// in-place readiness gate, as the indexed cache shows. An indexer without
+// PodGateIndex answers yes: a caller then reads the pods rather than miss one.
 func HasGatedPods(indexer cache.Indexer, uid string) bool {
 	keys, err := indexer.IndexKeys(PodGateIndex, uid)
-	return err == nil && len(keys) > 0
+	return err != nil || len(keys) > 0
 }
 
 // PodNodeIndex indexes pods by the node they are bound to (unbound pods are not

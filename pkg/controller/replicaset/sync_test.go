@@ -233,12 +233,20 @@ func TestSync_podsMidInPlaceUpdateAreNeitherReplacedNorSurplus(t *testing.T) {
 	}
 }
 
+// siblings are two ReplicaSets of the Deployment web, "old" and "new", of the given
+// sizes: those between which pods are handed over.
+func siblings(oldReplicas, newReplicas int32) (old, taker *appsv1.ReplicaSet) {
+	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
+	old, taker = newReplicaSet("old", oldReplicas), newReplicaSet("new", newReplicas)
+	old.OwnerReferences, taker.OwnerReferences = []metav1.OwnerReference{deployment}, []metav1.OwnerReference{deployment}
+	return old, taker
+}
+
 // The hand-over records of in-place updates (see the Deployment package doc): a pod
 // its ReplicaSet names leaving, or one another names arriving, counts towards enough
 // pods and never towards too many; the taking ReplicaSet takes over each arriving pod
 // whose ReplicaSet names it leaving, in one write, and counts only those.
 func TestSync_handOverRecords(t *testing.T) {
-	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
 	names := func(n ...string) sets.Set[string] { return sets.New(n...) }
 	tests := []struct {
 		name               string
@@ -260,8 +268,7 @@ func TestSync_handOverRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old, taker := newReplicaSet("old", tt.giverReplicas), newReplicaSet("new", tt.takerReplicas)
-			old.OwnerReferences, taker.OwnerReferences = []metav1.OwnerReference{deployment}, []metav1.OwnerReference{deployment}
+			old, taker := siblings(tt.giverReplicas, tt.takerReplicas)
 			inplace.SetNames(old, inplace.LeavingAnnotation, tt.leaving)
 			inplace.SetNames(taker, inplace.ArrivingAnnotation, tt.arriving)
 			objects := []any{old, taker}
@@ -292,9 +299,7 @@ func TestSync_handOverRecords(t *testing.T) {
 // the sync's read of the arrivals and its read of its own pods, then the pod is counted
 // once: nothing is created for it, and it is not taken over again.
 func TestSync_takeOverSeenMidSync(t *testing.T) {
-	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
-	old, taker := newReplicaSet("old", 0), newReplicaSet("new", 2)
-	old.OwnerReferences, taker.OwnerReferences = []metav1.OwnerReference{deployment}, []metav1.OwnerReference{deployment}
+	old, taker := siblings(0, 2)
 	inplace.SetNames(old, inplace.LeavingAnnotation, sets.New("b"))
 	inplace.SetNames(taker, inplace.ArrivingAnnotation, sets.New("b"))
 	leaving, arrived := ownedPod(old, "b"), ownedPod(taker, "b")
@@ -314,9 +319,7 @@ func TestSync_takeOverSeenMidSync(t *testing.T) {
 // take-over yet, then it sends nothing (the patch would fail on its stale
 // resourceVersion, a request spent); once the cache shows it, the ReplicaSet syncs.
 func TestSync_takeOverNotSentAgainOnAStaleCache(t *testing.T) {
-	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid", Controller: ptr(true)}
-	old, taker := newReplicaSet("old", 0), newReplicaSet("new", 2)
-	old.OwnerReferences, taker.OwnerReferences = []metav1.OwnerReference{deployment}, []metav1.OwnerReference{deployment}
+	old, taker := siblings(0, 2)
 	inplace.SetNames(old, inplace.LeavingAnnotation, sets.New("b"))
 	inplace.SetNames(taker, inplace.ArrivingAnnotation, sets.New("b"))
 	f := newFixture(t, old, taker, ownedPod(taker, "a"), ownedPod(old, "b"))
