@@ -97,6 +97,12 @@ type HandOverPlan struct {
 	// RequeueAfter is when a grace period now running ends, for the pass that hands its
 	// pod over; 0 when none runs.
 	RequeueAfter time.Duration
+	// Recording: once the plan's writes are made, a pick is still half recorded — an
+	// old ReplicaSet names a pod leaving that the new one does not name arriving yet
+	// (its record waits for the giver to observe its own). Meanwhile the giver's size
+	// no longer counts the pods and the taker's does not count them yet: a status
+	// summed from the two says fewer pods are unavailable than are. Not a write.
+	Recording bool
 }
 
 // PodOut is one pod to take out of service, and the State to record on it.
@@ -292,8 +298,33 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 		size = max(v.Desired, rollout.Replicas(newRS.Spec.Replicas))
 	}
 	p.recordUnderWay(Record{RS: newRS, Replicas: size, Leaving: newLeaving, Arriving: arriving}, more)
+	p.Recording = h.halfRecorded(p.Records)
 	sort.Strings(p.Blocked)
 	return p
+}
+
+// halfRecorded tells whether, once records are written, an old ReplicaSet names a pod
+// leaving (one still its own) that the new one does not name arriving: a pick between
+// its two writes (see HandOverPlan.Recording).
+func (h passView) halfRecorded(records []Record) bool {
+	written := map[types.UID]Record{}
+	for _, r := range records {
+		written[r.RS.UID] = r
+	}
+	named := Names(h.New.RS, ArrivingAnnotation)
+	if r, ok := written[h.New.RS.UID]; ok {
+		named = r.Arriving
+	}
+	for _, rs := range h.Old {
+		leaving := h.leaving(rs.RS)
+		if r, ok := written[rs.RS.UID]; ok {
+			leaving = r.Leaving
+		}
+		if !named.IsSuperset(leaving) {
+			return true
+		}
+	}
+	return false
 }
 
 // recording tells whether the last pods picked are still being recorded: an old

@@ -849,3 +849,44 @@ func TestPlanHandOverResizes(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanHandOverRecording(t *testing.T) {
+	cases := []struct {
+		name      string
+		a, b      *appsv1.ReplicaSet
+		want      string
+		recording bool
+	}{
+		{
+			name: "the pick: A names a0 leaving, B's record waits for A to observe it",
+			a:    rsOf("a", "nginx:1", 4, 4, true), b: rsOf("b", "nginx:2", 0, 0, true),
+			want:      "a: 3 replicas, leaving [a0], arriving [] (gives away a0)",
+			recording: true,
+		},
+		{
+			name: "A has not observed its record yet: nothing to write, the pick still half recorded",
+			a:    with(rsOf("a", "nginx:1", 3, 3, false), "a0", ""), b: rsOf("b", "nginx:2", 0, 0, true),
+			recording: true,
+		},
+		{
+			name: "A observed it: B names a0 arriving, the pick recorded",
+			a:    with(rsOf("a", "nginx:1", 3, 3, true), "a0", ""), b: rsOf("b", "nginx:2", 0, 0, true),
+			want: "b: 1 replicas, leaving [], arriving [a0]",
+		},
+		{
+			name: "under way: both records name a0",
+			a:    with(rsOf("a", "nginx:1", 3, 3, true), "a0", ""), b: with(rsOf("b", "nginx:2", 1, 0, true), "", "a0"),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := PlanHandOver(view(ReplicaSetPods{RS: tc.b}, ReplicaSetPods{RS: tc.a, Pods: pods(tc.a, podState{}, "a0", "a1", "a2", "a3")}))
+			if got := describe(plan); got != tc.want {
+				t.Errorf("plan:\n%s\nwant:\n%s", got, tc.want)
+			}
+			if plan.Recording != tc.recording {
+				t.Errorf("Recording = %v, want %v", plan.Recording, tc.recording)
+			}
+		})
+	}
+}

@@ -77,6 +77,12 @@ type Controller struct {
 	// announced is the invalid failure policy last announced per Deployment UID, until
 	// its FailurePolicy condition shows it (see announcePolicyProblem).
 	announced sync.Map
+	// statusHolds is when each Deployment's status write (by UID) began waiting for a
+	// half-recorded pick (see holdStatus).
+	statusHolds sync.Map
+	// resizePasses is when each Deployment's last pass woken to resize arrivals (by UID)
+	// was to run (see resizePassAfter).
+	resizePasses sync.Map
 }
 
 // New builds the controller on shared informers (start them after).
@@ -119,6 +125,8 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		DeleteFunc: func(obj any) {
 			if d, ok := controller.Deleted[*appsv1.Deployment](obj); ok {
 				c.announced.Delete(d.UID)
+				c.statusHolds.Delete(d.UID)
+				c.resizePasses.Delete(d.UID)
 			}
 			c.enqueue(obj)
 		},
@@ -234,7 +242,7 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 	}
 	if rs := c.arrivedToResize(old, cur); rs != nil {
 		if d := c.deploymentOfPod(cur); d != nil && inPlaceMode(d) != inplace.Off {
-			c.queue.EnqueueAfter(d, c.gatherAfter(cur, rs))
+			c.queue.EnqueueAfter(d, c.resizePassAfter(d, cur, rs))
 		}
 		return
 	}
@@ -252,11 +260,17 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 	}
 }
 
-// arrivalsGathered is how long the Deployment waits, after a pod arrives that it is to
-// resize, before the pass that resizes it: the ReplicaSet takes pods over one by one
-// (twenty a second at the default client limits), and a pass per pod would plan the
-// whole rollout again for each, and write the Deployment's status as often.
+// arrivalsGathered is how far apart the passes run that resize pods as they arrive (see
+// resizePassAfter): the ReplicaSet takes pods over one by one (twenty a second at the
+// default client limits), and a pass per pod would plan the whole rollout again for
+// each, and write the Deployment's status as often.
 const arrivalsGathered = 500 * time.Millisecond
+
+// firstArrivalsGathered is how long the pass for a round's first arrivals waits: a
+// take-over sync starts with its client's burst (thirty pods at the default limits),
+// which reaches the caches within some 50 ms, and a pass at the first of them resized
+// that one alone.
+const firstArrivalsGathered = 100 * time.Millisecond
 
 // arrivedToResize returns the ReplicaSet that took cur over, when the update is a
 // take-over (another ReplicaSet now controls the pod) by one whose template's
@@ -291,6 +305,35 @@ func (c *Controller) gatherAfter(pod *corev1.Pod, rs *appsv1.ReplicaSet) time.Du
 		}
 	}
 	return 0
+}
+
+// resizePassAfter is how long the Deployment waits to resize pod, just arrived on rs:
+// passes woken by arrivals run arrivalsGathered apart at most, each resizing the pods
+// that arrived since the last; the first after a quiet spell (a round's first take-overs)
+// runs after firstArrivalsGathered, and the pass for the last pod rs names arriving at
+// once (see gatherAfter). Waiting half a second from a round's first arrival, as for
+// the ones after it, left the client that writes the resizes idle meanwhile with its
+// burst full: at a rollout's start, with nothing else to write, the tokens it would have
+// gained were lost, some ten requests of its budget, and the rollout's end came half a
+// second later (bench/profiles/inplace-rounds.md, "A fifth look").
+func (c *Controller) resizePassAfter(d *appsv1.Deployment, pod *corev1.Pod, rs *appsv1.ReplicaSet) time.Duration {
+	if c.gatherAfter(pod, rs) == 0 {
+		return 0
+	}
+	now := c.now()
+	var last time.Time
+	if v, ok := c.resizePasses.Load(d.UID); ok {
+		last = v.(time.Time)
+	}
+	next := last.Add(arrivalsGathered) // the slot after the last pass
+	switch {
+	case last.After(now): // a pass is due at last already
+		next = last
+	case !next.After(now): // none ran lately: a round's first take-overs
+		next = now.Add(firstArrivalsGathered)
+	}
+	c.resizePasses.Store(d.UID, next)
+	return next.Sub(now)
 }
 
 // resizeHeld tells a pod update where the kubelet starts or stops holding a resize

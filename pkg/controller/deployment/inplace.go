@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,9 @@ type inPlacePass struct {
 	handled bool
 	// acted: something was written.
 	acted bool
+	// recording: once this pass's writes are made, a pick is half recorded (see
+	// inplace.HandOverPlan.Recording).
+	recording bool
 }
 
 // advanceInPlace moves in-place updates on: it plans the pass (inplace.PlanHandOver)
@@ -54,7 +58,7 @@ func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (i
 		err = c.cleanupHistory(ctx, p.d, p.oldRSs)
 	}
 	blocked := p.judged && p.verdict.Reason == inplace.ReasonBlocked
-	return inPlacePass{handled: view.InPlace || blocked, acted: acted}, err
+	return inPlacePass{handled: view.InPlace || blocked, acted: acted, recording: plan.Recording}, err
 }
 
 // inPlaceIdle tells a pass with nothing in place to do, without the hand-over view's
@@ -186,4 +190,37 @@ func (c *Controller) record(ctx context.Context, d *appsv1.Deployment, r inplace
 		b := inplace.SetNames(next, inplace.ArrivingAnnotation, r.Arriving)
 		return a || b
 	})
+}
+
+// maxStatusHold bounds how long holdStatus keeps a Deployment's status write back.
+const maxStatusHold = time.Second
+
+// holdStatus tells whether d's status write waits this pass, for a pick that is half
+// recorded (inplace.HandOverPlan.Recording): the giver names the pods leaving and has
+// shrunk, and the taker's record, which grows it, waits for the giver's controller to
+// observe its own. A status summed in between says fewer pods are unavailable than are
+// (none, where a round of 250 is out of service), and the status written with the
+// taker's record, 10–30 ms later, says otherwise: at each round's start of a
+// thousand-pod rollout in place, two status writes where one does, on the client that
+// also writes an in-place resize's pods/resize
+// (bench/profiles/inplace-rounds.md, "A fifth look"). The giver's status write wakes
+// the Deployment, and that pass writes the taker's record and the status.
+//
+// The wait is bounded by maxStatusHold from the first pass that held it, for a giver
+// whose controller is slow to come (stopped, or its client's requests queued): the
+// status then goes as it is, and goes every pass after while the pick stays half
+// recorded.
+func (c *Controller) holdStatus(d *appsv1.Deployment, recording bool) bool {
+	if !recording {
+		c.statusHolds.Delete(d.UID)
+		return false
+	}
+	now := c.now()
+	since, _ := c.statusHolds.LoadOrStore(d.UID, now)
+	left := maxStatusHold - now.Sub(since.(time.Time))
+	if left <= 0 {
+		return false
+	}
+	c.queue.EnqueueAfter(d, left)
+	return true
 }

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,16 +86,23 @@ func TestArrivedToResize(t *testing.T) {
 	}
 }
 
-// The Deployment gathers arrivals for half a second before resizing them, but not
-// after the last pod its new ReplicaSet names arriving: nothing more comes.
-func TestGatherAfter(t *testing.T) {
+// takerScene is a Deployment whose ReplicaSet web-more-cpu (asking for more cpu than
+// its pods have) names web-a, web-b and web-gone arriving: web-a has arrived, web-b is
+// still the old ReplicaSet's, web-gone is gone.
+func takerScene(t *testing.T) (*fixture, *appsv1.Deployment, *appsv1.ReplicaSet) {
 	d := newDeployment(2, "nginx:1.16.1", "1", "0")
 	old := replicaSetOf(d, "nginx:1.14.2", 1, 2, 2, 0)
 	taker := replicaSetOf(d, "nginx:1.14.2", 2, 0, 0, 0)
 	taker.Name, taker.UID = "web-more-cpu", "rs-more-cpu"
 	inplace.SetNames(taker, inplace.ArrivingAnnotation, sets.New("web-a", "web-b", "web-gone"))
-	arrived, onItsWay := podOf(taker, "web-a"), podOf(old, "web-b")
-	f := newFixture(t, d, old, taker, arrived, onItsWay)
+	return newFixture(t, d, old, taker, podOf(taker, "web-a"), podOf(old, "web-b")), d, taker
+}
+
+// The Deployment gathers arrivals for half a second before resizing them, but not
+// after the last pod its new ReplicaSet names arriving: nothing more comes.
+func TestGatherAfter(t *testing.T) {
+	f, _, taker := takerScene(t)
+	arrived := podOf(taker, "web-a")
 	if got := f.c.gatherAfter(arrived, taker); got != arrivalsGathered {
 		t.Errorf("web-b still on its way: wait %v, want %v", got, arrivalsGathered)
 	}
@@ -103,5 +111,37 @@ func TestGatherAfter(t *testing.T) {
 	}
 	if got := f.c.gatherAfter(arrived, taker); got != 0 {
 		t.Errorf("web-b arrived, web-gone gone: wait %v, want none", got)
+	}
+}
+
+// Passes woken by arrivals run half a second apart at most: the first arrival after a
+// quiet spell a tenth of a second later (the rest of the take-over sync's burst comes
+// with it), those that follow at the next slot, the last pod named arriving at once.
+func TestResizePassAfter(t *testing.T) {
+	f, d, taker := takerScene(t)
+	arrived := podOf(taker, "web-a")
+	start := time.Now()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, step := range []struct {
+		at, want time.Duration
+	}{
+		{0, ms(100)},        // the round's first: its burst gathered
+		{ms(50), ms(50)},    // the same pass
+		{ms(150), ms(450)},  // the slot half a second after it
+		{ms(300), ms(300)},  // the same slot
+		{ms(700), ms(400)},  // the slot after that
+		{ms(3000), ms(100)}, // after a quiet spell: a round's first again
+		{ms(3200), ms(400)}, // web-b still on its way
+	} {
+		f.c.now = func() time.Time { return start.Add(step.at) }
+		if got := f.c.resizePassAfter(d, arrived, taker); got != step.want {
+			t.Errorf("arrival at %v: pass in %v, want %v", step.at, got, step.want)
+		}
+	}
+	if err := f.c.podIndexer.Update(podOf(taker, "web-b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.c.resizePassAfter(d, podOf(taker, "web-b"), taker); got != 0 {
+		t.Errorf("the last pod named arriving: pass in %v, want at once", got)
 	}
 }

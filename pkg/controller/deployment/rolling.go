@@ -11,17 +11,24 @@ import (
 
 // rolloutRolling moves a RollingUpdate Deployment one step: scale the new ReplicaSet up
 // as far as maxSurge allows, or else scale old ReplicaSets down as far as
-// maxUnavailable allows; once complete, trim the history. Status is written every pass.
+// maxUnavailable allows; once complete, trim the history. Status is written every pass
+// but an in-place one that leaves a pick half recorded (see holdStatus).
 // A rollover (the template changed again mid-rollout) needs nothing special: the
 // previous "new" ReplicaSet is simply one more old one. A Deployment opted in to
 // in-place updates takes the in-place step instead when its change allows it.
 func (c *Controller) rolloutRolling(ctx context.Context, p *pass) error {
+	created := p.newRS == nil
 	if err := c.createNewReplicaSet(ctx, p, true); err != nil {
 		return err
 	}
 	if ip, err := c.advanceInPlace(ctx, p, true); err != nil {
 		return err
 	} else if ip.handled {
+		// The pass that created the new ReplicaSet holds its revision and
+		// NewReplicaSetCreated for this status write: it is made whatever the pick.
+		if !created && c.holdStatus(p.d, ip.recording) {
+			return nil
+		}
 		return c.syncRolloutStatus(ctx, p)
 	}
 	d := p.d

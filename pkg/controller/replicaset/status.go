@@ -8,42 +8,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/inplace"
-	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
-// CalculateStatus is rs's status for its active and terminating pods at now:
-// replicas (active pods), fullyLabeledReplicas (carrying every template label),
-// readyReplicas, availableReplicas (ready for at least minReadySeconds, not about to
-// restart on images an in-place update just set, see inplace.Restarting, and not
-// resizing to the template, see resizing),
-// terminatingReplicas, and a ReplicaFailure condition while resizeErr is set
-// (FailedCreate when pods were missing, FailedDelete when there were too many).
-// observedGeneration is left to the writer.
+// CalculateStatus is rs's status for its active and terminating pods at now: the counts
+// of controller.CountReplicas (replicas, fullyLabeledReplicas, readyReplicas,
+// availableReplicas, terminatingReplicas), and a ReplicaFailure condition while
+// resizeErr is set (FailedCreate when pods were missing, FailedDelete when there were
+// too many). observedGeneration is left to the writer.
 //
-// A pod rs names leaving (inplace.LeavingAnnotation: handed over in place to another
-// ReplicaSet of its Deployment) counts among its replicas but as neither ready nor
-// available: it goes out of service as it arrives, and the Deployment controller
-// counted it out when it picked it. Its departure then changes only replicas and
-// fullyLabeledReplicas, a write that can wait (see putOff).
+// A pod rs names leaving counts as neither ready nor available (see CountReplicas): its
+// departure then changes only replicas and fullyLabeledReplicas, a write that can wait
+// (see putOff).
 func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, resizeErr error, now time.Time) appsv1.ReplicaSetStatus {
 	status := *rs.Status.DeepCopy()
-	templateLabels := labels.Set(rs.Spec.Template.Labels).AsSelectorPreValidated()
-	var fullyLabeled, ready, available int32
-	leaving := inplace.Names(rs, inplace.LeavingAnnotation)
-	for _, p := range active {
-		if templateLabels.Matches(labels.Set(p.Labels)) {
-			fullyLabeled++
-		}
-		if !leaving.Has(p.Name) && rollout.IsPodReady(p) {
-			ready++
-			if rollout.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) && !inplace.Restarting(p) && !resizing(rs, p) {
-				available++
-			}
-		}
-	}
+	counts := controller.CountReplicas(rs, active, terminating, now)
 	failure := condition(&status, appsv1.ReplicaSetReplicaFailure)
 	switch {
 	case resizeErr != nil && failure == nil:
@@ -69,12 +50,11 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, r
 			status.Conditions = nil
 		}
 	}
-	terminatingCount := int32(len(terminating))
-	status.Replicas = int32(len(active))
-	status.FullyLabeledReplicas = fullyLabeled
-	status.ReadyReplicas = ready
-	status.AvailableReplicas = available
-	status.TerminatingReplicas = &terminatingCount
+	status.Replicas = counts.Replicas
+	status.FullyLabeledReplicas = counts.FullyLabeled
+	status.ReadyReplicas = counts.Ready
+	status.AvailableReplicas = counts.Available
+	status.TerminatingReplicas = &counts.Terminating
 	return status
 }
 
@@ -85,17 +65,6 @@ func condition(s *appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *ap
 		}
 	}
 	return nil
-}
-
-// resizing tells a pod of an in-place Deployment's ReplicaSet that is being resized to
-// its template (inplace.Resizing): the Deployment controller resizes each pod once it
-// arrives, and until the kubelet reports the new resources it is not counted
-// available, so that the Deployment is not reported complete (`kubectl rollout status`
-// done) before every pod runs with them, and a resize that restarts nothing is paced by
-// maxUnavailable like one that does. Other ReplicaSets' pods are not judged: a pod
-// resized by hand is the user's.
-func resizing(rs *appsv1.ReplicaSet, p *corev1.Pod) bool {
-	return inplace.DeploymentOptedIn(rs) && inplace.Resizing(p, &rs.Spec.Template)
 }
 
 // putOff tells whether a status write of rs can wait, and for what. Each wait is of an
@@ -155,7 +124,7 @@ func putOff(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus, active []*cor
 
 // arrivalsComingBack tells whether a pod rs names arriving, and has taken over, is still
 // restarting onto rs's images (inplace.ComingBack) or being resized to its container
-// resources (resizing).
+// resources (controller.ResizingToTemplate).
 func arrivalsComingBack(rs *appsv1.ReplicaSet, active []*corev1.Pod) bool {
 	arriving := inplace.Names(rs, inplace.ArrivingAnnotation)
 	if arriving.Len() == 0 {
@@ -163,7 +132,7 @@ func arrivalsComingBack(rs *appsv1.ReplicaSet, active []*corev1.Pod) bool {
 	}
 	images := inplace.Images(&rs.Spec.Template)
 	for _, p := range active {
-		if arriving.Has(p.Name) && (inplace.ComingBack(p, images) || resizing(rs, p)) {
+		if arriving.Has(p.Name) && (inplace.ComingBack(p, images) || controller.ResizingToTemplate(rs, p)) {
 			return true
 		}
 	}
