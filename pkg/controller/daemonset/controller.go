@@ -306,6 +306,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	satisfied := c.expectations.Satisfied(key)
 	if satisfied {
 		creates, deletes := manage(ds, nodes, fits, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
+		var refills map[*corev1.Pod]string
 		for _, p := range deletes {
 			c.podEventFor(ds, p)
 		}
@@ -334,11 +335,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if !handled {
 				plan := planRollingUpdate(ds, states, maxUnavailable, maxSurge, c.now())
 				creates, deletes = plan.creates, plan.deletes
+				refills = refillable(deletes, fits, byNode)
 			}
 		}
-		var made []*corev1.Pod
-		made, syncErr = c.syncNodes(ctx, key, ds, creates, deletes, hash)
-		placeCreated(byNode, made)
+		var made, removed []*corev1.Pod
+		made, removed, syncErr = c.syncNodes(ctx, key, ds, creates, deletes, refills, hash)
+		placeCreated(byNode, made, removed)
 	}
 	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
