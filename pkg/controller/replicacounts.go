@@ -72,7 +72,7 @@ func SplitPodsOf(indexer cache.Indexer, uid string) (active, terminating []*core
 		switch {
 		case rollout.IsPodActive(p):
 			active = append(active, p)
-		case p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+		case rollout.IsPodTerminating(p):
 			terminating = append(terminating, p)
 		}
 	}

@@ -334,10 +334,11 @@ func (h passView) halfRecorded(records []Record) bool {
 // for the pass that follows the new ReplicaSet's record (its write wakes the
 // Deployment). An old ReplicaSet naming no pod leaving is not waited for.
 func (h passView) recording() bool {
-	named := Names(h.New.RS, ArrivingAnnotation)
+	if h.halfRecorded(nil) {
+		return true
+	}
 	for _, rs := range h.Old {
-		leaving := h.leaving(rs.RS)
-		if leaving.Len() > 0 && (!Observed(rs.RS) || !named.IsSuperset(leaving)) {
+		if h.leaving(rs.RS).Len() > 0 && !Observed(rs.RS) {
 			return true
 		}
 	}

@@ -185,6 +185,12 @@ func IsPodActive(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
 }
 
+// IsPodTerminating tells a pod being deleted that has not finished: a ReplicaSet's
+// status counts it in terminatingReplicas.
+func IsPodTerminating(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
 // RemovedOnDelete tells a pod the API server removes in the request that deletes it
 // with default options, rather than marking it terminating: one whose grace period is
 // zero (spec.terminationGracePeriodSeconds 0, or never scheduled, or finished) and that

@@ -169,7 +169,7 @@ func (c *Controller) podsOf(ctx context.Context, rs *appsv1.ReplicaSet, selector
 	for _, p := range candidates {
 		if rollout.IsPodActive(p) {
 			active = append(active, p)
-		} else if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed &&
+		} else if rollout.IsPodTerminating(p) &&
 			metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)) {
 			terminating = append(terminating, p)
 		}
