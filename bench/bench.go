@@ -262,6 +262,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	sample.ControllerCores = m.cores
 	sample.FailingToRollbackSeconds, sample.FailingToReadySeconds = m.failingToRollback, m.failingToReady
 	sample.DeadlineExceededSeconds, sample.NotRecoveredWithinSeconds = m.deadlineExceeded, m.notRecoveredWithin
+	sample.LeastAvailabilityMargin = m.leastAvailabilityMargin
 	sample.Requests = requestsAfter.since(requestsBefore)
 	sample.Writes = writesAfter.since(writesBefore)
 	if r.controllers != nil {

@@ -53,6 +53,13 @@ func TestHarnessTinyRun(t *testing.T) {
 		if s.Seconds <= 0 && s.ControllerMiB <= 0 {
 			t.Errorf("sample %s/%s measured nothing: %+v", s.Scenario, s.Arm, s)
 		}
+		rollsDeployments := strings.HasPrefix(s.Scenario, "rolling-") || strings.HasPrefix(s.Scenario, "many-") || strings.HasPrefix(s.Scenario, "resize-")
+		switch m := s.LeastAvailabilityMargin; {
+		case rollsDeployments && m == nil:
+			t.Errorf("sample %s/%s did not watch its Deployments' availability", s.Scenario, s.Arm)
+		case rollsDeployments && s.Arm != upstreamArm.Name && *m < 0:
+			t.Errorf("sample %s/%s: kroll reported %d fewer available replicas than the RollingUpdate allows", s.Scenario, s.Arm, -*m)
+		}
 	}
 	for _, name := range []string{resultsMarkdown, resultsSVG} {
 		data, err := os.ReadFile(filepath.Join(out, name))

@@ -135,6 +135,9 @@ func (r *Results) Markdown() string {
 			i, k := mt.statOf(r, s.Name, inPlaceArm.Name), mt.statOf(r, s.Name, krollArm.Name)
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mt.name, i, k, ratio(i, k))
 		}
+		if i, k := r.availabilityMargin(s.Name, inPlaceArm.Name), r.availabilityMargin(s.Name, krollArm.Name); i.n+k.n > 0 {
+			fmt.Fprintf(&b, "| least available above replicas − maxUnavailable, every status seen | %s | %s | — |\n", countStat(i), countStat(k))
+		}
 	}
 
 	if targets := r.Targets(); len(targets) > 0 {
@@ -206,7 +209,8 @@ type Target struct {
 // the samples each needs: in every rollout scenario (rolloutScenario) kroll's API
 // writes at most upstream's, its controller CPU at most 0.85 × upstream's and its time
 // at most upstream's; where the client's QPS bounds a rollout, its time within 1 % of
-// that bound (2N writes ÷ QPS); in place at most half RollingUpdate's time; and at rest
+// that bound (2N writes ÷ QPS); in place at most half RollingUpdate's time, its
+// Deployment never reported below its RollingUpdate's floor; and at rest
 // over 10,000 pods, at most half upstream's memory.
 func (r *Results) Targets() []Target {
 	seconds := func(x Sample) float64 { return x.Seconds }
@@ -236,7 +240,7 @@ func (r *Results) Targets() []Target {
 			add(fmt.Sprintf("%s: time ≤ 1.01 × the write limit (2N ÷ QPS = %.0f s)", name, limit.median), k(seconds), limit, 1.01)
 		}
 		if hasArm(s, inPlaceArm.Name) {
-			add(name+": in place ≤ 0.50 × RollingUpdate's time", r.statOf(s.Name, inPlaceArm.Name, seconds), k(seconds), 0.5)
+			out = append(out, r.inPlaceTarget(s.Name, k(seconds))...)
 		}
 	}
 	for _, s := range r.Scenarios {
@@ -265,4 +269,47 @@ func rolloutScenario(s Scenario) bool {
 // replacing its N pods at the default limits, 2N writes.
 func qpsBound(s Scenario) bool {
 	return s.Limits == DefaultLimits && (strings.HasPrefix(s.Name, "rolling-") || strings.HasPrefix(s.Name, "resize-"))
+}
+
+// availabilityMargin summarises the least availability margins of scenario and arm's
+// runs (the runs that measured one).
+func (r *Results) availabilityMargin(scenario, arm string) stat {
+	return r.statOfWhere(scenario, arm,
+		func(x Sample) float64 { return float64(*x.LeastAvailabilityMargin) },
+		func(x Sample) bool { return x.LeastAvailabilityMargin != nil })
+}
+
+// inPlaceTarget is scenario's in-place target, where this run holds its samples: in
+// place at most half of RollingUpdate's time (rolling), with every in-place run's
+// Deployment at or above its floor (availableReplicas ≥ replicas − maxUnavailable) in
+// every status the harness saw. A run that did not watch availability cannot meet it.
+func (r *Results) inPlaceTarget(scenario string, rolling stat) []Target {
+	seconds := func(x Sample) float64 { return x.Seconds }
+	inPlace := r.statOf(scenario, inPlaceArm.Name, seconds)
+	if inPlace.n == 0 || rolling.n == 0 || rolling.median == 0 {
+		return nil
+	}
+	v := inPlace.median / rolling.median
+	margin := r.availabilityMargin(scenario, inPlaceArm.Name)
+	held := margin.n == inPlace.n && margin.min >= 0
+	floor := "not watched in every run"
+	if margin.n > 0 {
+		floor = fmt.Sprintf("least available above the floor %d", int(margin.min))
+	}
+	return []Target{{
+		Name:     scenario + ": in place ≤ 0.50 × RollingUpdate's time, available ≥ replicas − maxUnavailable throughout",
+		Measured: fmt.Sprintf("%s; %s", ratioFigure(v, 0.5), floor),
+		Met:      v <= 0.5 && held,
+	}}
+}
+
+// countStat prints a stat of whole numbers as whole numbers.
+func countStat(s stat) string {
+	switch s.n {
+	case 0:
+		return "—"
+	case 1:
+		return fmt.Sprint(int(s.median))
+	}
+	return fmt.Sprintf("%d (%d–%d)", int(s.median), int(s.min), int(s.max))
 }

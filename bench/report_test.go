@@ -3,6 +3,9 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The targets are those of bench/README.md: in each rollout scenario kroll's writes
@@ -37,12 +40,12 @@ func TestTargets(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"rolling-1000-qps20: API writes ≤ 1.00 × upstream's":                   "0.99×",
-		"rolling-1000-qps20: controller CPU ≤ 0.85 × upstream's":               "0.83×",
-		"rolling-1000-qps20: time ≤ 1.00 × upstream's":                         "0.99×",
-		"rolling-1000-qps20: time ≤ 1.01 × the write limit (2N ÷ QPS = 100 s)": "1.00×",
-		"rolling-1000-qps20: in place ≤ 0.50 × RollingUpdate's time":           "0.51× not met",
-		"10000 pods at rest: kroll memory ≤ 0.50 × upstream's":                 "0.45×",
+		"rolling-1000-qps20: API writes ≤ 1.00 × upstream's":                                                           "0.99×",
+		"rolling-1000-qps20: controller CPU ≤ 0.85 × upstream's":                                                       "0.83×",
+		"rolling-1000-qps20: time ≤ 1.00 × upstream's":                                                                 "0.99×",
+		"rolling-1000-qps20: time ≤ 1.01 × the write limit (2N ÷ QPS = 100 s)":                                         "1.00×",
+		"rolling-1000-qps20: in place ≤ 0.50 × RollingUpdate's time, available ≥ replicas − maxUnavailable throughout": "0.51×; not watched in every run not met",
+		"10000 pods at rest: kroll memory ≤ 0.50 × upstream's":                                                         "0.45×",
 	}
 	for name, m := range want {
 		if got[name] != m {
@@ -55,6 +58,70 @@ func TestTargets(t *testing.T) {
 	for name := range got {
 		if strings.HasPrefix(name, "rollback-") {
 			t.Errorf("rollback has a target %q: its arms do different work", name)
+		}
+	}
+}
+
+// The in-place target holds only when in place takes at most half RollingUpdate's time
+// and every in-place run watched its Deployment stay at or above its floor.
+func TestInPlaceTarget(t *testing.T) {
+	margin := func(m int32) *int32 { return &m }
+	for _, tc := range []struct {
+		name    string
+		seconds []float64
+		margins []*int32
+		want    string
+		met     bool
+	}{
+		{"half the time, the floor held", []float64{49, 50, 51}, []*int32{margin(0), margin(3), margin(1)},
+			"0.50×; least available above the floor 0", true},
+		{"half the time, one run below the floor", []float64{49, 50, 51}, []*int32{margin(2), margin(-1), margin(1)},
+			"0.50×; least available above the floor -1", false},
+		{"half the time, one run not watched", []float64{49, 50, 51}, []*int32{margin(2), nil, margin(1)},
+			"0.50×; least available above the floor 1", false},
+		{"the floor held, too slow", []float64{52, 51, 53}, []*int32{margin(0), margin(0), margin(0)},
+			"0.52×; least available above the floor 0", false},
+	} {
+		r := newResults(1)
+		s := rollingScenario(1000, DefaultLimits, []Arm{krollArm, upstreamArm, inPlaceArm})
+		r.addScenario(s)
+		for i := range tc.seconds {
+			r.Samples = append(r.Samples,
+				Sample{Scenario: s.Name, Arm: krollArm.Name, Rep: i + 1, Seconds: 100},
+				Sample{Scenario: s.Name, Arm: inPlaceArm.Name, Rep: i + 1, Seconds: tc.seconds[i], LeastAvailabilityMargin: tc.margins[i]})
+		}
+		got := r.inPlaceTarget(s.Name, r.statOf(s.Name, krollArm.Name, func(x Sample) float64 { return x.Seconds }))
+		if len(got) != 1 || got[0].Measured != tc.want || got[0].Met != tc.met {
+			t.Errorf("%s: got %+v, want measured %q, met %v", tc.name, got, tc.want, tc.met)
+		}
+	}
+}
+
+// availabilityMargin resolves maxUnavailable as the Deployment controller does.
+func TestAvailabilityMargin(t *testing.T) {
+	deployment := func(replicas, available int32, strategy appsv1.DeploymentStrategy) *appsv1.Deployment {
+		return &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &replicas, Strategy: strategy},
+			Status: appsv1.DeploymentStatus{AvailableReplicas: available}}
+	}
+	rolling := func(surge, unavailable intstr.IntOrString) appsv1.DeploymentStrategy {
+		return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
+	}
+	for _, tc := range []struct {
+		name string
+		d    *appsv1.Deployment
+		want int32
+	}{
+		{"defaults: 25% of 1000 may be unavailable", deployment(1000, 750, appsv1.DeploymentStrategy{}), 0},
+		{"defaults, one below", deployment(1000, 749, appsv1.DeploymentStrategy{}), -1},
+		{"25% of 10 rounds down to 2", deployment(10, 8, rolling(intstr.FromString("25%"), intstr.FromString("25%"))), 0},
+		{"both zero: one may be unavailable", deployment(10, 9, rolling(intstr.FromInt32(0), intstr.FromInt32(0))), 0},
+		{"surge only: none may be unavailable", deployment(10, 9, rolling(intstr.FromInt32(1), intstr.FromInt32(0))), -1},
+		{"more unavailable than replicas", deployment(3, 0, rolling(intstr.FromInt32(0), intstr.FromInt32(5))), 0},
+		{"Recreate has no floor", deployment(10, 0, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), 0},
+	} {
+		if got := availabilityMargin(tc.d); got != tc.want {
+			t.Errorf("%s: availabilityMargin = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -51,6 +51,11 @@ func resizeScenario(size int) Scenario {
 		if err := r.sync(ctx, pods.Informer()); err != nil {
 			return measurement{}, err
 		}
+		stopWatch, err := watchAvailability(deployments.Informer(), []string{"bench"})
+		if err != nil {
+			return measurement{}, err
+		}
+		defer stopWatch()
 		began := time.Now()
 		if _, err := r.client.AppsV1().Deployments(namespace).Patch(ctx, "bench", types.StrategicMergePatchType, cpuPatch, metav1.PatchOptions{}); err != nil {
 			return measurement{}, err
@@ -83,7 +88,7 @@ func resizeScenario(size int) Scenario {
 			func() string { n, all := resized(); return fmt.Sprintf("%d of %d pods report cpu %s", n, all, newCPU) }); err != nil {
 			return measurement{}, err
 		}
-		m := measurement{seconds: time.Since(began).Seconds()}
+		m := measurement{seconds: time.Since(began).Seconds(), leastAvailabilityMargin: stopWatch()}
 		if !r.arm.InPlace {
 			m.podWritesPerSecond = float64(2*size) / m.seconds
 		}

@@ -77,6 +77,11 @@ type Sample struct {
 	// Ready at the restored revision again; DeadlineExceededSeconds from the change to
 	// ProgressDeadlineExceeded; NotRecoveredWithinSeconds is the observation window
 	// when the Deployment did not recover within it (upstream). Zero when not seen.
+	// LeastAvailabilityMargin is, where Deployments roll, the least over every state of
+	// theirs the harness saw from the change until done of availableReplicas −
+	// (replicas − maxUnavailable): negative when a rollout reported fewer available
+	// replicas than its RollingUpdate allows. Absent where nothing rolls.
+	LeastAvailabilityMargin   *int32  `json:"leastAvailabilityMargin,omitempty"`
 	FailingToRollbackSeconds  float64 `json:"failingToRollbackSeconds,omitempty"`
 	FailingToReadySeconds     float64 `json:"failingToReadySeconds,omitempty"`
 	DeadlineExceededSeconds   float64 `json:"deadlineExceededSeconds,omitempty"`

@@ -67,6 +67,9 @@ type measurement struct {
 	// write and to every pod Ready again, from the change to ProgressDeadlineExceeded,
 	// and the observation window when it did not recover within it; zero when not seen.
 	failingToRollback, failingToReady, deadlineExceeded, notRecoveredWithin float64
+	// leastAvailabilityMargin is, where Deployments roll, the least availabilityMargin
+	// of theirs seen from the change until done.
+	leastAvailabilityMargin *int32
 }
 
 // Scenarios are the harness's scenarios at scale (see Options.Scale).
@@ -188,11 +191,11 @@ func rollingScenario(size int, limits Limits, arms []Arm) Scenario {
 		return r.createDeployments(ctx, []*appsv1.Deployment{newDeployment("bench", int32(size), r.arm.InPlace)})
 	}
 	s.measure = func(ctx context.Context, r *run) (measurement, error) {
-		secs, err := r.rollDeployments(ctx, []string{"bench"})
+		secs, margin, err := r.rollDeployments(ctx, []string{"bench"})
 		if err != nil {
 			return measurement{}, err
 		}
-		m := measurement{seconds: secs}
+		m := measurement{seconds: secs, leastAvailabilityMargin: margin}
 		if !r.arm.InPlace {
 			m.podWritesPerSecond = float64(2*size) / secs
 		}
@@ -221,8 +224,11 @@ func manyRolloutsScenario(count, replicas int) Scenario {
 		return r.createDeployments(ctx, ds)
 	}
 	s.measure = func(ctx context.Context, r *run) (measurement, error) {
-		secs, err := r.rollDeployments(ctx, names)
-		return measurement{seconds: secs, podWritesPerSecond: float64(2*count*replicas) / secs}, err
+		secs, margin, err := r.rollDeployments(ctx, names)
+		if err != nil {
+			return measurement{}, err
+		}
+		return measurement{seconds: secs, podWritesPerSecond: float64(2*count*replicas) / secs, leastAvailabilityMargin: margin}, nil
 	}
 	return s
 }
@@ -395,24 +401,31 @@ func (r *run) createDeployments(ctx context.Context, ds []*appsv1.Deployment) er
 }
 
 // rollDeployments changes the image of the named Deployments at once and returns the
-// seconds until every one is complete.
-func (r *run) rollDeployments(ctx context.Context, names []string) (float64, error) {
+// seconds until every one is complete, and their least availability margin meanwhile.
+func (r *run) rollDeployments(ctx context.Context, names []string) (float64, *int32, error) {
 	inf := r.informers.Apps().V1().Deployments().Informer()
 	if err := r.sync(ctx, inf); err != nil {
-		return 0, err
+		return 0, nil, err
+	}
+	stopWatch, err := watchAvailability(inf, names)
+	if err != nil {
+		return 0, nil, err
 	}
 	began := time.Now()
 	if err := inParallel(ctx, len(names), 16, func(ctx context.Context, i int) error {
 		_, err := r.client.AppsV1().Deployments(namespace).Patch(ctx, names[i], types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{})
 		return err
 	}); err != nil {
-		return 0, err
+		stopWatch()
+		return 0, nil, err
 	}
 	ok, state := r.deploymentsDone(names, newImage)
-	if err := until(ctx, inf, 30*time.Minute, "deployments rolled", ok, state); err != nil {
-		return 0, err
+	err = until(ctx, inf, 30*time.Minute, "deployments rolled", ok, state)
+	secs, margin := time.Since(began).Seconds(), stopWatch()
+	if err != nil {
+		return 0, nil, err
 	}
-	return time.Since(began).Seconds(), nil
+	return secs, margin, nil
 }
 
 // deploymentsDone tells whether every named Deployment is complete at image, and

@@ -83,7 +83,7 @@ func DryRun(ctx context.Context, cfg *rest.Config, opts Options, timeout time.Du
 	if err != nil {
 		return DryRunResult{}, err
 	}
-	defer m.events.Shutdown()
+	defer m.stopEvents()
 	view := newCacheView(m.factory)
 	start := time.Now()
 	done := make(chan struct{})

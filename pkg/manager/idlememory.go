@@ -28,23 +28,24 @@ const (
 
 // releaseDue says whether to return the free heap to the operating system now: the
 // process allocated little since the last check (the work is over) after allocating
-// enough since the last release for the pages to matter.
-func releaseDue(sinceCheck, sinceRelease uint64) bool {
-	return sinceCheck <= quietBytes && sinceRelease >= worthItBytes
+// enough since the last release for the pages to matter: worthIt, and at least its live
+// heap. A release is a full collection, and a process at rest still allocates a little
+// (metrics, probes, bookmarks): the live-heap floor keeps releases at rest no more
+// frequent than the collections GOGC=100 would run anyway, where a fixed 16 MiB would
+// collect a large cache's heap over and over for a trickle of garbage.
+func releaseDue(sinceCheck, sinceRelease, liveHeap uint64) bool {
+	return sinceCheck <= quietBytes && sinceRelease >= max(worthItBytes, liveHeap)
 }
 
 // ReleaseMemoryWhenIdle returns the process's free heap to the operating system each
 // time a burst of work has ended (see releaseDue), until ctx ends.
 func ReleaseMemoryWhenIdle(ctx context.Context) {
-	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	allocated := func() uint64 {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return sample[0].Value.Uint64()
+	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	read := func() (allocated, live uint64) {
+		metrics.Read(samples)
+		return uint64Of(samples[0].Value), uint64Of(samples[1].Value)
 	}
-	lastCheck := allocated()
+	lastCheck, _ := read()
 	lastRelease := lastCheck
 	tick := time.NewTicker(idleCheck)
 	defer tick.Stop()
@@ -54,12 +55,20 @@ func ReleaseMemoryWhenIdle(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		now := allocated()
-		if releaseDue(now-lastCheck, now-lastRelease) {
+		now, live := read()
+		if releaseDue(now-lastCheck, now-lastRelease, live) {
 			debug.FreeOSMemory()
-			now = allocated()
+			now, _ = read()
 			lastRelease = now
 		}
 		lastCheck = now
 	}
+}
+
+// uint64Of is v's value, or 0 where this Go runtime does not have the metric.
+func uint64Of(v metrics.Value) uint64 {
+	if v.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return v.Uint64()
 }

@@ -40,13 +40,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	opts.defaults()
 	enabled, _ := EnabledControllers(opts.Controllers)
 	// The controllers are built when they are to run, as kube-controller-manager's are:
-	// a standby holds no queues, informers or event broadcaster.
+	// a standby holds no queues, informers or event broadcasters.
 	work := func(ctx context.Context, h *health) error {
 		m, err := newControllers(ctx, cfg, opts, enabled, nil)
 		if err != nil {
 			return err
 		}
-		defer m.events.Shutdown()
+		defer m.stopEvents()
 		m.run(ctx, h)
 		return nil
 	}
@@ -72,8 +72,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // controllers are the selected controllers over one informer factory.
 type controllers struct {
 	factory informers.SharedInformerFactory
-	events  record.EventBroadcaster
-	runs    []func(context.Context)
+	// events are the controllers' event broadcasters, one each.
+	events []record.EventBroadcaster
+	runs   []func(context.Context)
 	// rollouts reports rollouts in progress and failed from the factory's caches.
 	rollouts *rolloutCollector
 }
@@ -107,16 +108,12 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 	}
 	m := &controllers{
 		factory: informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(newSlimmer().slim)),
-		events:  record.NewBroadcaster(record.WithContext(ctx)),
 	}
 	if err := usePodsDecodedThin(m.factory, informerConfig, informerClient); err != nil {
 		return nil, err
 	}
-	m.events.StartStructuredLogging(3)
-	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")})
-	recorder := func(component string) record.EventRecorder {
-		return m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
-	}
+	sink := &typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")}
+	recorder := func(component string) record.EventRecorder { return m.newRecorder(ctx, sink, component) }
 	f := m.factory
 	for _, name := range enabled {
 		var run func(context.Context)
@@ -148,13 +145,34 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 			})
 		}
 		if err != nil {
-			m.events.Shutdown()
+			m.stopEvents()
 			return nil, err
 		}
 		m.runs = append(m.runs, run)
 	}
 	m.rollouts = newRolloutCollector(f, enabled)
 	return m, nil
+}
+
+// newRecorder is component's event recorder, on a broadcaster of its own posting to
+// sink. One each, as in kube-controller-manager: a broadcaster posts its events one
+// at a time and holds at most 1,000 waiting (then drops), so one shared by every
+// controller would post a mass rollout's events tens of seconds late, and could drop
+// some. The sink is the informers' client's: events do not take from the QPS budget
+// of a controller's writes.
+func (m *controllers) newRecorder(ctx context.Context, sink record.EventSink, component string) record.EventRecorder {
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	events.StartStructuredLogging(3)
+	events.StartRecordingToSink(sink)
+	m.events = append(m.events, events)
+	return events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+}
+
+// stopEvents shuts the controllers' event broadcasters down.
+func (m *controllers) stopEvents() {
+	for _, events := range m.events {
+		events.Shutdown()
+	}
 }
 
 // runner is what every kroll controller is.
