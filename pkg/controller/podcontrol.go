@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -26,6 +27,12 @@ type PodControl interface {
 	CreatePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) (*corev1.Pod, error)
 	// DeletePod deletes pod (its UID as precondition).
 	DeletePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error
+	// DeletePodAsSeen deletes pod only as the caller saw it: its UID and its
+	// resourceVersion as preconditions. A pod changed since (a finalizer added, say)
+	// stays, and the error is a Conflict without an event: the caller's view was stale,
+	// its write not wrong. For decisions that rest on the pod as seen, such as that the
+	// API server removes it in the deleting request.
+	DeletePodAsSeen(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error
 	// UpdatePod reads pod from the API server, applies change to it and writes it back:
 	// the informers cache pods without the fields no controller reads (see pkg/manager),
 	// and a pod's spec is immutable but for a few fields, so the whole of it goes back as
@@ -140,6 +147,19 @@ func (r *realPodControl) DeletePod(ctx context.Context, owner runtime.Object, po
 	return err
 }
 
+func (r *realPodControl) DeletePodAsSeen(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
+	err := r.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion}})
+	if apierrors.IsConflict(err) {
+		return err
+	}
+	if r.events.Tolerant && apierrors.IsNotFound(err) {
+		err = nil
+	}
+	r.record(owner, "delete", pod, r.events.Deleted, err)
+	return err
+}
+
 func (r *realPodControl) UpdatePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod, change func(*corev1.Pod)) error {
 	live, err := r.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	switch {
@@ -182,6 +202,8 @@ type FakePodControl struct {
 	PatchedVersion string
 	// FailAfter lets this many creates succeed before CreateErr applies (-1: always fail).
 	FailAfter int
+	// Changed are the pods changed since their callers saw them (DeletePodAsSeen).
+	Changed map[string]bool
 }
 
 var _ PodControl = &FakePodControl{}
@@ -205,6 +227,18 @@ func (f *FakePodControl) DeletePod(_ context.Context, _ runtime.Object, pod *cor
 	defer f.mu.Unlock()
 	f.Deleted = append(f.Deleted, pod.Name)
 	return nil
+}
+
+// DeletePodAsSeen is DeletePod, but fails with a Conflict for the pods named in
+// Changed, as the API server does for a pod changed since the caller saw it.
+func (f *FakePodControl) DeletePodAsSeen(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
+	f.mu.Lock()
+	changed := f.Changed[pod.Name]
+	f.mu.Unlock()
+	if changed {
+		return apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New("the object has been modified"))
+	}
+	return f.DeletePod(ctx, owner, pod)
 }
 
 func (f *FakePodControl) UpdatePod(_ context.Context, _ runtime.Object, pod *corev1.Pod, change func(*corev1.Pod)) error {

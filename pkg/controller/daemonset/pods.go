@@ -77,7 +77,14 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 	}
 	for i, p := range deletes {
 		node, refill := refills[p]
-		if err := c.podControl.DeletePod(ctx, ds, p); err != nil {
+		// A refill rests on the pod as the cache has it (removed in the deleting
+		// request); deleting it only as seen keeps a pod that has changed since (a
+		// finalizer added) from being refilled while it still runs.
+		deletePod := c.podControl.DeletePod
+		if refill {
+			deletePod = c.podControl.DeletePodAsSeen
+		}
+		if err := deletePod(ctx, ds, p); err != nil {
 			c.expectations.DeletionObserved(key, deleteKeys[i])
 			if refill {
 				c.expectations.CreationObserved(key)
@@ -105,7 +112,8 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 // the sync that deletes the old one creates too, as the next sync would: the old pod is
 // its node's only one, the node should run ds, and the API server removes the pod in
 // the deleting request (rollout.RemovedOnDelete: no grace period, no finalizer), so the
-// node is free at once. Waiting for the cache's sight of the deletion only added a sync
+// node is free at once. That is the cache's view of the pod: syncNodes deletes it only
+// as seen, and refills nothing where the pod has changed since. Waiting for the cache's sight of the deletion only added a sync
 // and a status write to every node's step (a hundred-node rollout one pod at a time:
 // 100 status writes and some 10 ms a node).
 func refillable(deletes []*corev1.Pod, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod) map[*corev1.Pod]string {
