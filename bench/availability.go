@@ -4,43 +4,21 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // availabilityMargin is how far d's reported availability stands above the floor its
 // RollingUpdate keeps to: availableReplicas − (replicas − maxUnavailable), negative
-// when below it. maxUnavailable is resolved as the Deployment controller resolves it
-// (a percentage rounds down; with maxSurge also zero it is 1). A Deployment without a
-// RollingUpdate strategy has no floor: its margin is its availability.
+// when below it, with maxUnavailable resolved as kroll's Deployment controller resolves
+// it (rollout.DeploymentFenceposts). A Recreate Deployment has no floor: its margin is
+// its availability.
 func availabilityMargin(d *appsv1.Deployment) int32 {
-	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
-	}
-	ru := d.Spec.Strategy.RollingUpdate
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		return d.Status.AvailableReplicas
 	}
-	quarter := intstr.FromString("25%")
-	surge, unavailable := &quarter, &quarter
-	if ru != nil {
-		if ru.MaxSurge != nil {
-			surge = ru.MaxSurge
-		}
-		if ru.MaxUnavailable != nil {
-			unavailable = ru.MaxUnavailable
-		}
-	}
-	s, errSurge := intstr.GetScaledValueFromIntOrPercent(surge, int(replicas), true)
-	u, errUnavailable := intstr.GetScaledValueFromIntOrPercent(unavailable, int(replicas), false)
-	if errSurge != nil || errUnavailable != nil {
-		return d.Status.AvailableReplicas
-	}
-	if s == 0 && u == 0 {
-		u = 1
-	}
-	return d.Status.AvailableReplicas - (replicas - min(int32(u), replicas))
+	return d.Status.AvailableReplicas - (rollout.DesiredReplicas(d) - rollout.DeploymentFenceposts(d).MaxUnavailable)
 }
 
 // availabilityWatch follows the reported availability of some Deployments: the least

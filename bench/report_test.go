@@ -97,7 +97,8 @@ func TestInPlaceTarget(t *testing.T) {
 	}
 }
 
-// availabilityMargin resolves maxUnavailable as the Deployment controller does.
+// availabilityMargin resolves maxUnavailable as the Deployment controller does. The
+// Deployments are as the API server defaults them: RollingUpdate, 25% and 25%.
 func TestAvailabilityMargin(t *testing.T) {
 	deployment := func(replicas, available int32, strategy appsv1.DeploymentStrategy) *appsv1.Deployment {
 		return &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &replicas, Strategy: strategy},
@@ -112,8 +113,8 @@ func TestAvailabilityMargin(t *testing.T) {
 		d    *appsv1.Deployment
 		want int32
 	}{
-		{"defaults: 25% of 1000 may be unavailable", deployment(1000, 750, appsv1.DeploymentStrategy{}), 0},
-		{"defaults, one below", deployment(1000, 749, appsv1.DeploymentStrategy{}), -1},
+		{"defaults: 25% of 1000 may be unavailable", deployment(1000, 750, rolling(intstr.FromString("25%"), intstr.FromString("25%"))), 0},
+		{"defaults, one below", deployment(1000, 749, rolling(intstr.FromString("25%"), intstr.FromString("25%"))), -1},
 		{"25% of 10 rounds down to 2", deployment(10, 8, rolling(intstr.FromString("25%"), intstr.FromString("25%"))), 0},
 		{"both zero: one may be unavailable", deployment(10, 9, rolling(intstr.FromInt32(0), intstr.FromInt32(0))), 0},
 		{"surge only: none may be unavailable", deployment(10, 9, rolling(intstr.FromInt32(1), intstr.FromInt32(0))), -1},
