@@ -139,22 +139,23 @@ func (r *realPodControl) CreatePod(ctx context.Context, owner runtime.Object, po
 }
 
 func (r *realPodControl) DeletePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
-	err := r.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if r.events.Tolerant && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)) {
-		err = nil // already gone (or replaced): nothing of ours to delete
-	}
-	r.record(owner, "delete", pod, r.events.Deleted, err)
-	return err
+	return r.deletePod(ctx, owner, pod, metav1.Preconditions{UID: &pod.UID})
 }
 
 func (r *realPodControl) DeletePodAsSeen(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
-	err := r.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion}})
-	if apierrors.IsConflict(err) {
+	return r.deletePod(ctx, owner, pod, metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
+}
+
+// deletePod deletes pod under pre. A Conflict on a resourceVersion precondition is the
+// caller's stale view, returned without an event; on the UID alone it is a pod replaced
+// by another of its name, which a Tolerant kind takes for success, as a pod gone.
+func (r *realPodControl) deletePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod, pre metav1.Preconditions) error {
+	err := r.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &pre})
+	if pre.ResourceVersion != nil && apierrors.IsConflict(err) {
 		return err
 	}
-	if r.events.Tolerant && apierrors.IsNotFound(err) {
-		err = nil
+	if r.events.Tolerant && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)) {
+		err = nil // already gone (or replaced): nothing of ours to delete
 	}
 	r.record(owner, "delete", pod, r.events.Deleted, err)
 	return err

@@ -113,9 +113,9 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 // its node's only one, the node should run ds, and the API server removes the pod in
 // the deleting request (rollout.RemovedOnDelete: no grace period, no finalizer), so the
 // node is free at once. That is the cache's view of the pod: syncNodes deletes it only
-// as seen, and refills nothing where the pod has changed since. Waiting for the cache's sight of the deletion only added a sync
-// and a status write to every node's step (a hundred-node rollout one pod at a time:
-// 100 status writes and some 10 ms a node).
+// as seen, and refills nothing where the pod has changed since. Waiting for the cache's
+// sight of the deletion only added a sync and a status write to every node's step (a
+// hundred-node rollout one pod at a time: 100 status writes and some 10 ms a node).
 func refillable(deletes []*corev1.Pod, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod) map[*corev1.Pod]string {
 	refills := map[*corev1.Pod]string{}
 	for _, p := range deletes {
