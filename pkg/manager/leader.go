@@ -29,7 +29,7 @@ import (
 // releases while work is still stopping.) A released lease lets a standby take over
 // within a retry period or two instead of waiting out the lease duration.
 func lead(ctx context.Context, cfg *rest.Config, le LeaderElection, h *health, work func(context.Context) error) error {
-	c := rest.CopyConfig(cfg)
+	c := withProtobuf(cfg)
 	c.Wrap(metrics.InstrumentTransport("leader-election"))
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(c, "kroll/leader-election"))
 	if err != nil {

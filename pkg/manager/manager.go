@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -88,7 +89,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 	wrap func(http.RoundTripper) http.RoundTripper) (*controllers, error) {
 	limit := newInFlightLimit(maxInFlight)
 	configFor := func(name string) *rest.Config {
-		c := rest.CopyConfig(cfg)
+		c := withProtobuf(cfg)
 		c.QPS, c.Burst = opts.QPS, opts.Burst
 		c.RateLimiter = newClientLimiter(opts.QPS, opts.Burst, paceTick)
 		c.Wrap(limit.wrap) // inside the metrics: a request's time includes its wait
@@ -152,6 +153,19 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 	}
 	m.rollouts = newRolloutCollector(f, enabled)
 	return m, nil
+}
+
+// withProtobuf is a copy of cfg whose requests and responses are protobuf-encoded, as
+// kube-controller-manager's (its --kube-api-content-type default). client-go's typed
+// clients already prefer protobuf for built-in kinds when no content type is set, but
+// what they build by hand does not: the event sink's posts, with no content type, go
+// as JSON, which the client and the API server both encode and decode at several times
+// protobuf's cost, for every event a rollout records.
+func withProtobuf(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
 }
 
 // newRecorder is component's event recorder, on a broadcaster of its own posting to
