@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,30 +14,21 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// echoing answers every request with its own body, in the content type it was sent
-// in, and keeps each request's Content-Type and Accept headers.
-type echoing struct {
-	mu      sync.Mutex
-	headers []http.Header
-}
-
-func (e *echoing) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	e.headers = append(e.headers, req.Header.Clone())
-	e.mu.Unlock()
-	return &http.Response{StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
-		Header: http.Header{"Content-Type": []string{req.Header.Get("Content-Type")}}, Body: io.NopCloser(bytes.NewReader(body))}, nil
-}
-
 // The controllers' events go as protobuf, as kube-controller-manager's do: the event
 // sink builds its requests by hand, and without a content type on the config client-go
 // sends those as JSON.
 func TestEventsArePostedAsProtobuf(t *testing.T) {
-	server := &echoing{}
+	// The server answers with the request's own body, in the content type it came in.
+	var sent []http.Header
+	server := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		sent = append(sent, req.Header.Clone())
+		return &http.Response{StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
+			Header: http.Header{"Content-Type": {req.Header.Get("Content-Type")}}, Body: io.NopCloser(bytes.NewReader(body))}, nil
+	})
 	cfg := withProtobuf(&rest.Config{Host: "https://127.0.0.1:1"})
 	cfg.Wrap(func(http.RoundTripper) http.RoundTripper { return server })
 	client, err := kubernetes.NewForConfig(cfg)
@@ -54,10 +44,10 @@ func TestEventsArePostedAsProtobuf(t *testing.T) {
 	if posted.Reason != event.Reason {
 		t.Errorf("the answer decoded to reason %q, want %q", posted.Reason, event.Reason)
 	}
-	if len(server.headers) != 1 {
-		t.Fatalf("%d requests, want 1", len(server.headers))
+	if len(sent) != 1 {
+		t.Fatalf("%d requests, want 1", len(sent))
 	}
-	h := server.headers[0]
+	h := sent[0]
 	if got := h.Get("Content-Type"); got != runtime.ContentTypeProtobuf {
 		t.Errorf("event posted as %q, want %q", got, runtime.ContentTypeProtobuf)
 	}
