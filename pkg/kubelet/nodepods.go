@@ -97,7 +97,7 @@ func (n *nodePods) resize(node *corev1.Node, pod *corev1.Pod, key string, static
 	if !held {
 		return resizeDecision{kind: resizeNone}, allocationOf(pod), nil
 	}
-	d := decideResize(node, n.others(pod.UID), pod, alloc, staticCPUManager)
+	d := decideResize(node, func() []*corev1.Pod { return n.others(pod.UID) }, pod, alloc, staticCPUManager)
 	delete(n.deferred, pod.UID)
 	var retry []string
 	switch d.kind {

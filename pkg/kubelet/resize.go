@@ -89,9 +89,14 @@ func (a allocation) matches(pod *corev1.Pod) bool {
 	return equality.Semantic.DeepEqual(a, allocationOf(pod))
 }
 
-// applyTo returns a copy of pod whose containers carry the allocated resources: the pod
-// as the node's accounting sees it.
+// applyTo is pod as the node's accounting sees it: its containers carry the allocated
+// resources. It is pod itself when they already do (every pod not being resized), else
+// a copy: read it, never write it. A node's every pod sync reads all its other pods
+// this way, so the common case copies nothing.
 func (a allocation) applyTo(pod *corev1.Pod) *corev1.Pod {
+	if !a.differsFrom(pod) {
+		return pod
+	}
 	p := pod.DeepCopy()
 	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for i := range list {
@@ -101,6 +106,19 @@ func (a allocation) applyTo(pod *corev1.Pod) *corev1.Pod {
 		}
 	}
 	return p
+}
+
+// differsFrom tells whether any container of pod is allocated other resources than its
+// spec asks for.
+func (a allocation) differsFrom(pod *corev1.Pod) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if r, ok := a[list[i].Name]; ok && !equality.Semantic.DeepEqual(r, list[i].Resources) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resizeKind is the kubelet's decision on a pod's desired resources.
@@ -135,20 +153,21 @@ func (d resizeDecision) pendingReason() string {
 }
 
 // decideResize decides pod's resize on node, where others (allocated: see
-// allocation.applyTo) hold their resources and alloc is what pod holds. The desired pod
-// goes through the node's whole admission again, as the kubelet's does: its first
-// failure defers the resize with that check's message. Worked numbers: a 4-CPU node,
+// allocation.applyTo) hold their resources and alloc is what pod holds; others is asked
+// for only when there is a resize to decide, not on every sync of every pod. The
+// desired pod goes through the node's whole admission again, as the kubelet's does: its
+// first failure defers the resize with that check's message. Worked numbers: a 4-CPU node,
 // another pod holding 2 CPUs, this pod moving from 1 to 5 CPUs: "Node didn't have
 // enough resource: cpu, requested: 5000, used: 2000, capacity: 4000", Deferred; once
 // the other pod is gone, 5000 > 4000 - 0 still, Deferred still (never Infeasible).
-func decideResize(node *corev1.Node, others []*corev1.Pod, pod *corev1.Pod, alloc allocation, staticCPUManager bool) resizeDecision {
+func decideResize(node *corev1.Node, others func() []*corev1.Pod, pod *corev1.Pod, alloc allocation, staticCPUManager bool) resizeDecision {
 	if alloc.matches(pod) {
 		return resizeDecision{kind: resizeNone}
 	}
 	if staticCPUManager && pod.Status.QOSClass == corev1.PodQOSGuaranteed && cpuRequestChanged(pod, alloc) {
 		return resizeDecision{kind: resizeInfeasible, cause: corev1.PodReasonInfeasible, message: messageStaticCPUManager}
 	}
-	if v := admit(node, others, pod); v.rejected {
+	if v := admit(node, others(), pod); v.rejected {
 		return resizeDecision{kind: resizeDeferred, cause: v.reason, message: v.message}
 	}
 	return resizeDecision{kind: resizeAccepted}

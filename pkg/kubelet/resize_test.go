@@ -73,7 +73,7 @@ func TestDecideResize(t *testing.T) {
 			for _, o := range tt.others {
 				others = append(others, allocationOf(o).applyTo(o))
 			}
-			d := decideResize(node, others, tt.to, allocationOf(tt.from), tt.static)
+			d := decideResize(node, func() []*corev1.Pod { return others }, tt.to, allocationOf(tt.from), tt.static)
 			if d.kind != tt.kind {
 				t.Fatalf("kind = %d, want %d (%+v)", d.kind, tt.kind, d)
 			}
@@ -81,6 +81,37 @@ func TestDecideResize(t *testing.T) {
 				t.Errorf("pending = %s %q, want %s %q", d.pendingReason(), d.message, tt.reason, tt.message)
 			}
 		})
+	}
+}
+
+func TestDecideResize_readsTheOtherPodsOnlyForAResize(t *testing.T) {
+	node := testNode("4", "4Gi", 110)
+	pod := requesting("web", "1", "")
+	asked := 0
+	others := func() []*corev1.Pod { asked++; return nil }
+	if d := decideResize(node, others, pod, allocationOf(pod), false); d.kind != resizeNone || asked != 0 {
+		t.Errorf("no resize: kind %d, other pods read %d times; want %d, 0", d.kind, asked, resizeNone)
+	}
+	if d := decideResize(node, others, resized(pod, "2", ""), allocationOf(pod), false); d.kind != resizeAccepted || asked != 1 {
+		t.Errorf("a resize: kind %d, other pods read %d times; want %d, 1", d.kind, asked, resizeAccepted)
+	}
+}
+
+func TestAllocationApplyTo(t *testing.T) {
+	pod := requesting("web", "1", "1Gi")
+	if got := allocationOf(pod).applyTo(pod); got != pod {
+		t.Error("allocation equal to the spec: got a copy, want the pod itself")
+	}
+	wider := resized(pod, "2", "1Gi")
+	got := allocationOf(pod).applyTo(wider)
+	if got == wider {
+		t.Fatal("allocation other than the spec: got the pod itself, want a copy")
+	}
+	if cpu := got.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; cpu.String() != "1" {
+		t.Errorf("copy's cpu request = %s, want the allocated 1", cpu.String())
+	}
+	if cpu := wider.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; cpu.String() != "2" {
+		t.Errorf("pod's own cpu request = %s after applyTo, want 2 (unchanged)", cpu.String())
 	}
 }
 
