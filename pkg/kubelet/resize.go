@@ -84,9 +84,12 @@ func resumedAllocation(pod *corev1.Pod) allocation {
 	return a
 }
 
-// matches tells whether pod's spec asks for exactly what is allocated.
+// matches tells whether pod's spec asks for exactly what is allocated: every container
+// allocated what its spec asks, and no other container allocated (container names are
+// unique in a pod, so equal counts then mean equal key sets). It runs on every pod sync,
+// so it compares in place rather than building the spec's allocation to compare with.
 func (a allocation) matches(pod *corev1.Pod) bool {
-	return equality.Semantic.DeepEqual(a, allocationOf(pod))
+	return len(a) == len(pod.Spec.InitContainers)+len(pod.Spec.Containers) && !a.differsFrom(pod)
 }
 
 // applyTo is pod as the node's accounting sees it: its containers carry the allocated
@@ -109,11 +112,11 @@ func (a allocation) applyTo(pod *corev1.Pod) *corev1.Pod {
 }
 
 // differsFrom tells whether any container of pod is allocated other resources than its
-// spec asks for.
+// spec asks for, or none at all.
 func (a allocation) differsFrom(pod *corev1.Pod) bool {
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			if r, ok := a[list[i].Name]; ok && !equality.Semantic.DeepEqual(r, list[i].Resources) {
+			if r, ok := a[list[i].Name]; !ok || !equality.Semantic.DeepEqual(r, list[i].Resources) {
 				return true
 			}
 		}

@@ -115,6 +115,31 @@ func TestAllocationApplyTo(t *testing.T) {
 	}
 }
 
+func TestAllocationMatches(t *testing.T) {
+	pod := requesting("web", "1", "1Gi") // one container, c0
+	extra := allocationOf(pod)
+	extra["sidecar"] = corev1.ResourceRequirements{}
+	tests := []struct {
+		name  string
+		alloc allocation
+		pod   *corev1.Pod
+		want  bool
+	}{
+		{"the spec's own allocation", allocationOf(pod), pod, true},
+		{"the spec asks for more cpu", allocationOf(pod), resized(pod, "2", "1Gi"), false},
+		{"the spec drops its memory request", allocationOf(pod), resized(pod, "1", ""), false},
+		{"a container without allocation", allocation{}, pod, false},
+		{"an allocated container the pod lacks", extra, pod, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.alloc.matches(tt.pod); got != tt.want {
+				t.Errorf("matches = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestNodePods_resizeCountsAllocationsAndRetriesDeferred(t *testing.T) {
 	node := testNode("4", "4Gi", 110)
 	n := newNodePods()
