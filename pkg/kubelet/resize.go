@@ -94,8 +94,8 @@ func (a allocation) matches(pod *corev1.Pod) bool {
 
 // applyTo is pod as the node's accounting sees it: its containers carry the allocated
 // resources. It is pod itself when they already do (every pod not being resized), else
-// a copy: read it, never write it. A node's every pod sync reads all its other pods
-// this way, so the common case copies nothing.
+// a copy: read it, never write it. Each admission and each resize reads all the node's
+// other pods this way, so the common case copies nothing.
 func (a allocation) applyTo(pod *corev1.Pod) *corev1.Pod {
 	if !a.differsFrom(pod) {
 		return pod
