@@ -82,11 +82,36 @@ func TemplateHash(template *corev1.PodTemplateSpec, collisionCount *int32) strin
 }
 
 // EqualIgnoringHash tells templates that differ at most in their pod-template-hash label.
+// A Deployment sync asks it of every ReplicaSet of the Deployment, so it copies nothing:
+// the labels are compared apart, the rest through shallow copies without them (nothing
+// is written through the copies; a nil and an empty map or slice compare equal, as
+// they do in equality.Semantic).
 func EqualIgnoringHash(a, b *corev1.PodTemplateSpec) bool {
-	a, b = a.DeepCopy(), b.DeepCopy()
-	delete(a.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	delete(b.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	return equality.Semantic.DeepEqual(a, b)
+	if !labelsEqualIgnoringHash(a.Labels, b.Labels) {
+		return false
+	}
+	ac, bc := *a, *b
+	ac.Labels, bc.Labels = nil, nil
+	return equality.Semantic.DeepEqual(&ac, &bc)
+}
+
+// labelsEqualIgnoringHash tells label sets equal once pod-template-hash is left out.
+func labelsEqualIgnoringHash(a, b map[string]string) bool {
+	counted := 0
+	for k, v := range a {
+		if k == appsv1.DefaultDeploymentUniqueLabelKey {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+		counted++
+	}
+	others := len(b)
+	if _, ok := b[appsv1.DefaultDeploymentUniqueLabelKey]; ok {
+		others--
+	}
+	return counted == others
 }
 
 // Revision is rs's revision number; 0 when it has none (or an unreadable one).
@@ -204,26 +229,38 @@ func IsSetting(key string) bool {
 // Deployment, old ones included, must hold the settings in force for an undo to keep
 // them.
 func KeepSettings(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
-	changed := false
+	if SettingsKept(d, rs) {
+		return false
+	}
 	for k := range rs.Annotations {
-		if _, kept := d.Annotations[k]; IsSetting(k) && !kept {
+		if IsSetting(k) {
 			delete(rs.Annotations, k)
-			changed = true
 		}
 	}
 	for k, v := range d.Annotations {
-		if !IsSetting(k) {
-			continue
-		}
-		if cur, ok := rs.Annotations[k]; !ok || cur != v {
+		if IsSetting(k) {
 			if rs.Annotations == nil {
 				rs.Annotations = map[string]string{}
 			}
 			rs.Annotations[k] = v
-			changed = true
 		}
 	}
-	return changed
+	return true
+}
+
+// SettingsKept tells whether rs carries exactly d's kroll.dev/ workload settings, so
+// that KeepSettings would change nothing. It reads only: a sync asks it of every
+// ReplicaSet and copies one only when it is to be written.
+func SettingsKept(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
+	within := func(from, in map[string]string) bool {
+		for k, v := range from {
+			if w, ok := in[k]; IsSetting(k) && (!ok || w != v) {
+				return false
+			}
+		}
+		return true
+	}
+	return within(rs.Annotations, d.Annotations) && within(d.Annotations, rs.Annotations)
 }
 
 // SetAnnotationsFrom gives d, rolled back to rs, rs's annotations as upstream's

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -76,6 +77,49 @@ func TestTemplateHash(t *testing.T) {
 	}
 }
 
+func TestEqualIgnoringHash(t *testing.T) {
+	const hash = appsv1.DefaultDeploymentUniqueLabelKey
+	template := func(labels map[string]string, image string) *corev1.PodTemplateSpec {
+		return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}}}
+	}
+	web := map[string]string{"app": "web"}
+	for _, tc := range []struct {
+		name string
+		a, b *corev1.PodTemplateSpec
+		want bool
+	}{
+		{"the same template", template(web, "nginx:1.14.2"), template(web, "nginx:1.14.2"), true},
+		{"a ReplicaSet's template, hash added, against its Deployment's", template(web, "nginx:1.14.2"),
+			template(map[string]string{"app": "web", hash: "5d4f7b"}, "nginx:1.14.2"), true},
+		{"two ReplicaSets' hashes differ", template(map[string]string{"app": "web", hash: "1"}, "nginx:1.14.2"),
+			template(map[string]string{"app": "web", hash: "2"}, "nginx:1.14.2"), true},
+		{"no labels against the hash alone", template(nil, "nginx:1.14.2"), template(map[string]string{hash: "1"}, "nginx:1.14.2"), true},
+		{"a new image", template(web, "nginx:1.14.2"), template(web, "nginx:1.16.1"), false},
+		{"a label's value changed", template(web, "nginx:1.14.2"), template(map[string]string{"app": "api"}, "nginx:1.14.2"), false},
+		{"a label added beside the hash", template(map[string]string{"app": "web", hash: "1"}, "nginx:1.14.2"),
+			template(map[string]string{"app": "web", "tier": "front"}, "nginx:1.14.2"), false},
+		{"the same count of labels, one swapped for the hash", template(map[string]string{"app": "web", "tier": "front"}, "nginx:1.14.2"),
+			template(map[string]string{"app": "web", hash: "1"}, "nginx:1.14.2"), false},
+		{"an annotation differs", template(web, "nginx:1.14.2"),
+			&corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: web, Annotations: map[string]string{"a": "b"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.14.2"}}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := tc.a.DeepCopy(), tc.b.DeepCopy()
+			if got := EqualIgnoringHash(tc.a, tc.b); got != tc.want {
+				t.Errorf("EqualIgnoringHash = %v, want %v", got, tc.want)
+			}
+			if got := EqualIgnoringHash(tc.b, tc.a); got != tc.want {
+				t.Errorf("EqualIgnoringHash, arguments swapped = %v, want %v", got, tc.want)
+			}
+			if !equality.Semantic.DeepEqual(a, tc.a) || !equality.Semantic.DeepEqual(b, tc.b) {
+				t.Error("EqualIgnoringHash changed its arguments")
+			}
+		})
+	}
+}
+
 func TestSettings(t *testing.T) {
 	for key, want := range map[string]bool{
 		"kroll.dev/update-strategy":       true,
@@ -97,8 +141,8 @@ func TestSettings(t *testing.T) {
 		rs.Annotations["kroll.dev/in-place-leaving"] != "p1" || rs.Annotations[ChangeCauseAnnotation] != "v1" {
 		t.Errorf("KeepSettings left %v; want the Deployment's settings, the grace period gone, the rest as it was", rs.Annotations)
 	}
-	if KeepSettings(d, rs) {
-		t.Error("KeepSettings changed a ReplicaSet that already holds the settings")
+	if KeepSettings(d, rs) || !SettingsKept(d, rs) {
+		t.Error("KeepSettings changed a ReplicaSet that already holds the settings, or SettingsKept says it does not")
 	}
 
 	SetAnnotationsFrom(d, rs)
@@ -109,6 +153,31 @@ func TestSettings(t *testing.T) {
 	}
 	if strings.Join(got, " ") != want || len(d.Annotations) != 4 {
 		t.Errorf("after SetAnnotationsFrom: %v, want %s and nothing else (no hand-over record)", d.Annotations, want)
+	}
+}
+
+func TestSettingsKept(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		"kroll.dev/update-strategy": "InPlaceIfPossible", RevisionAnnotation: "3"}}}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        bool
+	}{
+		{"the Deployment's setting and other annotations", map[string]string{"kroll.dev/update-strategy": "InPlaceIfPossible", RevisionAnnotation: "1", "kroll.dev/in-place-leaving": "p1"}, true},
+		{"no annotations at all", nil, false},
+		{"the setting at another value", map[string]string{"kroll.dev/update-strategy": "InPlaceOnly"}, false},
+		{"a setting the Deployment no longer has", map[string]string{"kroll.dev/update-strategy": "InPlaceIfPossible", "kroll.dev/in-place-grace-period": "3"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := rsWith(tc.annotations)
+			if got := SettingsKept(d, rs); got != tc.want {
+				t.Errorf("SettingsKept = %v, want %v", got, tc.want)
+			}
+			if changed := KeepSettings(d, rs.DeepCopy()); changed == tc.want {
+				t.Errorf("KeepSettings changed the ReplicaSet: %v, but SettingsKept says %v", changed, tc.want)
+			}
+		})
 	}
 }
 

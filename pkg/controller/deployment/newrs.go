@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,12 +50,17 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, p *pass, statusFol
 // rollback brought it back), d's annotations and minReadySeconds, then mirrors its
 // revision on d.
 func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, revision int64) (*appsv1.ReplicaSet, error) {
-	next := rs.DeepCopy()
-	changed := history.SetNewReplicaSetAnnotations(d, next, revision)
-	if changed || next.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
+	// The annotations are all SetNewReplicaSetAnnotations changes: tried on a copy of
+	// them first, the cached ReplicaSet is copied only when it is to be written, and
+	// otherwise is the pass's new ReplicaSet as it is (the pass writes none in place).
+	probe := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Annotations: maps.Clone(rs.Annotations)}}
+	if history.SetNewReplicaSetAnnotations(d, probe, revision) || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
+		next := rs.DeepCopy()
+		next.Annotations = probe.Annotations
 		next.Spec.MinReadySeconds = d.Spec.MinReadySeconds
 		return c.writes.updateReplicaSet(ctx, next)
 	}
+	next := rs
 	needsUpdate := setDeploymentRevision(d, next.Annotations[history.RevisionAnnotation])
 	if rollout.HasProgressDeadline(d) && rollout.Condition(&d.Status, appsv1.DeploymentProgressing) == nil {
 		// Progress is watched, and no rollout was recorded yet (a Deployment made before

@@ -94,6 +94,11 @@ func inPlaceMode(d *appsv1.Deployment) inplace.Mode {
 // still have pods; ok is false when there is nothing to judge (not opted in, or no old
 // pods).
 func inPlaceVerdict(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (v inplace.Verdict, ok bool) {
+	mode := inPlaceMode(d)
+	if mode == inplace.Off {
+		// Judge has no verdict without the opt-in: the templates need not be compared.
+		return inplace.Verdict{}, false
+	}
 	seen := map[string]bool{}
 	var fields []string
 	judged := false
@@ -115,5 +120,5 @@ func inPlaceVerdict(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (v inplac
 		return inplace.Verdict{}, false
 	}
 	sort.Strings(fields)
-	return inplace.Judge(inPlaceMode(d), fields)
+	return inplace.Judge(mode, fields)
 }

@@ -99,10 +99,11 @@ func (c *Controller) keepSettings(ctx context.Context, d *appsv1.Deployment, rsL
 		return true, err
 	}
 	for _, rs := range rsList {
-		next := rs.DeepCopy()
-		if !history.KeepSettings(d, next) {
+		if history.SettingsKept(d, rs) {
 			continue
 		}
+		next := rs.DeepCopy()
+		history.KeepSettings(d, next)
 		if _, err := c.writes.updateReplicaSet(ctx, next); err != nil {
 			return true, fmt.Errorf("keep the settings of deployment %s/%s on replica set %s: %w", d.Namespace, d.Name, rs.Name, err)
 		}
