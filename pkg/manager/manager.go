@@ -73,9 +73,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // controllers are the selected controllers over one informer factory.
 type controllers struct {
 	factory informers.SharedInformerFactory
-	// events are the controllers' event broadcasters, one each.
-	events []record.EventBroadcaster
-	runs   []func(context.Context)
+	// events are the controllers' event broadcasters, one each; eventLedger follows
+	// their events until posted (see stopEvents).
+	events      []record.EventBroadcaster
+	eventLedger eventLedger
+	runs        []func(context.Context)
 	// rollouts reports rollouts in progress and failed from the factory's caches.
 	rollouts *rolloutCollector
 }
@@ -173,17 +175,21 @@ func withProtobuf(cfg *rest.Config) *rest.Config {
 // at a time and holds at most 1,000 waiting (then drops), so one shared by every
 // controller would post a mass rollout's events tens of seconds late, and could drop
 // some. The sink is the informers' client's: events do not take from the QPS budget
-// of a controller's writes.
+// of a controller's writes. The broadcaster outlives ctx: stopEvents ends it, once it
+// has posted what the controllers recorded.
 func (m *controllers) newRecorder(ctx context.Context, sink record.EventSink, component string) record.EventRecorder {
-	events := record.NewBroadcaster(record.WithContext(ctx))
+	events := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	events.StartStructuredLogging(3)
-	events.StartRecordingToSink(sink)
+	events.StartRecordingToSink(m.eventLedger.sink(sink))
 	m.events = append(m.events, events)
-	return events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+	return m.eventLedger.recorder(events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}))
 }
 
-// stopEvents shuts the controllers' event broadcasters down.
+// stopEvents lets the controllers' event broadcasters post the events they hold, for
+// at most eventFlushTimeout (see events.go), and shuts them down. The controllers
+// have stopped: nothing records another.
 func (m *controllers) stopEvents() {
+	m.eventLedger.wait(eventFlushTimeout, eventFlushQuiet)
 	for _, events := range m.events {
 		events.Shutdown()
 	}
