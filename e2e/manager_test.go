@@ -163,9 +163,9 @@ func runManager(t *testing.T, cfg *rest.Config, opts manager.Options) (stop func
 func TestControllerManagerLeastPrivilege(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3),
 		clustertest.WithAPIServerArgs("--enable-admission-plugins=OwnerReferencesPermissionEnforcement"))
-	mustKubectl(t, c.KubeconfigPath, "apply", "-f", "../../deploy/namespace.yaml", "-f", "../../deploy/rbac.yaml")
+	mustKubectl(t, c.KubeconfigPath, "apply", "-f", "../deploy/namespace.yaml", "-f", "../deploy/rbac.yaml")
 	for _, manifest := range []string{"deployment.yaml", "pdb.yaml", "bootstrap-pod.yaml"} {
-		if out := mustKubectl(t, c.KubeconfigPath, "apply", "--dry-run=server", "-f", "../../deploy/"+manifest); !strings.Contains(out, "created (server dry run)") {
+		if out := mustKubectl(t, c.KubeconfigPath, "apply", "--dry-run=server", "-f", "../deploy/"+manifest); !strings.Contains(out, "created (server dry run)") {
 			t.Fatalf("deploy/%s does not validate: %s", manifest, out)
 		}
 	}

@@ -111,7 +111,7 @@ const readmeCommandTimeout = 3 * time.Minute
 // checkout, as `go build -o kroll ./cmd/kroll` makes it; `kubectl` is the one the
 // package drives.
 func TestReadme(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
