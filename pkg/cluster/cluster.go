@@ -5,8 +5,11 @@
 // controllers. It is the only package of kroll that
 // imports k8s.io/kubernetes.
 //
-// One process holds at most one cluster at a time: the upstream components keep some
-// process-global state (configz entries, metrics registries, the klog configuration).
+// Several clusters may run in one process, side by side or one after another, each on
+// its own data dir: the upstream components' process-wide names are claimed one
+// component at a time (processnames.go), and klog, which every component logs through,
+// writes to every running cluster's log (logging.go). Their metrics registries are
+// process-wide too, so /metrics of one component counts every cluster's.
 package cluster
 
 import (
@@ -114,10 +117,9 @@ type Cluster struct {
 	failed   chan struct{}
 	err      error
 	stopOnce sync.Once
+	// releaseLog stops klog writing to this cluster's log.
+	releaseLog func()
 }
-
-// inProcess guards the one-cluster-per-process rule.
-var inProcess sync.Mutex
 
 // Start brings a cluster up and returns once the API is ready, every node is Ready and
 // pods can be created in the default namespace. On any failure nothing is left running.
@@ -150,12 +152,8 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if cfg.LogFile == "" {
 		cfg.LogFile = filepath.Join(dir, "kroll.log")
 	}
-	if !inProcess.TryLock() {
-		return nil, errors.New("a kroll cluster is already running in this process")
-	}
 	listener, lock, err := claim(dir, cfg.Port)
 	if err != nil {
-		inProcess.Unlock()
 		return nil, err
 	}
 	if cfg.Starting != nil {
@@ -169,7 +167,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if err := setupLogging(cfg.LogFile, cfg.LogVerbosity); err != nil {
+	if c.releaseLog, err = setupLogging(cfg.LogFile, cfg.LogVerbosity); err != nil {
 		listener.Close()
 		return nil, err
 	}
@@ -238,14 +236,18 @@ func (c *Cluster) startComponents() error {
 	if err != nil {
 		return err
 	}
-	c.supervise("kube-controller-manager", runKCM)
+	if err := claimNames(c.ctx, controllerManagerNames, func() <-chan struct{} { return c.supervise("kube-controller-manager", runKCM) }); err != nil {
+		return fmt.Errorf("kube-controller-manager: %w", err)
+	}
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); holdKCMLease(c.ctx, kcmKubeconfig) }()
 	runScheduler, err := schedulerRunner(c.ctx, schedulerKubeconfig, nil)
 	if err != nil {
 		return err
 	}
-	c.supervise("kube-scheduler", runScheduler)
+	if err := claimNames(c.ctx, schedulerNames, func() <-chan struct{} { return c.supervise("kube-scheduler", runScheduler) }); err != nil {
+		return fmt.Errorf("kube-scheduler: %w", err)
+	}
 
 	c.nodes = c.cfg.Kubelet.Nodes
 	kl, err := c.newKubelet(c.cfg.Kubelet)
@@ -303,11 +305,14 @@ func (c *Cluster) AddNodes(ctx context.Context, n int) error {
 }
 
 // supervise runs a component; if it stops while the cluster is meant to run, the whole
-// cluster stops and Err reports which component it was.
-func (c *Cluster) supervise(name string, run func(context.Context) error) {
+// cluster stops and Err reports which component it was. The channel it returns is
+// closed when the component has stopped.
+func (c *Cluster) supervise(name string, run func(context.Context) error) <-chan struct{} {
+	stopped := make(chan struct{})
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer close(stopped)
 		err := run(c.ctx)
 		if c.ctx.Err() != nil {
 			return // stopping
@@ -317,6 +322,7 @@ func (c *Cluster) supervise(name string, run func(context.Context) error) {
 		}
 		c.fail(fmt.Errorf("%s stopped: %w", name, err))
 	}()
+	return stopped
 }
 
 func (c *Cluster) fail(err error) {
@@ -359,7 +365,9 @@ func (c *Cluster) Stop() {
 			c.etcd.Close()
 		}
 		c.lock.release()
-		inProcess.Unlock()
+		if c.releaseLog != nil {
+			c.releaseLog()
+		}
 	})
 }
 

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/configz"
 )
 
 func newTestCluster() *Cluster {
@@ -178,5 +181,67 @@ func TestParseWorkloadControllers(t *testing.T) {
 func TestKubernetesVersionIsStamped(t *testing.T) {
 	if !strings.HasPrefix(KubernetesVersion, "v1.36.") || gitVersion != KubernetesVersion || gitMajor != "1" || gitMinor != "36" {
 		t.Errorf("version %q, gitVersion %q, major %q, minor %q", KubernetesVersion, gitVersion, gitMajor, gitMinor)
+	}
+}
+
+// FreePort's ports lie below the ephemeral range, where no outgoing connection takes
+// them between the check and the bind, and are free to bind.
+func TestFreePort_belowTheEphemeralRange(t *testing.T) {
+	low := ephemeralPortsFrom()
+	if low <= minFreePort+1000 {
+		t.Fatalf("ephemeral ports from %d: this test expects Linux's range, from 32768", low)
+	}
+	for range 20 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < minFreePort || port >= low {
+			t.Errorf("FreePort() = %d, want one in [%d, %d)", port, minFreePort, low)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Errorf("FreePort() = %d, not free: %v", port, err)
+			continue
+		}
+		l.Close()
+	}
+}
+
+// Two components' claims of the same process-wide names, one after the other: the
+// second releases the first's and holds them once it has registered its own.
+func TestClaimNames_releasesTheHoldersAndWaitsForTheClaim(t *testing.T) {
+	names := processNames{configz: "kroll-test-component", informer: "kroll-test-informer"}
+	claim := func() error {
+		return claimNames(context.Background(), names, func() <-chan struct{} {
+			go func() {
+				time.Sleep(50 * time.Millisecond) // a component registers a moment after it starts
+				if _, err := configz.New(names.configz); err != nil {
+					t.Error(err)
+				}
+				if _, err := cache.NewInformerName(names.informer); err != nil {
+					t.Error(err)
+				}
+			}()
+			return make(chan struct{})
+		})
+	}
+	for i := range 2 {
+		if err := claim(); err != nil {
+			t.Fatalf("claim %d: %v", i+1, err)
+		}
+		if !names.held() {
+			t.Fatalf("claim %d returned before the names were held", i+1)
+		}
+	}
+	names.release()
+	if names.held() {
+		t.Error("names held after release")
+	}
+
+	stopped := make(chan struct{})
+	close(stopped)
+	if err := claimNames(context.Background(), names, func() <-chan struct{} { return stopped }); err == nil {
+		t.Error("a component that stopped before claiming: no error")
 	}
 }

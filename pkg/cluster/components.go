@@ -12,7 +12,6 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	basecompatibility "k8s.io/component-base/compatibility"
-	"k8s.io/component-base/configz"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
@@ -175,9 +174,11 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 // each in a process of its own, so that the controllers' CPU and memory are measured
 // apart from the cluster's.
 func RunUpstreamWorkloadControllers(ctx context.Context, kubeconfig string, qps float32, burst int, logFile string) error {
-	if err := setupLogging(logFile, 0); err != nil {
+	release, err := setupLogging(logFile, 0)
+	if err != nil {
 		return err
 	}
+	defer release()
 	run, err := kcmRunner(ctx, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + strings.Join(workloadControllers, ","),
@@ -217,11 +218,7 @@ func kcmRunner(ctx context.Context, args []string) (func(context.Context) error,
 		return nil, fmt.Errorf("kube-controller-manager config: %w", err)
 	}
 	config.Kubeconfig.Wrap(asKubeControllerManager)
-	return func(ctx context.Context) error {
-		defer configz.Delete(kcmapp.ConfigzName)
-		defer releaseInformerName("kube-controller-manager")
-		return kcmapp.Run(ctx, config.Complete())
-	}, nil
+	return func(ctx context.Context) error { return kcmapp.Run(ctx, config.Complete()) }, nil
 }
 
 // schedulerRunner builds kube-scheduler.
@@ -251,19 +248,15 @@ func schedulerRunner(ctx context.Context, kubeconfig string, extraArgs []string)
 	if err != nil {
 		return nil, fmt.Errorf("kube-scheduler: %w", err)
 	}
-	return func(ctx context.Context) error {
-		defer configz.Delete("componentconfig")
-		return schedulerapp.Run(ctx, cc, sched)
-	}, nil
+	return func(ctx context.Context) error { return schedulerapp.Run(ctx, cc, sched) }, nil
 }
 
 // RunUpstreamWorkloadControllers runs kube-controller-manager's workload controllers
 // (only those) against c, in this process, until ctx ends; it returns once they have
 // stopped. It lets a test hand a live population from upstream's controllers to kroll's
 // and back on one cluster, as `kroll upstream-controller-manager` does in a process of
-// its own. One at a time: the cluster's own kube-controller-manager holds two
-// process-wide names (its /configz entry and its informer name) that this one takes
-// over while it runs; neither is used by a controller manager without a serving port.
+// its own. It takes over the process-wide names of the cluster's own
+// kube-controller-manager (processnames.go), which runs on without them.
 func (c *Cluster) RunUpstreamWorkloadControllers(ctx context.Context) error {
 	run, err := kcmRunner(ctx, []string{
 		"--kubeconfig=" + c.pki.path("controller-manager.kubeconfig"),
@@ -272,7 +265,15 @@ func (c *Cluster) RunUpstreamWorkloadControllers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	configz.Delete(kcmapp.ConfigzName)
-	releaseInformerName("kube-controller-manager")
-	return run(ctx)
+	var runErr error
+	stopped := make(chan struct{})
+	claimErr := claimNames(ctx, controllerManagerNames, func() <-chan struct{} {
+		go func() { defer close(stopped); runErr = run(ctx) }()
+		return stopped
+	})
+	<-stopped
+	if runErr == nil && ctx.Err() == nil {
+		runErr = claimErr
+	}
+	return runErr
 }
