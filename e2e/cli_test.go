@@ -106,6 +106,7 @@ func startCLICluster(t *testing.T) (*cluster.Cluster, krollCLI) {
 // verbs and through kubectl itself (on twin objects a and b), then every output is
 // kubectl's, byte for byte once the names are swapped.
 func TestKrollKubectlVerbsMatchKubectl(t *testing.T) {
+	t.Parallel()
 	c, kroll := startCLICluster(t)
 	editor := writeFile(t, "editor.sh", "#!/bin/sh\nsed -i 's/replicas: 4/replicas: 5/' \"$1\"\n")
 	if err := os.Chmod(editor, 0o755); err != nil {
@@ -237,6 +238,7 @@ spec:
 // shows the template change; timeline charts the rollout; kroll status sums it all up
 // and fails when a rollout has; bad input is one line and exit 1.
 func TestKrollRolloutViews(t *testing.T) {
+	t.Parallel()
 	c, kroll := startCLICluster(t)
 	ctx := context.Background()
 	kroll.must("create", "deployment", "web", "--image=nginx:1.25", "--replicas=6")

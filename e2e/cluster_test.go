@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 // image, rejects a pod bound to a node that cannot run it, stops a deleted pod before
 // it goes, and leaves an unschedulable pod Pending; deleting a namespace deletes its pods.
 func TestBarePods(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t)
 	ctx := context.Background()
 
@@ -295,10 +297,50 @@ func release(t *testing.T, c *cluster.Cluster, name string) {
 	})
 }
 
+// Given clusters started side by side in one process, one with kroll's workload
+// controllers and one with upstream's, then each serves and runs its own pods, and
+// stopping one leaves the other running: the upstream components' process-wide names
+// are claimed one component at a time.
+func TestClustersSideBySide(t *testing.T) {
+	t.Parallel()
+	modes := []cluster.WorkloadControllers{cluster.WorkloadControllersKroll, cluster.WorkloadControllersUpstream}
+	clusters := make([]*cluster.Cluster, len(modes))
+	errs := make([]error, len(modes))
+	var wg sync.WaitGroup
+	for i, mode := range modes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clusters[i], errs[i] = cluster.Start(context.Background(), clustertest.Config(t, clustertest.WithWorkloadControllers(mode)))
+		}()
+	}
+	wg.Wait()
+	for i, c := range clusters {
+		if c != nil {
+			t.Cleanup(c.Stop)
+		}
+		if errs[i] != nil {
+			t.Fatalf("%s cluster: %v", modes[i], errs[i])
+		}
+	}
+	for i, c := range clusters {
+		name := fmt.Sprintf("web-%d", i)
+		mustKubectl(t, c.KubeconfigPath, "create", "deployment", name, "--image=nginx:1.14.2", "--replicas=2")
+		waitDeploymentAvailable(t, c, "default", name, 2, "nginx:1.14.2", time.Minute)
+	}
+	clusters[1].Stop()
+	mustKubectl(t, clusters[0].KubeconfigPath, "scale", "deployment/web-0", "--replicas=3")
+	waitDeploymentAvailable(t, clusters[0], "default", "web-0", 3, "nginx:1.14.2", time.Minute)
+	if err := clusters[0].Err(); err != nil {
+		t.Errorf("the cluster left running failed: %v", err)
+	}
+}
+
 // Given the embedded cluster with upstream's workload controllers, when a user creates
 // a Deployment and changes its image with kubectl, then it rolls out, and survives a
 // restart of the cluster.
 func TestUpstreamDeploymentRolloutAndResume(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	c := clustertest.Start(t, clustertest.WithDataDir(dataDir), clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream))
 
@@ -355,6 +397,7 @@ func waitDeploymentAvailable(t testing.TB, c *cluster.Cluster, namespace, name s
 // Faults from rules and annotations reproduce failed rollouts: a crash-looping
 // container restarts with growing restartCount, a NeverReady one never becomes Ready.
 func TestFaultRules(t *testing.T) {
+	t.Parallel()
 	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "*:crash", Fault: "CrashLoopBackOff"})
 	if err != nil {
 		t.Fatal(err)

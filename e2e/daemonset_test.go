@@ -271,5 +271,6 @@ var daemonSetScenarios = []scenario{
 }
 
 func TestDaemonSetScenarios(t *testing.T) {
+	t.Parallel()
 	runCompared(t, "ds", daemonSetScenarios, clustertest.WithNodes(5))
 }

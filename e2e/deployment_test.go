@@ -387,5 +387,6 @@ var deploymentScenarios = []scenario{
 // scenario of the spec is driven with kubectl, then every observed state keeps the
 // bounds, and both controllers end with the same revisions, conditions and sizes.
 func TestDeploymentScenarios(t *testing.T) {
+	t.Parallel()
 	runCompared(t, "scenario", deploymentScenarios)
 }

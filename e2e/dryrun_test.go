@@ -146,6 +146,7 @@ func readOnlyToken(t *testing.T, c *cluster.Cluster, name string, rules []rbacv1
 // list, and a kube-controller-manager that leads and runs its workload controllers
 // each give one line and exit 1 before any controller starts.
 func TestControllerManagerDryRun(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(2))
 	s := newScene(t, c, "dryrun", cluster.WorkloadControllersKroll)
@@ -303,6 +304,7 @@ func waitKCMLease(t *testing.T, c *cluster.Cluster) {
 // controller-manager` refuses to start, naming the Lease and the write, in one line;
 // with --force it starts (shown with --dry-run, which ends by itself).
 func TestControllerManagerRefusesUpstream(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream), clustertest.WithNodes(1))
 	s := newScene(t, c, "upstream", cluster.WorkloadControllersUpstream)

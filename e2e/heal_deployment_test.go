@@ -166,7 +166,9 @@ func (s *scene) expectKrollStatusFails(t *testing.T, kind, name, msg string) {
 // watched by kroll.dev/on-failure roll out images that fail, then they heal as the
 // policy says; where upstream would report ProgressDeadlineExceeded after
 // progressDeadlineSeconds (600 by default) and wait.
-func TestDeploymentHealsItself(t *testing.T) {
+//
+// Run by TestHealing.
+func testDeploymentHealsItself(t *testing.T) {
 	rules, err := kubelet.NewFaultRules(
 		kubelet.FaultRule{Image: "*:crash", Fault: "CrashLoopBackOff"},
 		kubelet.FaultRule{Image: "*:slow", Fault: "ReadyAfter(20s)"},

@@ -183,6 +183,15 @@ func (s *scene) krollResume(t *testing.T, workload string) {
 	}
 }
 
+// TestHealing runs the self-healing scenarios of Deployments and of StatefulSets and
+// DaemonSets side by side, before the package's parallel tests start: both read kroll's
+// rollout metrics, which count the controllers of every cluster in the process, each
+// its own kinds' counters.
+func TestHealing(t *testing.T) {
+	t.Run("Deployments", func(t *testing.T) { t.Parallel(); testDeploymentHealsItself(t) })
+	t.Run("StatefulSets and DaemonSets", func(t *testing.T) { t.Parallel(); testHealSets(t) })
+}
+
 // Given StatefulSets (RollingUpdate, partition 0, OrderedReady) and DaemonSets with
 // kroll.dev/on-failure, when a rollout's new pods crash-loop, cannot pull their image,
 // or are not Ready in time, then kroll rolls the workload back (or pauses it) once,
@@ -190,7 +199,9 @@ func (s *scene) krollResume(t *testing.T, workload string) {
 // a Warning event and a metric. Upstream's controllers wait for ever in the same
 // situations: a StatefulSet for the pod to be Running and Ready, a DaemonSet for the
 // unavailable new pod that uses its maxUnavailable; neither has a progress deadline.
-func TestHealSets(t *testing.T) {
+//
+// Run by TestHealing.
+func testHealSets(t *testing.T) {
 	rules, err := kubelet.NewFaultRules(
 		kubelet.FaultRule{Image: "*:crash", Fault: "CrashLoopBackOff"},
 		kubelet.FaultRule{Image: "*:slow", Fault: "ReadyAfter(6s)"},

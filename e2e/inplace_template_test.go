@@ -116,6 +116,7 @@ func (s *scene) expectPodsCarry(t *testing.T, k inPlaceKind, want map[string]str
 // new containers — which only a new pod gets — InPlaceIfPossible replaces the pods as
 // a rolling update does, and InPlaceOnly touches none; the condition names the field.
 func TestInPlaceTemplateChangesWithoutImages(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithNodes(3))
 	for i, k := range inPlaceKinds {
 		t.Run(k.kind, func(t *testing.T) {

@@ -265,6 +265,7 @@ func firstKey(m map[string]podRecord) string {
 
 // Deployments updated in place (kroll only: upstream has no in-place update).
 func TestDeploymentInPlace(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersKroll))
 	for i, sc := range inPlaceDeploymentScenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -278,6 +279,7 @@ func TestDeploymentInPlace(t *testing.T) {
 // stays stuck on a surge pod that cannot be scheduled; the same change in place
 // completes, and no pod is created.
 func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithNodes(2), clustertest.WithKubelet(func(k *kubelet.Config) {
 		k.CPU = resource.MustParse("2")
 	}))
@@ -323,6 +325,7 @@ func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
 // are stopped and started again at several points of it, then the rollout finishes in
 // place: every pod kept, none created or deleted, none left out of service.
 func TestDeploymentInPlaceControllerRestarts(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3))
 	for _, grace := range []string{"1", "0"} {
 		t.Run("grace period "+grace+"s", func(t *testing.T) {
@@ -426,6 +429,7 @@ func optIn(manifest, name string) string {
 // controllers are stopped and started again at several points, then both finish in
 // place: every pod kept and restarted once, none left out of service.
 func TestStatefulSetAndDaemonSetInPlaceControllerRestarts(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(6))
 	stop := startKrollControllers(t, c)
 	defer func() { stop() }()

@@ -167,6 +167,7 @@ func expectExactRollout(t *testing.T, c *cluster.Cluster, ledger *podLedger, nam
 // observed state keeps the bounds, and no pod is created twice. The leader's /metrics
 // show the rollout in progress while it runs.
 func TestControllerManagerFailover(t *testing.T) {
+	t.Parallel()
 	const replicas = 60
 	bin := buildKroll(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(4))
@@ -285,6 +286,7 @@ func httpGet(client *http.Client, url string) (int, string) {
 // observed state keeps the bounds. Then, when 10% of the manager's writes fail with 500,
 // 409 or 429, a second rollout finishes the same way.
 func TestControllerManagerChaos(t *testing.T) {
+	t.Parallel()
 	const replicas = 500
 	bin := buildKroll(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(8))
@@ -304,7 +306,10 @@ func TestControllerManagerChaos(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
 			d := must(c.Client.AppsV1().Deployments("default").Get(context.Background(), "big", metav1.GetOptions{}))
-			if d.Status.UpdatedReplicas < replicas || d.Status.AvailableReplicas < replicas || d.Status.Replicas > replicas {
+			// Not yet observed, the new template's rollout is in flight all the same (a
+			// status written for the old one still says 500 updated and available).
+			st := d.Status
+			if st.ObservedGeneration < d.Generation || st.UpdatedReplicas < replicas || st.AvailableReplicas < replicas || st.Replicas > replicas {
 				midRollout++
 			}
 			m.kill()
@@ -383,6 +388,7 @@ func (f *writeFaults) wrap(next http.RoundTripper) http.RoundTripper {
 // to it (revision 3, the middle ReplicaSet scaled to 0); paused, no ReplicaSet changes
 // size until it is resumed, and then the rollout finishes.
 func TestControllerManagerConcurrentEdits(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(4))
 	startManager(t, bin, c)

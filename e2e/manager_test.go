@@ -161,6 +161,7 @@ func runManager(t *testing.T, cfg *rest.Config, opts manager.Options) (stop func
 // finalizers permissions are checked the other way: a role without them has each
 // kind's child creation refused.
 func TestControllerManagerLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3),
 		clustertest.WithAPIServerArgs("--enable-admission-plugins=OwnerReferencesPermissionEnforcement"))
 	mustKubectl(t, c.KubeconfigPath, "apply", "-f", "../deploy/namespace.yaml", "-f", "../deploy/rbac.yaml")

@@ -145,6 +145,7 @@ func (r *opRecorder) expectBatches(t *testing.T, plan rolloutplan.Plan, named, o
 // made, then kroll's controllers make exactly the planned batches, in order: the plan
 // and the controllers decide with the same planners.
 func TestRolloutPlanMatchesTheControllers(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	c := clustertest.Start(t, clustertest.WithNodes(3))
 	byOwner := func(p *corev1.Pod) string {

@@ -111,6 +111,7 @@ const readmeCommandTimeout = 3 * time.Minute
 // checkout, as `go build -o kroll ./cmd/kroll` makes it; `kubectl` is the one the
 // package drives.
 func TestReadme(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +212,7 @@ func firstLineOf(s string) string {
 }
 
 func TestParseReadmeCommands(t *testing.T) {
+	t.Parallel()
 	readme := strings.Join([]string{
 		"Run it:", "", "```sh", "go run ./cmd/kroll up   # comment", "```", "",
 		"```sh", "# a comment", "export A=$PWD/x", "", "kubectl create -f - <<EOF", "kind: X", "  name: y", "EOF",

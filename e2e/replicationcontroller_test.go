@@ -52,6 +52,7 @@ spec:
 // TestReplicationControllers scales, adopts into and deletes a ReplicationController
 // with kroll's controllers and with upstream's, and compares what they did.
 func TestReplicationControllers(t *testing.T) {
+	t.Parallel()
 	results := map[cluster.WorkloadControllers]string{}
 	for _, mode := range []cluster.WorkloadControllers{cluster.WorkloadControllersKroll, cluster.WorkloadControllersUpstream} {
 		t.Run(string(mode), func(t *testing.T) {

@@ -217,6 +217,7 @@ func (s *scene) removeDeployment(t *testing.T, name string) {
 // Deployment). kroll's controllers run in the test process, so that one scenario can
 // stop and start them.
 func TestResizeDeployment(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3),
 		clustertest.WithKubelet(func(k *kubelet.Config) {
 			k.CPU, k.Memory = resource.MustParse("4"), resource.MustParse("16Gi")

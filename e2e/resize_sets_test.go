@@ -317,6 +317,7 @@ func (s *scene) fillNode(t *testing.T, name, node, leave string) {
 // InPlaceIfPossible), or left and named in the InPlaceUpdate condition (InPlaceOnly,
 // and every DaemonSet pod, which cannot move).
 func TestResizeSets(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3),
 		clustertest.WithKubelet(func(k *kubelet.Config) {
 			k.CPU, k.Memory = resource.MustParse("4"), resource.MustParse("8Gi")

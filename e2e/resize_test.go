@@ -24,6 +24,7 @@ import (
 // has no room for Deferred until hog shrinks (through its own resize) or leaves, each reported in containerStatuses'
 // resources and allocatedResources with the pod's observedGeneration.
 func TestKubeletResize(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithNodes(1), clustertest.WithKubelet(func(k *kubelet.Config) {
 		k.CPU, k.Memory = resource.MustParse("4"), resource.MustParse("8Gi")
 	}))

@@ -75,6 +75,7 @@ func startKrollControllers(t *testing.T, c *cluster.Cluster) (stop func()) {
 // the bounds, and no pod is created twice: the new ReplicaSet's pods were created
 // exactly 200 times and none of them was deleted as surplus.
 func TestControllersRestartMidRollout(t *testing.T) {
+	t.Parallel()
 	const replicas = 200
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(4))
 	stop := startKrollControllers(t, c)

@@ -325,6 +325,7 @@ func (s *ruScene) snapshot(t *testing.T) string {
 // upstream documents: with upstream's controllers it keeps the same bounds, and a
 // rename interrupted mid-way finishes without a pod created or deleted.
 func TestRollingUpdateWithUpstreamControllers(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream))
 	t.Run("plain update", func(t *testing.T) { plainUpdate(t, newRUScene(t, &scene{c: c, ns: "ru-plain"}, bin)) })
@@ -334,6 +335,7 @@ func TestRollingUpdateWithUpstreamControllers(t *testing.T) {
 }
 
 func TestRollingUpdate(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	c := clustertest.Start(t)
 	n := 0

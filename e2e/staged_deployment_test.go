@@ -220,6 +220,7 @@ var tenPercentFloors = map[string]int{"0/5": 18, "1/5": 18, "2/5": 10, "3/5": 10
 // promoted or when a timed pause ends, keeps its partition of old pods through a
 // scale, aborts by request or on failure, and bad values roll out as without them.
 func TestStagedDeployment(t *testing.T) {
+	t.Parallel()
 	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "*:crash", Fault: "CrashLoopBackOff"})
 	if err != nil {
 		t.Fatal(err)

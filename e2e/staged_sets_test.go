@@ -122,6 +122,7 @@ func (pw *partitionWatch) String() string {
 // drive a StatefulSet's partition field and stop a DaemonSet at a pause, kroll rollout
 // promote and abort move them on or back, and bad values are reported once.
 func TestStagedSets(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	// kroll's controllers run beside the cluster (not inside it), so that a scenario can
 	// restart them.

@@ -545,5 +545,6 @@ func twoAtATime(t *testing.T, s *scene, replicas int, podSpec string) (created [
 }
 
 func TestStatefulSetScenarios(t *testing.T) {
+	t.Parallel()
 	runCompared(t, "sts", statefulSetScenarios)
 }

@@ -371,6 +371,7 @@ spec:
 }
 
 func TestStorageScenarios(t *testing.T) {
+	t.Parallel()
 	runCompared(t, "storage", storageScenarios)
 }
 
@@ -380,6 +381,7 @@ func TestStorageScenarios(t *testing.T) {
 // run again on their volumes' nodes with their claims, no volume is made twice, and a
 // new claim is provisioned.
 func TestStorageSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	c := clustertest.Start(t, clustertest.WithDataDir(dataDir))
 	s := newScene(t, c, "storage-restart", cluster.WorkloadControllersKroll)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -353,6 +355,10 @@ func ptrString(n *int32) string {
 func compareStates(t *testing.T, what string, got, control map[string]string) {
 	t.Helper()
 	for m, want := range control {
+		if sameButProgressRace(got[m], want) {
+			t.Logf("%s: %s ends as in the all-upstream run but for the ReplicaSet its Progressing message names:\n got:\n%s\n upstream:\n%s", what, m, got[m], want)
+			continue
+		}
 		if got[m] != want {
 			t.Errorf("%s: %s ends differently from an all-upstream run:\n got:\n%s\n upstream:\n%s", what, m, got[m], want)
 		}
@@ -363,6 +369,39 @@ func compareStates(t *testing.T, what string, got, control map[string]string) {
 		}
 	}
 }
+
+// successfullyProgressed is the message of a Deployment's Progressing condition at
+// reason NewReplicaSetAvailable, and the ReplicaSet it names.
+var successfullyProgressed = regexp.MustCompile(`ReplicaSet \\"[^"\\]+\\" has successfully progressed\.`)
+
+// sameButProgressRace tells whether two final states differ only in the ReplicaSet a
+// Deployment's Progressing condition names as having progressed. Upstream's controller
+// rewrites a condition only when its status or reason changes: a Recreate rollout none
+// of whose syncs happened to see progress midway (one the machine's load spaced out)
+// goes from NewReplicaSetAvailable to NewReplicaSetAvailable, keeps the message naming
+// the previous ReplicaSet, and keeps the condition's place in the list, where a sync
+// that saw progress renames it and moves it last. Which one an all-upstream run shows
+// is a race of upstream's; the ReplicaSets themselves are still compared in full.
+func sameButProgressRace(a, b string) bool {
+	if a == b || !successfullyProgressed.MatchString(a) || !successfullyProgressed.MatchString(b) {
+		return false
+	}
+	normal := func(s string) string {
+		lines := strings.Split(successfullyProgressed.ReplaceAllString(s, `ReplicaSet \"…\" has successfully progressed.`), "\n")
+		for i, line := range lines {
+			if m := deploymentConditions.FindStringSubmatch(line); m != nil {
+				conditions := strings.Split(m[2], "; ")
+				slices.Sort(conditions)
+				lines[i] = m[1] + strings.Join(conditions, "; ")
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	return normal(a) == normal(b)
+}
+
+// deploymentConditions splits a Deployment's line of finalState before its conditions.
+var deploymentConditions = regexp.MustCompile(`^(Deployment .* collisions [^;]*; )(.*)$`)
 
 func mergeKeys(a, b map[string]string) map[string]bool {
 	keys := map[string]bool{}

@@ -28,6 +28,7 @@ const takeoverWindow = 12 * time.Second
 // sends no write; once a bare ReplicaSet is scaled while no controllers run, it
 // reports the pod kroll would create and exits 1.
 func TestTakeover(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3))
 	// Controllers outlive the subtest that starts them: they are top's.
 	top := t

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +26,19 @@ var built struct {
 	err  error
 }
 
+// defaultParallel is how many of the package's tests run at once unless -parallel says
+// otherwise. Each scenario spends most of its time waiting on simulated pods, grace
+// periods and controllers' back-offs (one at a time, the package kept a quarter of two
+// cores busy), so several clusters share the machine without slowing one another much.
+const defaultParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", strconv.Itoa(defaultParallel))
+	}
 	var err error
 	if kubectlPath, err = resolveKubectl(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -172,6 +186,7 @@ func runKrollIn(t *testing.T, dir, bin string, args ...string) (int, string) {
 // a busy port are refused with one clear line; SIGTERM stops it cleanly; and run again
 // on the same data dir it resumes the same cluster.
 func TestKrollUp(t *testing.T) {
+	t.Parallel()
 	bin := buildKroll(t)
 	dataDir := filepath.Join(t.TempDir(), "state")
 	args := []string{"--data-dir", dataDir, "--port", "0", "--pod-startup-delay", "100ms", "--etcd-unsafe-no-fsync"}
