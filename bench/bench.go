@@ -42,6 +42,10 @@ type Options struct {
 	Resume bool
 	// SteadyWindow is how long the steady-state scenario measures idle controllers.
 	SteadyWindow time.Duration
+	// RollbackWindow is how long the rollback scenario watches a rollout to a
+	// crash-looping image (DefaultRollbackWindow when zero): upstream's arm never
+	// recovers, so each of its runs takes the whole window.
+	RollbackWindow time.Duration
 	// ProfileDir, when set, receives a CPU profile of the harness's process (the
 	// cluster) over each measured change, <scenario>-<arm>-<rep>.pprof; a CPU profile of
 	// the measured controller process, from its start (the scenario's settle included)
@@ -63,10 +67,13 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if o.SteadyWindow <= 0 {
 		o.SteadyWindow = 30 * time.Second
 	}
+	if o.RollbackWindow <= 0 {
+		o.RollbackWindow = DefaultRollbackWindow
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	scenarios, err := selectScenarios(Scenarios(o.Scale, o.SteadyWindow), o.Only)
+	scenarios, err := selectScenarios(Scenarios(o.Scale, o.SteadyWindow, o.RollbackWindow), o.Only)
 	if err != nil {
 		return nil, err
 	}

@@ -2,18 +2,28 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
+// tinyRunProcesses is how many `kroll bench` processes share the tiny run's scenarios.
+// Each scenario's runs mostly wait (on simulated pods, settles, the rollback window),
+// and each process starts its own clusters, so their measurements stay apart.
+const tinyRunProcesses = 3
+
 // TestHarnessTinyRun runs `kroll bench` at scale 0.05 (50 replicas where the full run
 // has 1,000), one repetition, so that the harness keeps working: every scenario must
 // complete with every arm and the results, the chart and the README tables must be
-// written. It asserts no timing.
+// written. It asserts no timing. The scenarios are dealt to tinyRunProcesses processes
+// (--only) that run at once. The rollback scenario watches 20s instead of 150s: kroll's
+// arm recovers in a few seconds, and upstream's, which never does, would take the whole
+// window.
 func TestHarnessTinyRun(t *testing.T) {
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "kroll")
@@ -22,23 +32,63 @@ func TestHarnessTinyRun(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "github.com/kroll-dev/kroll/cmd/kroll").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/kroll: %v\n%s", err, out)
 	}
+
+	scenarios := Scenarios(0.05, time.Second, time.Second)
+	shares := make([][]Scenario, tinyRunProcesses)
+	for i, s := range scenarios {
+		shares[i%len(shares)] = append(shares[i%len(shares)], s)
+	}
+	var wg sync.WaitGroup
+	progress, errs := make([]string, len(shares)), make([]error, len(shares))
+	for i, share := range shares {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			progress[i], errs[i] = tinyRun(ctx, binary, filepath.Join(dir, fmt.Sprint(i)), share)
+		}()
+	}
+	wg.Wait()
+	for i, share := range shares {
+		t.Run(fmt.Sprintf("share %d", i+1), func(t *testing.T) {
+			t.Logf("kroll bench:\n%s", progress[i])
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			checkTinyRun(t, filepath.Join(dir, fmt.Sprint(i)), share)
+		})
+	}
+}
+
+// tinyRun runs the scenarios in a `kroll bench` of their own, its results and README in
+// dir, and returns the bench's progress.
+func tinyRun(ctx context.Context, binary, dir string, scenarios []Scenario) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	readme := filepath.Join(dir, "README.md")
 	if err := os.WriteFile(readme, []byte("# Benchmarks\n<!-- results: written by kroll bench -->\nold\n<!-- end of results -->\nafter\n"), 0o644); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	out := filepath.Join(dir, "results")
-	cmd := exec.CommandContext(ctx, binary, "bench", "--scale", "0.05", "--reps", "1", "--steady-window", "3s", "--out", out, "--readme", readme)
+	var names []string
+	for _, s := range scenarios {
+		names = append(names, s.Name)
+	}
+	cmd := exec.CommandContext(ctx, binary, "bench", "--scale", "0.05", "--reps", "1", "--steady-window", "3s", "--rollback-window", "20s",
+		"--only", strings.Join(names, ","), "--out", filepath.Join(dir, "results"), "--readme", readme)
 	progress, err := cmd.CombinedOutput()
-	t.Logf("kroll bench:\n%s", progress)
 	if err != nil {
-		t.Fatalf("kroll bench: %v", err)
+		err = fmt.Errorf("kroll bench --only %s: %v", strings.Join(names, ","), err)
 	}
+	return string(progress), err
+}
 
+// checkTinyRun checks what a tiny run of scenarios wrote into dir.
+func checkTinyRun(t *testing.T, dir string, want []Scenario) {
+	out := filepath.Join(dir, "results")
 	results, err := ReadResults(filepath.Join(out, resultsJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Scenarios(0.05, time.Second)
 	if len(results.Scenarios) != len(want) {
 		t.Errorf("results.json has %d scenarios, want %d", len(results.Scenarios), len(want))
 	}
@@ -52,6 +102,9 @@ func TestHarnessTinyRun(t *testing.T) {
 	for _, s := range results.Samples {
 		if s.Seconds <= 0 && s.ControllerMiB <= 0 {
 			t.Errorf("sample %s/%s measured nothing: %+v", s.Scenario, s.Arm, s)
+		}
+		if strings.HasPrefix(s.Scenario, "rollback-") && s.Arm != upstreamArm.Name && s.FailingToReadySeconds <= 0 {
+			t.Errorf("sample %s/%s: kroll did not roll back to every pod Ready within the window: %+v", s.Scenario, s.Arm, s)
 		}
 		rollsDeployments := strings.HasPrefix(s.Scenario, "rolling-") || strings.HasPrefix(s.Scenario, "many-") || strings.HasPrefix(s.Scenario, "resize-")
 		switch m := s.LeastAvailabilityMargin; {
@@ -67,11 +120,17 @@ func TestHarnessTinyRun(t *testing.T) {
 			t.Errorf("%s not written: %v", name, err)
 		}
 	}
-	text, err := os.ReadFile(readme)
+	text, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := string(text); strings.Contains(s, "\nold\n") || !strings.Contains(s, "kroll / upstream") || !strings.HasSuffix(s, "<!-- end of results -->\nafter\n") {
+	if s := string(text); strings.Contains(s, "\nold\n") || !strings.HasSuffix(s, "<!-- end of results -->\nafter\n") {
 		t.Errorf("README's results section not rewritten:\n%s", s)
+	}
+	for _, s := range want {
+		if hasArm(s, krollArm.Name) && hasArm(s, upstreamArm.Name) && !strings.Contains(string(text), "kroll / upstream") {
+			t.Errorf("README's results compare no kroll / upstream (%s has both arms):\n%s", s.Name, text)
+			break
+		}
 	}
 }

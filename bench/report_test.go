@@ -16,7 +16,7 @@ func TestTargets(t *testing.T) {
 	r := newResults(1)
 	rolling := rollingScenario(1000, DefaultLimits, []Arm{krollArm, upstreamArm, inPlaceArm})
 	steady := steadyScenario(10000, 10, 0)
-	rollback := rollbackScenario(100)
+	rollback := rollbackScenario(100, DefaultRollbackWindow)
 	for _, s := range []Scenario{rolling, steady, rollback} {
 		r.addScenario(s)
 	}
@@ -132,7 +132,7 @@ func TestAvailabilityMargin(t *testing.T) {
 // a zero that would pass for an instant.
 func TestReportLeavesOutEventsNotSeen(t *testing.T) {
 	r := newResults(1)
-	s := rollbackScenario(100)
+	s := rollbackScenario(100, DefaultRollbackWindow)
 	r.addScenario(s)
 	for rep := 1; rep <= 3; rep++ {
 		r.Samples = append(r.Samples,

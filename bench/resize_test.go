@@ -19,7 +19,7 @@ import (
 // pod at the new request, surge included.
 func TestResizeScenario(t *testing.T) {
 	var s *Scenario
-	for _, x := range Scenarios(1, time.Second) {
+	for _, x := range Scenarios(1, time.Second, time.Second) {
 		if x.Name == "resize-1000" {
 			s = &x
 		}

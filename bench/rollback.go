@@ -19,10 +19,11 @@ import (
 // The rollback scenario's bounds. Upstream never recovers from a crash-looping
 // revision: it reports ProgressDeadlineExceeded after progressDeadlineSeconds (600 s by
 // default; rollbackDeadline here, so that a run sees it) and waits. The run watches
-// rollbackWindow past the change and then says "not recovered within" it.
+// DefaultRollbackWindow past the change (Options.RollbackWindow) and then says "not
+// recovered within" it; a window shorter than the deadline sees no deadline.
 const (
-	rollbackDeadline = 60
-	rollbackWindow   = 150 * time.Second
+	rollbackDeadline      = 60
+	DefaultRollbackWindow = 150 * time.Second
 )
 
 // crashPatch changes the image to newImage and makes the simulated kubelet crash-loop
@@ -36,11 +37,11 @@ var crashPatch = []byte(`{"spec":{"template":{"metadata":{"annotations":{"` + ku
 // template back at oldImage), and to every replica updated and available at oldImage
 // again; and when the progress deadline (rollbackDeadline s) was reported exceeded.
 // Upstream's arm never rolls back: its sample has the deadline and no recovery.
-func rollbackScenario(size int) Scenario {
+func rollbackScenario(size int, window time.Duration) Scenario {
 	s := Scenario{
 		Name: fmt.Sprintf("rollback-%d-qps20", size),
 		Title: fmt.Sprintf("Rollback on failure: 1 Deployment × %d to a crash-looping image, on-failure Rollback, progressDeadlineSeconds %d, watched %s, %s",
-			size, rollbackDeadline, rollbackWindow, DefaultLimits),
+			size, rollbackDeadline, window, DefaultLimits),
 		Size: size, Nodes: nodesFor(size), Arms: []Arm{krollArm, upstreamArm}, Limits: DefaultLimits, settle: settleFor(size),
 	}
 	s.prepare = func(ctx context.Context, r *run) error {
@@ -56,7 +57,7 @@ func rollbackScenario(size int) Scenario {
 		if err := r.sync(ctx, pods.Informer()); err != nil {
 			return measurement{}, err
 		}
-		w := &rollbackWatch{}
+		w := &rollbackWatch{window: window}
 		reg, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.pod(obj) },
 			UpdateFunc: func(_, obj any) { w.pod(obj) },
@@ -78,7 +79,7 @@ func rollbackScenario(size int) Scenario {
 			return w.deployment(d)
 		}
 		state := func() string { return w.String() }
-		err = until(ctx, deployments.Informer(), rollbackWindow, "recovered", observe, state)
+		err = until(ctx, deployments.Informer(), window, "recovered", observe, state)
 		if err != nil && ctx.Err() != nil {
 			return measurement{}, err
 		}
@@ -91,8 +92,10 @@ func rollbackScenario(size int) Scenario {
 // events; every field is guarded by mu (pod events come on the pod informer's
 // goroutine).
 type rollbackWatch struct {
-	mu    sync.Mutex
-	began time.Time
+	// window is how long the run watches; set before the watch starts.
+	window time.Duration
+	mu     sync.Mutex
+	began  time.Time
 	// firstFailing is when a pod of the new revision was first seen failing; rolledBack
 	// when the Deployment's template was first seen back at oldImage; ready when every
 	// replica was seen updated and available there; deadline when Progressing was seen
@@ -142,7 +145,7 @@ func (w *rollbackWatch) deployment(d *appsv1.Deployment) bool {
 func (w *rollbackWatch) measurement() measurement {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m := measurement{notRecoveredWithin: rollbackWindow.Seconds()}
+	m := measurement{notRecoveredWithin: w.window.Seconds()}
 	since := func(from, to time.Time) float64 {
 		if from.IsZero() || to.IsZero() {
 			return 0

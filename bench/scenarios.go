@@ -73,7 +73,7 @@ type measurement struct {
 }
 
 // Scenarios are the harness's scenarios at scale (see Options.Scale).
-func Scenarios(scale float64, steadyWindow time.Duration) []Scenario {
+func Scenarios(scale float64, steadyWindow, rollbackWindow time.Duration) []Scenario {
 	n := func(x int) int { return max(1, int(math.Round(float64(x)*scale))) }
 	var all []Scenario
 	for _, size := range []int{n(1000), n(5000)} {
@@ -94,7 +94,7 @@ func Scenarios(scale float64, steadyWindow time.Duration) []Scenario {
 		manyRolloutsScenario(n(200), 10),
 		statefulSetScenario(n(100)),
 		daemonSetScenario(n(100)),
-		rollbackScenario(n(100)),
+		rollbackScenario(n(100), rollbackWindow),
 		resizeScenario(n(1000)),
 		steadyScenario(n(10000), 10, steadyWindow),
 		steadyScenario(n(30000), 30, steadyWindow))

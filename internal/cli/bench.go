@@ -24,7 +24,7 @@ const (
 )
 
 func newBenchCommand(stdout io.Writer) *cobra.Command {
-	o := bench.Options{OutDir: filepath.Join("bench", "results"), Reps: 3, Scale: 1, SteadyWindow: 30 * time.Second}
+	o := bench.Options{OutDir: filepath.Join("bench", "results"), Reps: 3, Scale: 1, SteadyWindow: 30 * time.Second, RollbackWindow: bench.DefaultRollbackWindow}
 	var readme string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -73,6 +73,7 @@ run keeps what it measured; --resume runs only what is missing.`,
 	f.StringSliceVar(&o.Only, "only", nil, "run only these scenarios (names as in results.json, e.g. rolling-1000-qps20)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the runs already in --out/results.json and run only the missing ones")
 	f.DurationVar(&o.SteadyWindow, "steady-window", o.SteadyWindow, "how long the steady-state scenario settles, then measures")
+	f.DurationVar(&o.RollbackWindow, "rollback-window", o.RollbackWindow, "how long the rollback scenario watches a rollout to a crash-looping image (upstream's runs take all of it; under 60s it sees no progress deadline)")
 	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write into this directory CPU profiles of the cluster's process over each measured change and of each controller process, and a heap profile of kroll's controllers at its end")
 	f.StringVar(&readme, "readme", "", "also write the tables into this README, between its result markers")
 	return cmd
