@@ -399,14 +399,22 @@ func (s *scene) restartMidUpdate(t *testing.T, stop *func(), pauses []time.Durat
 	})
 }
 
-// restartCounting stops kroll's controllers (*stop) after each pause and starts them
-// again with start, counting what caught says is caught mid-way (pods "mid-update");
-// it fails t if no stop caught one (the restarts would then prove nothing).
+// restartCounting stops kroll's controllers (*stop) after each pause — and once
+// caught sees a pod mid-way, waiting up to midWayWait for one — and starts them again
+// with start, counting what caught says is caught mid-way (pods "mid-update") once
+// they are stopped; it fails t if no stop caught one (the restarts would then prove
+// nothing). Waiting for a pod mid-way rather than stopping on the clock alone keeps
+// the restarts meaningful on a loaded machine, where controllers restarted every
+// second may not get as far as starting an update between stops.
 func (s *scene) restartCounting(t *testing.T, stop *func(), start func() func(), pauses []time.Duration, what string, caught func() int) {
 	t.Helper()
+	const midWayWait = 10 * time.Second
 	total := 0
 	for i, pause := range pauses {
 		time.Sleep(pause)
+		for deadline := time.Now().Add(midWayWait); caught() == 0 && time.Now().Before(deadline); {
+			time.Sleep(25 * time.Millisecond)
+		}
 		(*stop)()
 		n := caught()
 		total += n
