@@ -26,12 +26,13 @@ const tinyRunProcesses = 3
 // window.
 func TestHarnessTinyRun(t *testing.T) {
 	dir := t.TempDir()
-	binary := filepath.Join(dir, "kroll")
+	// This test binary is kroll for the processes it starts (main_test.go's TestMain).
+	binary, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "github.com/kroll-dev/kroll/cmd/kroll").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kroll: %v\n%s", err, out)
-	}
 
 	scenarios := Scenarios(0.05, time.Second, time.Second)
 	shares := make([][]Scenario, tinyRunProcesses)

@@ -96,7 +96,7 @@ func (k krollCLI) inTerminal(args ...string) (int, string) {
 
 func startCLICluster(t *testing.T) (*cluster.Cluster, krollCLI) {
 	t.Helper()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithNodes(3))
 	newScene(t, c, "cli", cluster.WorkloadControllersKroll)
 	return c, krollCLI{t: t, bin: bin, kubeconfig: c.KubeconfigPath, ns: "cli"}

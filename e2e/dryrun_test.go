@@ -147,7 +147,7 @@ func readOnlyToken(t *testing.T, c *cluster.Cluster, name string, rules []rbacv1
 // each give one line and exit 1 before any controller starts.
 func TestControllerManagerDryRun(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(2))
 	s := newScene(t, c, "dryrun", cluster.WorkloadControllersKroll)
 	stop := runManager(t, c.RESTConfig, manager.Options{})
@@ -305,7 +305,7 @@ func waitKCMLease(t *testing.T, c *cluster.Cluster) {
 // with --force it starts (shown with --dry-run, which ends by itself).
 func TestControllerManagerRefusesUpstream(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream), clustertest.WithNodes(1))
 	s := newScene(t, c, "upstream", cluster.WorkloadControllersUpstream)
 	waitKCMLease(t, c)

@@ -147,7 +147,7 @@ func (s *scene) expectRolledBack(t *testing.T, name string, replicas int, why st
 // failed rollout of kind/name with msg (its RolloutFailed message) and exit 1.
 func (s *scene) expectKrollStatusFails(t *testing.T, kind, name, msg string) {
 	t.Helper()
-	kroll := krollCLI{t: t, bin: buildKroll(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
+	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
 	want := fmt.Sprintf("error: %s %q rollout failed: %s\n", kind, name, msg)
 	if code, out, errOut := kroll.run("rollout", "status", kind+"/"+name, "--timeout=1m"); code != 1 || !strings.HasSuffix(errOut, want) {
 		t.Errorf("kroll rollout status %s/%s: exit %d, stdout %q, stderr %q; want exit 1 ending %q", kind, name, code, out, errOut, want)
@@ -383,6 +383,8 @@ func testDeploymentHealsItself(t *testing.T) {
 		// rollout may even look complete before the first crash; it is judged still.
 		s.apply(t, healDeploymentReadyAfter("web", 4, 0, "1", "0", "kroll.dev/on-failure=Rollback"))
 		s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+		deploymentRollbacks.Lock()
+		defer deploymentRollbacks.Unlock()
 		before := rolledBack()
 		patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app:crash"}]}}}}`)
 		if _, err := c.Client.AppsV1().Deployments(s.ns).Patch(context.Background(), "web", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {

@@ -77,6 +77,12 @@ func (s *scene) setsAnnotation(t *testing.T, workload, key string) string {
 	return s.kubectl(t, "get", workload, "-o", "jsonpath={.metadata.annotations."+strings.NewReplacer(".", `\.`, "/", `\/`).Replace(key)+"}")
 }
 
+// deploymentRollbacks is held by a test while it expects
+// kroll_rollouts_rolled_back_total{kind="Deployment"} to go up by an exact number, and
+// by any other test whose in-process controllers roll a Deployment back. (No other test
+// rolls back or pauses a StatefulSet or DaemonSet in this process.)
+var deploymentRollbacks sync.Mutex
+
 // setsCounter is the value of kroll's counter name{kind} in this process.
 func setsCounter(t *testing.T, name, kind string) float64 {
 	t.Helper()
@@ -176,7 +182,7 @@ func (s *scene) expectSetRolledBack(t *testing.T, workload string, iw *imageWatc
 // krollResume runs kroll rollout resume on workload and checks kubectl's line.
 func (s *scene) krollResume(t *testing.T, workload string) {
 	t.Helper()
-	kroll := krollCLI{t: t, bin: buildKroll(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
+	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
 	kind, name, _ := strings.Cut(workload, "/")
 	if got, want := kroll.must("rollout", "resume", workload), kind+".apps/"+name+" resumed\n"; got != want {
 		t.Errorf("kroll rollout resume %s: %q, want %q", workload, got, want)
@@ -184,10 +190,12 @@ func (s *scene) krollResume(t *testing.T, workload string) {
 }
 
 // TestHealing runs the self-healing scenarios of Deployments and of StatefulSets and
-// DaemonSets side by side, before the package's parallel tests start: both read kroll's
+// DaemonSets side by side, with the package's other parallel tests. Both read kroll's
 // rollout metrics, which count the controllers of every cluster in the process, each
-// its own kinds' counters.
+// its own kinds' counters; where a check wants a counter to have gone up by exactly so
+// much, no other test may make it count meanwhile: deploymentRollbacks.
 func TestHealing(t *testing.T) {
+	t.Parallel()
 	t.Run("Deployments", func(t *testing.T) { t.Parallel(); testDeploymentHealsItself(t) })
 	t.Run("StatefulSets and DaemonSets", func(t *testing.T) { t.Parallel(); testHealSets(t) })
 }

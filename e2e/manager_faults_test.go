@@ -169,7 +169,7 @@ func expectExactRollout(t *testing.T, c *cluster.Cluster, ledger *podLedger, nam
 func TestControllerManagerFailover(t *testing.T) {
 	t.Parallel()
 	const replicas = 60
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(4))
 	a, b := startManager(t, bin, c), startManager(t, bin, c)
 	mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "d.yaml", slowPods("web", replicas, 2*time.Second)))
@@ -288,7 +288,7 @@ func httpGet(client *http.Client, url string) (int, string) {
 func TestControllerManagerChaos(t *testing.T) {
 	t.Parallel()
 	const replicas = 500
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(8))
 	// Without leader election: a restarted process has a new identity and would wait out
 	// its killed predecessor's lease each time; the crash, not the hand-over, is tested.
@@ -389,7 +389,7 @@ func (f *writeFaults) wrap(next http.RoundTripper) http.RoundTripper {
 // size until it is resumed, and then the rollout finishes.
 func TestControllerManagerConcurrentEdits(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(4))
 	startManager(t, bin, c)
 	start := func(t *testing.T, s *scene) *clustertest.DeploymentWatcher {

@@ -146,7 +146,7 @@ func (r *opRecorder) expectBatches(t *testing.T, plan rolloutplan.Plan, named, o
 // and the controllers decide with the same planners.
 func TestRolloutPlanMatchesTheControllers(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithNodes(3))
 	byOwner := func(p *corev1.Pod) string {
 		if ref := metav1.GetControllerOf(p); ref != nil {

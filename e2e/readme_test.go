@@ -107,9 +107,9 @@ const readmeCommandTimeout = 3 * time.Minute
 
 // Given a fresh `kroll up`, when a user runs every command of README.md's shell blocks
 // in order, in one shell session (what one block exports, the next has), then each
-// succeeds. `go run ./cmd/kroll` and `kroll` are the kroll binary built from this
-// checkout, as `go build -o kroll ./cmd/kroll` makes it; `kubectl` is the one the
-// package drives.
+// succeeds. `go run ./cmd/kroll` and `kroll` are this checkout's kroll command (the
+// package's test binary running cmd/kroll's cli.Main, krollBinary); `kubectl` is the
+// one the package drives.
 func TestReadme(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
@@ -121,7 +121,7 @@ func TestReadme(t *testing.T) {
 		t.Fatalf("found %d commands in README.md's shell blocks; the parser lost some", len(commands))
 	}
 
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	pathDir := t.TempDir()
 	for name, target := range map[string]string{"kroll": bin, "kubectl": kubectlPath} {
 		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {

@@ -326,7 +326,7 @@ func (s *ruScene) snapshot(t *testing.T) string {
 // rename interrupted mid-way finishes without a pod created or deleted.
 func TestRollingUpdateWithUpstreamControllers(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream))
 	t.Run("plain update", func(t *testing.T) { plainUpdate(t, newRUScene(t, &scene{c: c, ns: "ru-plain"}, bin)) })
 	t.Run("killed after the stand-in", func(t *testing.T) {
@@ -336,7 +336,7 @@ func TestRollingUpdateWithUpstreamControllers(t *testing.T) {
 
 func TestRollingUpdate(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	c := clustertest.Start(t)
 	n := 0
 	scene := func(t *testing.T) *ruScene {

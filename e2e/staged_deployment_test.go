@@ -256,7 +256,7 @@ func TestStagedDeployment(t *testing.T) {
 		sub.Logf("controllers restarted at step %s", at)
 		stop = startKrollControllers(t, c)
 	}
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	krollIn := func(t *testing.T, s *scene) krollCLI {
 		return krollCLI{t: t, bin: bin, kubeconfig: c.KubeconfigPath, ns: s.ns}
 	}
@@ -355,6 +355,8 @@ func TestStagedDeployment(t *testing.T) {
 
 		t.Run("a crash-looping step with on-failure Rollback aborts at step 1", func(t *testing.T) {
 			t.Parallel()
+			deploymentRollbacks.Lock()
+			defer deploymentRollbacks.Unlock()
 			s := newScene(t, c, "staged-crash", cluster.WorkloadControllersKroll)
 			ledger := watchPods(t, c, s.ns)
 			s.apply(t, healDeployment("web", 20, "25%", "25%", tenPercentSteps, "kroll.dev/on-failure=Rollback"))

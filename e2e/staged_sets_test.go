@@ -123,7 +123,7 @@ func (pw *partitionWatch) String() string {
 // promote and abort move them on or back, and bad values are reported once.
 func TestStagedSets(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	// kroll's controllers run beside the cluster (not inside it), so that a scenario can
 	// restart them.
 	c := clustertest.Start(t, clustertest.WithNodes(10), clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone))

@@ -29,7 +29,7 @@ var everythingRules = []rbacv1.PolicyRule{
 }
 
 func newTakeoverDryRun(t *testing.T, c *cluster.Cluster) *takeoverDryRun {
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	proxy := startCountingProxy(t, c)
 	token := readOnlyToken(t, c, "kroll-takeover-dryrun", everythingRules)
 	return &takeoverDryRun{bin: bin, proxy: proxy, kubeconfig: tokenKubeconfig(t, proxy.url, proxy.ca, token)}

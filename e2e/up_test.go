@@ -16,15 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// built is the kroll binary the package's tests share, built once.
-var built struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
+	"github.com/kroll-dev/kroll/internal/cli/asbinary"
+)
 
 // defaultParallel is how many of the package's tests run at once unless -parallel says
 // otherwise. Each scenario spends most of its time waiting on simulated pods, grace
@@ -33,6 +27,7 @@ var built struct {
 const defaultParallel = 4
 
 func TestMain(m *testing.M) {
+	asbinary.RunIfAsked()
 	flag.Parse()
 	parallelSet := false
 	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
@@ -44,32 +39,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-// buildKroll builds the kroll binary, as `go build ./cmd/kroll` would, once per test run.
-func buildKroll(t *testing.T) string {
+// krollBinary is the kroll command the tests run: this test binary, which is kroll
+// when started with the environment TestMain left (asbinary), running cmd/kroll's
+// cli.Main.
+func krollBinary(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "kroll-e2e-"); built.err != nil {
-			return
-		}
-		built.path = filepath.Join(built.dir, "kroll")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", built.path, "github.com/kroll-dev/kroll/cmd/kroll").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build ./cmd/kroll: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
+	path, err := asbinary.Path()
+	if err != nil {
+		t.Fatalf("the kroll command (this test binary): %v", err)
 	}
-	return built.path
+	return path
 }
 
 // upProcess is a running `kroll up`.
@@ -187,7 +169,7 @@ func runKrollIn(t *testing.T, dir, bin string, args ...string) (int, string) {
 // on the same data dir it resumes the same cluster.
 func TestKrollUp(t *testing.T) {
 	t.Parallel()
-	bin := buildKroll(t)
+	bin := krollBinary(t)
 	dataDir := filepath.Join(t.TempDir(), "state")
 	args := []string{"--data-dir", dataDir, "--port", "0", "--pod-startup-delay", "100ms", "--etcd-unsafe-no-fsync"}
 
