@@ -236,7 +236,7 @@ func (c *Cluster) startComponents() error {
 	if err != nil {
 		return err
 	}
-	if err := claimNames(c.ctx, controllerManagerNames, func() <-chan struct{} { return c.supervise("kube-controller-manager", runKCM) }); err != nil {
+	if err := claimNames(c.ctx, controllerManagerNames, func() <-chan struct{} { return c.supervise("kube-controller-manager", stopsBetweenClaims(runKCM)) }); err != nil {
 		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
 	c.wg.Add(1)

@@ -268,7 +268,7 @@ func (c *Cluster) RunUpstreamWorkloadControllers(ctx context.Context) error {
 	var runErr error
 	stopped := make(chan struct{})
 	claimErr := claimNames(ctx, controllerManagerNames, func() <-chan struct{} {
-		go func() { defer close(stopped); runErr = run(ctx) }()
+		go func() { defer close(stopped); runErr = stopsBetweenClaims(run)(ctx) }()
 		return stopped
 	})
 	<-stopped

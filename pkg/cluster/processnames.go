@@ -21,7 +21,8 @@ import (
 // clusters can run side by side in one process (the end-to-end tests run several at
 // once) and a cluster can be stopped and started again, every claim goes through
 // claimNames, one at a time: it releases the names from their holders, starts the
-// component and waits until the component holds them. A holder loses nothing it uses:
+// component and waits until the component holds them; and a component that claims
+// them stops only between claims (stopsBetweenClaims). A holder loses nothing it uses:
 // the components run without a serving port, so no /configz is served, and an informer
 // name only labels the informers' metrics.
 
@@ -62,6 +63,38 @@ func claimNames(ctx context.Context, names processNames, start func() (stopped <
 			return names.held(), nil
 		}
 	})
+}
+
+// stopsBetweenClaims wraps a component that claims names so that it stops, once ctx
+// ends, only while no claim is under way. A kube-controller-manager that stops releases
+// its informer name by name (its informer factory's Shutdown): if another component had
+// claimed the name meanwhile, the release would take it from that new holder, whose
+// claim would then never show and time out, and the new holder's own stop would do the
+// same to the next.
+func stopsBetweenClaims(run func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		done, exited := make(chan struct{}), make(chan struct{})
+		locked := false
+		go func() {
+			defer close(exited)
+			select {
+			case <-ctx.Done():
+				claiming.Lock()
+				locked = true
+				cancel()
+			case <-done:
+			}
+		}()
+		err := run(runCtx)
+		close(done)
+		<-exited
+		if locked {
+			claiming.Unlock()
+		}
+		return err
+	}
 }
 
 func (n processNames) release() {
