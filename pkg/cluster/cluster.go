@@ -179,6 +179,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.Server = fmt.Sprintf("https://%s", listener.Addr().String())
 
+	release, err := bootstrapSlot(ctx)
+	if err != nil {
+		listener.Close()
+		return nil, err
+	}
+	defer release() // once the API server is ready, or Start has failed
 	etcd, etcdURL, err := startEtcd(ctx, dir, cfg.LogFile, cfg.EtcdUnsafeNoFsync)
 	if err != nil {
 		listener.Close()
@@ -202,6 +208,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := c.waitFor(ctx, "the API server to be ready", c.apiReady); err != nil {
 		return nil, err
 	}
+	release()
 
 	c.KubeconfigPath = filepath.Join(dir, "kubeconfig")
 	if err := c.pki.writeKubeconfig(c.KubeconfigPath, c.Server, identityAdmin); err != nil {
@@ -220,6 +227,25 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// bootstrapSlots bounds how many clusters of this process start their API servers at
+// once. An API server's post-start hooks have fixed deadlines, and a missed one ends the
+// process (rbac/bootstrap-roles gives itself 30 s to create the default roles): on two
+// cores, several API servers bootstrapping at once beside other work can miss it.
+// "Ready" (/readyz) comes after every hook has run.
+var bootstrapSlots = make(chan struct{}, 2)
+
+// bootstrapSlot waits for one of bootstrapSlots and returns its release, which may be
+// called more than once.
+func bootstrapSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case bootstrapSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for another cluster of this process to start: %w", ctx.Err())
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-bootstrapSlots }) }, nil
 }
 
 // startComponents starts everything that talks to the API server as a client.
