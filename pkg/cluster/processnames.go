@@ -76,23 +76,21 @@ func stopsBetweenClaims(run func(context.Context) error) func(context.Context) e
 		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
 		done, exited := make(chan struct{}), make(chan struct{})
-		locked := false
 		go func() {
 			defer close(exited)
 			select {
 			case <-ctx.Done():
+				// Held from the stop until run has returned, its names released.
 				claiming.Lock()
-				locked = true
+				defer claiming.Unlock()
 				cancel()
+				<-done
 			case <-done:
 			}
 		}()
 		err := run(runCtx)
 		close(done)
 		<-exited
-		if locked {
-			claiming.Unlock()
-		}
 		return err
 	}
 }
