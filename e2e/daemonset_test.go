@@ -268,6 +268,7 @@ var daemonSetScenarios = []scenario{
 		s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2, 3, 4, 5))
 		return s.dsSummary(t)
 	}},
+	clientRevisionScenario,
 }
 
 func TestDaemonSetScenarios(t *testing.T) {

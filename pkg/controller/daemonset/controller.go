@@ -73,6 +73,9 @@ type Controller struct {
 	failedBackoff *flowcontrol.Backoff
 	// takenOut: pods taken out of service for an in-place update, until the cache shows it.
 	takenOut inplace.TakenOut
+	// awaited: the revision of each DaemonSet's template this controller made and
+	// the cache does not show yet; its arrival syncs the DaemonSet.
+	awaited awaitedRevisions
 	// stagedReports keeps the events of staged rollouts to one per step or problem.
 	stagedReports controller.StagedReports
 }
@@ -112,6 +115,9 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 				if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 					c.expectations.Forget(key)
 				}
+				if ds, ok := controller.Deleted[*appsv1.DaemonSet](obj); ok {
+					c.awaited.forget(ds.UID)
+				}
 			},
 		}},
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{
@@ -126,24 +132,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 			UpdateFunc: func(old, cur any) { c.nodeUpdated(old.(*corev1.Node), cur.(*corev1.Node)) },
 			DeleteFunc: func(any) { c.enqueueAll() },
 		}},
-		{revisions.Informer(), cache.ResourceEventHandlerFuncs{
-			// A staged rollout decides from the template's revision as the cache shows
-			// it (planStaging holds every node until then): its arrival is news.
-			AddFunc: func(obj any) {
-				if r, ok := obj.(*appsv1.ControllerRevision); ok {
-					if ref := metav1.GetControllerOfNoCopy(r); ref != nil && ref.Kind == "DaemonSet" {
-						c.queue.Add(r.Namespace + "/" + ref.Name)
-					}
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if r, ok := controller.Deleted[*appsv1.ControllerRevision](obj); ok {
-					if ref := metav1.GetControllerOfNoCopy(r); ref != nil && ref.Kind == "DaemonSet" {
-						c.queue.Add(r.Namespace + "/" + ref.Name)
-					}
-				}
-			},
-		}},
+		{revisions.Informer(), c.revisionHandlers()},
 	} {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
 			return nil, err

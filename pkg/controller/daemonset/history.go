@@ -43,6 +43,14 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 	if err != nil {
 		return "", err
 	}
+	if !inCache(all, cur) {
+		// Noted before the cache is read again: the revision may have arrived already,
+		// its Add handler finding no wait.
+		c.awaited.await(ds.UID, cur.Name)
+		if r, err := c.revisions.ControllerRevisions(ds.Namespace).Get(cur.Name); err == nil && r.UID == cur.UID && c.awaited.arrived(ds.UID, cur.Name) {
+			c.queue.Enqueue(ds)
+		}
+	}
 	if h := cur.Labels[RevisionLabel]; h != "" {
 		return h, nil
 	}
@@ -75,4 +83,14 @@ func (c *Controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, p
 	}
 	history.SortRevisions(owned)
 	return controller.DeleteStaleRevisions(ctx, c.client, owned, nil, ds.Spec.RevisionHistoryLimit)
+}
+
+// inCache tells whether the cached revisions all hold r (by name and UID).
+func inCache(all []*appsv1.ControllerRevision, r *appsv1.ControllerRevision) bool {
+	for _, c := range all {
+		if c.Name == r.Name && c.UID == r.UID {
+			return true
+		}
+	}
+	return false
 }

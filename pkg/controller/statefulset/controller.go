@@ -105,11 +105,9 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 			// claim of an earlier pod (whenScaled=Delete).
 			DeleteFunc: c.claimDeleted,
 		}},
-		{revisions.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.ownedChanged,
-			UpdateFunc: func(_, cur any) { c.ownedChanged(cur) },
-			DeleteFunc: c.ownedChanged,
-		}},
+		// No ControllerRevision handler, as upstream has none: a sync reads the set's
+		// revisions as it makes them (revisionsFor), and a client's revision is left
+		// alone until the set's next sync.
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -160,16 +158,6 @@ func (c *Controller) claimDeleted(obj any) {
 				c.queue.Add(claim.Namespace + "/" + parent)
 			}
 		}
-	}
-}
-
-func (c *Controller) ownedChanged(obj any) {
-	m, ok := controller.Deleted[metav1.Object](obj)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == "StatefulSet" {
-		c.queue.Add(m.GetNamespace() + "/" + ref.Name)
 	}
 }
 
