@@ -55,7 +55,7 @@ func (e *CollisionError) Error() string {
 //
 // The two kinds differ where upstream's controllers differ, as kubectl and users see
 // them: names, hash labels and hashes; a DaemonSet also deletes the older revisions of
-// the same template; a StatefulSet also takes its newest revision as the template
+// the same template it made itself (ownNamed); a StatefulSet also takes its newest revision as the template
 // when it differs only in how an older Kubernetes serialized it.
 func CurrentRevision[O Owner](ctx context.Context, client RevisionClient, owner O, owned []*appsv1.ControllerRevision) (*appsv1.ControllerRevision, int32, error) {
 	data, err := TemplatePatch(owner)
@@ -83,8 +83,17 @@ func CurrentRevision[O Owner](ctx context.Context, client RevisionClient, owner 
 	}
 	cur := same[len(same)-1]
 	if k.dropDuplicates {
-		for i := len(same) - 2; i >= 0; i-- {
-			if err := client.Delete(ctx, same[i].Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		// Only the controller's own duplicates go, the newest of them kept: a revision
+		// a client made of the same template (upstream's Conformance spec makes one,
+		// then deletes the older) is the client's to delete. Upstream's controller
+		// deletes it too when it syncs then, but it rarely syncs a settled DaemonSet;
+		// kroll's looks again to judge a rollout complete.
+		own := ownNamed(same, k)
+		if len(own) > 0 {
+			cur = own[len(own)-1]
+		}
+		for i := len(own) - 2; i >= 0; i-- {
+			if err := client.Delete(ctx, own[i].Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return nil, deref(count), err
 			}
 		}
@@ -93,6 +102,18 @@ func CurrentRevision[O Owner](ctx context.Context, client RevisionClient, owner 
 		cur, err = renumber(ctx, client, cur, newestOther+1)
 	}
 	return cur, deref(count), err
+}
+
+// ownNamed are the revisions among revs named as the controller names its own, by
+// their hash label.
+func ownNamed(revs []*appsv1.ControllerRevision, k revisionKind) []*appsv1.ControllerRevision {
+	var own []*appsv1.ControllerRevision
+	for _, r := range revs {
+		if h := r.Labels[k.hashLabel]; h != "" && r.Name == k.name(h) {
+			own = append(own, r)
+		}
+	}
+	return own
 }
 
 // revisionKind is how upstream's controller for one kind names and keeps its

@@ -145,14 +145,45 @@ func TestCurrentRevision(t *testing.T) {
 			wantActions: "[create logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #1]",
 		},
 		{
-			name: "DaemonSet, older revisions of the same template are deleted, the newest kept",
+			name: "DaemonSet, its own older revisions of the same template are deleted, the newest kept",
+			stored: []*appsv1.ControllerRevision{
+				revisionOf(t, logsSet(v1), 1, 1), revisionOf(t, logsSet(v2), 2, 0), revisionOf(t, logsSet(v1), 3, 0),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, logsSet(v1), sorted(f))
+			},
+			want:        "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3",
+			wantActions: "[delete " + revisionOf(t, logsSet(v1), 1, 1).Name + "]",
+		},
+		{
+			name: "DaemonSet, a client's older revision of the same template is the client's to delete",
 			stored: []*appsv1.ControllerRevision{
 				renamed(revisionOf(t, logsSet(v1), 1, 0), "logs-old"), revisionOf(t, logsSet(v2), 2, 0), revisionOf(t, logsSet(v1), 3, 0),
 			},
 			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
 				return CurrentRevision(ctx, f, logsSet(v1), sorted(f))
 			},
-			want: "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3", wantActions: "[delete logs-old]",
+			want: "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3", wantActions: "[]",
+		},
+		{
+			name: "DaemonSet, a client's newer revision of the same template: its own stays current, neither deleted",
+			stored: []*appsv1.ControllerRevision{
+				revisionOf(t, logsSet(v1), 1, 0), renamed(revisionOf(t, logsSet(v1), 2, 0), "logs-by-client"),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, logsSet(v1), sorted(f))
+			},
+			want: "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #1", wantActions: "[]",
+		},
+		{
+			name: "DaemonSet, only a client's revision of the template: current, kept, no new one",
+			stored: []*appsv1.ControllerRevision{
+				renamed(revisionOf(t, logsSet(v1), 2, 0), "logs-by-client"),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, logsSet(v1), sorted(f))
+			},
+			want: "logs-by-client #2", wantActions: "[]",
 		},
 		{
 			name: "StatefulSet, a tie of numbers and its revision sorts last (created later): the newest already, no write",
