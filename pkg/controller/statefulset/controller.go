@@ -68,7 +68,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 		client: client, recorder: recorder, now: time.Now,
 		pods:      controller.NewPodControl(client, recorder, controller.StatefulSetEvents),
 		setWriter: clientSetWriter{client},
-		claims:    &claimKeeper{client: client, claims: claims.Lister(), pods: pods.Lister(), recorder: recorder},
+		claims:    newClaimKeeper(client, claims.Lister(), recorder),
 		sets:      sets.Lister(),
 		revisions: revisions.Lister(),
 		podIndex:  pods.Informer().GetIndexer(),

@@ -58,52 +58,6 @@ func TestNewPod(t *testing.T) {
 	}
 }
 
-func TestWantedClaimOwners(t *testing.T) {
-	retain, del := appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType
-	inRange := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", UID: "pod-1"}}
-	condemned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-3", UID: "pod-3"}}
-	tests := []struct {
-		whenDeleted, whenScaled appsv1.PersistentVolumeClaimRetentionPolicyType
-		inRange, condemned      string
-	}{
-		{retain, retain, "[]", "[]"},
-		{del, retain, "[StatefulSet/web]", "[StatefulSet/web]"},
-		{retain, del, "[]", "[Pod/web-3]"},
-		{del, del, "[StatefulSet/web]", "[Pod/web-3]"},
-	}
-	owners := func(refs []metav1.OwnerReference) string {
-		var out []string
-		for _, r := range refs {
-			out = append(out, r.Kind+"/"+r.Name)
-		}
-		return fmt.Sprint(out)
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("whenDeleted=%s whenScaled=%s", tt.whenDeleted, tt.whenScaled), func(t *testing.T) {
-			set := newSet(3, tt.whenDeleted, tt.whenScaled)
-			stale := []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web", UID: "old"}, {Kind: "ConfigMap", Name: "keep"}}
-			if got := owners(wantedClaimOwners(set, inRange, 1, nil)); got != tt.inRange {
-				t.Errorf("in-range claim owners %s, want %s", got, tt.inRange)
-			}
-			if got := owners(wantedClaimOwners(set, condemned, 3, nil)); got != tt.condemned {
-				t.Errorf("condemned claim owners %s, want %s", got, tt.condemned)
-			}
-			if got := owners(wantedClaimOwners(set, inRange, 1, stale)); got[:len("[ConfigMap/keep")] != "[ConfigMap/keep" {
-				t.Errorf("owners %s: other owners must be kept first", got)
-			}
-			yes := true
-			operator := []metav1.OwnerReference{{Kind: "Database", Name: "db", Controller: &yes}}
-			want := wantedClaimOwners(set, inRange, 1, operator)
-			if conflict := conflictingController(set, 1, want); conflict != (tt.inRange != "[]") {
-				t.Errorf("a claim another controller manages: conflict %v with owners %s", conflict, owners(want))
-			}
-			if got := owners(withoutOwnRefs(set, 1, want)); got != "[Database/db]" {
-				t.Errorf("after a conflict the claim keeps %s, want only its own controller", got)
-			}
-		})
-	}
-}
-
 // The identity fix writes back the pod as the API server has it, not the cached copy
 // (which the informers keep without most of the spec): the write keeps the rest.
 func TestIdentityFixUpdatesThePodAsStored(t *testing.T) {

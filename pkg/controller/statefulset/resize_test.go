@@ -151,7 +151,7 @@ func TestUpdateResize(t *testing.T) {
 			fakes := &fakePods{}
 			c := &Controller{client: client, recorder: recorder, now: time.Now, pods: fakes,
 				nodes: factory.Core().V1().Nodes().Lister(), podIndex: podInf.GetIndexer(), queue: controller.NewQueue("test"),
-				claims: &claimKeeper{client: client, claims: factory.Core().V1().PersistentVolumeClaims().Lister(), recorder: record.NewFakeRecorder(10)}}
+				claims: newClaimKeeper(client, factory.Core().V1().PersistentVolumeClaims().Lister(), record.NewFakeRecorder(10))}
 			revs := revisions{current: rev("A"), update: rev("B"), currentSet: from, updateSet: to}
 			status, err := c.update(context.Background(), to, pods, revs, time.Now())
 			if err != nil {

@@ -207,7 +207,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	// Condemned pods: their claims first (so a whenScaled=Delete claim goes with its
 	// pod), then the pods, highest first.
 	for _, p := range s.condemned {
-		if err := c.claims.fixRetention(ctx, set, p, true); err != nil {
+		if err := c.claims.fixRetention(ctx, set, p); err != nil {
 			return status, err
 		}
 	}
@@ -334,7 +334,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 		}
 		return true, nil, nil
 	case !isCreated(p):
-		if waiting, err := c.claims.staleClaim(set, ordinal); err != nil || waiting {
+		if waiting, err := c.claims.staleClaim(set, p); err != nil || waiting {
 			return true, nil, err
 		}
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
@@ -345,10 +345,15 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 			created = nil // not made, or a stale cache's create of one that is there
 		} else {
 			c.fence.Wrote(set.Namespace+"/"+set.Name, set.UID, "pods", created.ResourceVersion)
+			// Claims kept from an earlier pod take the owners the policy gives now.
+			err = c.claims.fixRetention(ctx, set, created)
 		}
 		return true, created, err
 	case p.Status.Phase == corev1.PodPending:
 		if err := c.claims.create(ctx, set, p, ordinal); err != nil {
+			return true, nil, err
+		}
+		if err := c.claims.fixRetention(ctx, set, p); err != nil {
 			return true, nil, err
 		}
 	}
@@ -374,7 +379,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 			setStorage(set, pod, ordinal)
 		})
 	}
-	return false, nil, c.claims.fixRetention(ctx, set, p, false)
+	return false, nil, c.claims.fixRetention(ctx, set, p)
 }
 
 // firstUnhealthyPod is the lowest in-range pod that is not healthy, else the lowest

@@ -282,5 +282,5 @@ func updateController(pods controller.PodControl) *Controller {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	return &Controller{client: client, recorder: record.NewFakeRecorder(10), now: time.Now, pods: pods,
-		claims: &claimKeeper{client: client, claims: factory.Core().V1().PersistentVolumeClaims().Lister(), recorder: record.NewFakeRecorder(10)}}
+		claims: newClaimKeeper(client, factory.Core().V1().PersistentVolumeClaims().Lister(), record.NewFakeRecorder(10))}
 }

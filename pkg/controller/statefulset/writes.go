@@ -16,20 +16,55 @@ import (
 )
 
 // claimKeeper creates a set's PVCs and keeps their owner references as the set's
-// persistentVolumeClaimRetentionPolicy says:
-//
-//	whenDeleted=Delete  the claims of in-range pods are owned by the set
-//	whenScaled=Delete   the claims of condemned pods are owned by their pod
-//
-// so that the garbage collector deletes them with the set or the pod.
+// persistentVolumeClaimRetentionPolicy says (planClaimOwners), so that the garbage
+// collector deletes them with the set or the pod. It reads claims from the informer
+// cache and writes through writer.
 type claimKeeper struct {
-	client   kubernetes.Interface
+	writer   claimWriter
 	claims   corelisters.PersistentVolumeClaimLister
-	pods     corelisters.PodLister
 	recorder record.EventRecorder
 }
 
-// create makes the claims of pod (ordinal) that do not exist yet.
+// newClaimKeeper is a claimKeeper writing through client.
+func newClaimKeeper(client kubernetes.Interface, claims corelisters.PersistentVolumeClaimLister, recorder record.EventRecorder) *claimKeeper {
+	return &claimKeeper{writer: clientClaimWriter{client}, claims: claims, recorder: recorder}
+}
+
+// claimWriter is every write the StatefulSet controller makes to claims.
+type claimWriter interface {
+	// CreateClaim creates claim as given (owner references included).
+	CreateClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error
+	// SetClaimOwners replaces claim's owner references with owners, provided claim has
+	// not changed since it was read (its resourceVersion); a claim gone is no error.
+	SetClaimOwners(ctx context.Context, claim *corev1.PersistentVolumeClaim, owners []metav1.OwnerReference) error
+}
+
+type clientClaimWriter struct{ client kubernetes.Interface }
+
+var _ claimWriter = clientClaimWriter{}
+
+func (w clientClaimWriter) CreateClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	_, err := w.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+	return err
+}
+
+func (w clientClaimWriter) SetClaimOwners(ctx context.Context, claim *corev1.PersistentVolumeClaim, owners []metav1.OwnerReference) error {
+	if owners == nil {
+		owners = []metav1.OwnerReference{} // a list to replace with, not a null that drops the field
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": owners, "resourceVersion": claim.ResourceVersion}})
+	if err != nil {
+		return err
+	}
+	_, err = w.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// create makes the claims of pod (ordinal) that do not exist yet, owned as the policy
+// says from the start (one write, where upstream creates and then updates).
 func (k *claimKeeper) create(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, ordinal int) error {
 	for i := range set.Spec.VolumeClaimTemplates {
 		claim := newClaim(set, &set.Spec.VolumeClaimTemplates[i], ordinal)
@@ -45,8 +80,10 @@ func (k *claimKeeper) create(ctx context.Context, set *appsv1.StatefulSet, pod *
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
-		claim.OwnerReferences = wantedClaimOwners(set, pod, ordinal, nil)
-		_, err = k.client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+		if plan := planClaimOwners(set, pod, claim, retentionOf(set)); plan.Write {
+			claim.OwnerReferences = plan.Owners
+		}
+		err = k.writer.CreateClaim(ctx, claim)
 		switch {
 		case apierrors.IsAlreadyExists(err):
 		case err != nil:
@@ -59,124 +96,49 @@ func (k *claimKeeper) create(ctx context.Context, set *appsv1.StatefulSet, pod *
 	return nil
 }
 
-// staleClaim tells whether a claim of ordinal still belongs to an earlier pod of that
-// name that was scaled away (whenScaled=Delete): the new pod waits until the garbage
-// collector has deleted it.
-func (k *claimKeeper) staleClaim(set *appsv1.StatefulSet, ordinal int) (bool, error) {
+// staleClaim tells whether a claim of pod (not created yet) still belongs to an earlier
+// pod of that name (claimIsStale): the new pod waits until the garbage collector has
+// deleted it.
+func (k *claimKeeper) staleClaim(set *appsv1.StatefulSet, pod *corev1.Pod) (bool, error) {
+	policy := retentionOf(set)
 	for _, t := range set.Spec.VolumeClaimTemplates {
-		claim, err := k.claims.PersistentVolumeClaims(set.Namespace).Get(claimName(t.Name, set, ordinal))
+		claim, err := k.claims.PersistentVolumeClaims(set.Namespace).Get(claimName(t.Name, set, ordinalOf(pod)))
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return false, err
 		}
-		for _, ref := range claim.OwnerReferences {
-			if ref.Kind == "Pod" && ref.Name == podName(set, ordinal) {
-				return true, nil
-			}
+		if claimIsStale(pod, claim, policy) {
+			return true, nil
 		}
 	}
 	return false, nil
 }
 
 // fixRetention brings the owner references of pod's claims in line with the policy
-// (condemned: pod's ordinal is out of range).
-func (k *claimKeeper) fixRetention(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod, condemned bool) error {
-	ordinal := ordinalOf(pod)
+// (planClaimOwners); a claim not there yet is left to the pass that creates it.
+func (k *claimKeeper) fixRetention(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
+	policy := retentionOf(set)
 	for _, t := range set.Spec.VolumeClaimTemplates {
-		claim, err := k.claims.PersistentVolumeClaims(set.Namespace).Get(claimName(t.Name, set, ordinal))
+		claim, err := k.claims.PersistentVolumeClaims(set.Namespace).Get(claimName(t.Name, set, ordinalOf(pod)))
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		var podRef *corev1.Pod
-		if condemned {
-			podRef = pod
-		}
-		want := wantedClaimOwners(set, podRef, ordinal, claim.OwnerReferences)
-		if conflictingController(set, ordinal, want) {
-			// Another controller manages the claim: the policy does not apply; only
-			// the set's and its pod's references go.
-			k.recorder.Eventf(set, corev1.EventTypeWarning, "ConflictingController",
-				"PersistentVolumeClaim %s has a conflicting OwnerReference that acts as a manging controller, the retention policy is ignored for this claim", claim.Name)
-			want = wantedClaimOwners(set, nil, ordinal, claim.OwnerReferences)
-			want = withoutOwnRefs(set, ordinal, want)
-		}
-		if sameOwners(claim.OwnerReferences, want) {
+		plan := planClaimOwners(set, pod, claim, policy)
+		if !plan.Write {
 			continue
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": want, "resourceVersion": claim.ResourceVersion}})
-		if _, err := k.client.CoreV1().PersistentVolumeClaims(set.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
+		if plan.Conflict {
+			k.recorder.Eventf(set, corev1.EventTypeWarning, "ConflictingController",
+				"PersistentVolumeClaim %s has a conflicting OwnerReference that acts as a manging controller, the retention policy is ignored for this claim", claim.Name)
+		}
+		if err := k.writer.SetClaimOwners(ctx, claim, plan.Owners); err != nil {
+			return fmt.Errorf("could not update claim %s for delete policy ownerRefs: %w", claim.Name, err)
 		}
 	}
 	return nil
-}
-
-// wantedClaimOwners are the owner references a claim should have: those it has that
-// are neither the set nor a pod of it, plus the set (whenDeleted=Delete, not
-// condemned) or the pod (whenScaled=Delete, condemned: pod non-nil and created).
-func wantedClaimOwners(set *appsv1.StatefulSet, pod *corev1.Pod, ordinal int, have []metav1.OwnerReference) []metav1.OwnerReference {
-	var out []metav1.OwnerReference
-	for _, r := range have {
-		if (r.Kind == "StatefulSet" && r.Name == set.Name) || (r.Kind == "Pod" && r.Name == podName(set, ordinal)) {
-			continue
-		}
-		out = append(out, r)
-	}
-	policy := set.Spec.PersistentVolumeClaimRetentionPolicy
-	yes := true
-	condemned := pod != nil && pod.UID != "" && (ordinal < startOrdinal(set) || ordinal >= startOrdinal(set)+replicasOf(set))
-	switch {
-	case policy == nil:
-	case condemned && policy.WhenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType:
-		out = append(out, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes})
-	case policy.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType:
-		out = append(out, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: set.Name, UID: set.UID, Controller: &yes, BlockOwnerDeletion: &yes})
-	}
-	return out
-}
-
-// conflictingController tells whether owners have two controllers: one the policy
-// added, and another that was there (an operator managing the claim).
-func conflictingController(set *appsv1.StatefulSet, ordinal int, owners []metav1.OwnerReference) bool {
-	foreign, own := false, false
-	for _, r := range owners {
-		if r.Controller == nil || !*r.Controller {
-			continue
-		}
-		if (r.Kind == "StatefulSet" && r.Name == set.Name) || (r.Kind == "Pod" && r.Name == podName(set, ordinal)) {
-			own = true
-		} else {
-			foreign = true
-		}
-	}
-	return foreign && own
-}
-
-// withoutOwnRefs drops the set's and its pod's references from owners.
-func withoutOwnRefs(set *appsv1.StatefulSet, ordinal int, owners []metav1.OwnerReference) []metav1.OwnerReference {
-	var out []metav1.OwnerReference
-	for _, r := range owners {
-		if (r.Kind == "StatefulSet" && r.Name == set.Name) || (r.Kind == "Pod" && r.Name == podName(set, ordinal)) {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func sameOwners(a, b []metav1.OwnerReference) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].UID != b[i].UID || a[i].Kind != b[i].Kind || a[i].Name != b[i].Name {
-			return false
-		}
-	}
-	return true
 }
