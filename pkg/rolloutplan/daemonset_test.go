@@ -97,7 +97,7 @@ func TestDaemonSet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := daemonPods(tc.cur, tc.podsOn, tc.notReady...)
 			next := changed(tc.cur, tc.edit)
-			plan, err := DaemonSet(tc.cur, newNodes(tc.nodes...), pods, next, now)
+			plan, err := DaemonSet(tc.cur, newNodes(tc.nodes...), pods, nil, next, now)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -173,14 +173,9 @@ type simRS struct {
 // object is the ReplicaSet as the controller's arithmetic reads it: spec.replicas and
 // status counting its pods, its controller caught up (each batch has completed).
 func (r *simRS) object() *appsv1.ReplicaSet {
-	n, available := int32(len(r.pods)), int32(0)
-	for _, p := range r.pods {
-		if p.available {
-			available++
-		}
-	}
-	r.rs.Spec.Replicas = &n
-	r.rs.Status.Replicas, r.rs.Status.AvailableReplicas = n, available
+	o := r.observed()
+	r.rs.Spec.Replicas = o.Spec.Replicas
+	r.rs.Status.Replicas, r.rs.Status.AvailableReplicas = o.Status.Replicas, o.Status.AvailableReplicas
 	r.rs.Status.ObservedGeneration = r.rs.Generation
 	return r.rs
 }
@@ -217,10 +212,11 @@ func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*
 			objs = append(objs, rs.DeepCopy())
 		}
 	}
+	newRS, _ := history.NewReplicaSet(next, objs)
 	for _, rs := range rollout.ByCreation(objs) {
 		r := &simRS{rs: rs}
 		s.rss = append(s.rss, r)
-		if s.new == nil && history.EqualIgnoringHash(&rs.Spec.Template, &next.Spec.Template) {
+		if rs == newRS {
 			s.new, s.newExists = r, true
 		}
 	}
@@ -233,7 +229,6 @@ func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*
 		}
 	}
 	s.initialOld = s.oldPods()
-	s.staged.reused = s.newExists
 	if s.new != nil {
 		s.initialNew = len(s.new.pods)
 	}
@@ -245,9 +240,17 @@ func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*
 			template.Labels[k] = v
 		}
 		template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		// Created now, and so after every listed ReplicaSet even when this machine's
+		// clock is behind the API server's: a new ReplicaSet is never brought back.
+		created := metav1.NewTime(now)
+		for _, r := range s.rss {
+			if !r.rs.CreationTimestamp.Before(&created) {
+				created = metav1.NewTime(r.rs.CreationTimestamp.Add(time.Second))
+			}
+		}
 		s.new = &simRS{rs: &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: next.Name + "-" + hash, Namespace: next.Namespace,
-				UID: "(planned)", CreationTimestamp: metav1.NewTime(now), Labels: template.Labels},
+				UID: "(planned)", CreationTimestamp: created, Labels: template.Labels},
 			Spec: appsv1.ReplicaSetSpec{Template: template},
 		}}
 	}
