@@ -59,7 +59,9 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 		return Plan{}, err
 	}
 	obj := objectName("DaemonSet", cur.ObjectMeta)
-	next = defaultDaemonSet(next)
+	if next.Spec.UpdateStrategy.Type == "" {
+		return Plan{}, notStored(obj, "spec.updateStrategy.type")
+	}
 	mode, err := inplace.ModeOf(next.Annotations)
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", obj, err)
@@ -224,19 +226,6 @@ func withoutStaleGeneration(cur, next *appsv1.DaemonSet) *appsv1.DaemonSet {
 	}
 	ds := next.DeepCopy()
 	delete(ds.Annotations, appsv1.DeprecatedTemplateGeneration)
-	return ds
-}
-
-// defaultDaemonSet fills in what the API server defaults: RollingUpdate,
-// maxUnavailable 1, maxSurge 0.
-func defaultDaemonSet(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
-	ds = ds.DeepCopy()
-	if ds.Spec.UpdateStrategy.Type == "" {
-		ds.Spec.UpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
-	}
-	if ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ds.Spec.UpdateStrategy.RollingUpdate == nil {
-		ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
-	}
 	return ds
 }
 

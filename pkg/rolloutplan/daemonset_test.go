@@ -124,3 +124,14 @@ func TestDaemonSet(t *testing.T) {
 		})
 	}
 }
+
+// A DaemonSet not as the API server stores it (no updateStrategy.type) is refused:
+// the plan reads the defaults as the controller will, from a server-side dry run.
+func TestDaemonSetRefusesUndefaulted(t *testing.T) {
+	cur := newDaemonSet("agent", "1", "0")
+	next := changed(cur, func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{} })
+	_, err := DaemonSet(cur, newNodes("node-a"), nil, nil, next, now)
+	if want := "daemonset/agent: the changed object lacks spec.updateStrategy.type"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one with %q", err, want)
+	}
+}

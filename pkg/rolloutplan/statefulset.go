@@ -61,7 +61,9 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, revisions []*appsv
 		return Plan{}, err
 	}
 	obj := objectName("StatefulSet", cur.ObjectMeta)
-	next = defaultStatefulSet(next)
+	if next.Spec.UpdateStrategy.Type == "" || next.Spec.PodManagementPolicy == "" {
+		return Plan{}, notStored(obj, "spec.updateStrategy.type, spec.podManagementPolicy")
+	}
 	mode, err := inplace.ModeOf(next.Annotations)
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", obj, err)
@@ -150,22 +152,6 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, revisions []*appsv
 	plan.bounds(initial)
 	plan.Notes = append(plan.Notes, s.notes(cur, next, rolling, blocked)...)
 	return plan, nil
-}
-
-// defaultStatefulSet fills in what the API server defaults: RollingUpdate with
-// partition 0, OrderedReady.
-func defaultStatefulSet(set *appsv1.StatefulSet) *appsv1.StatefulSet {
-	set = set.DeepCopy()
-	if set.Spec.UpdateStrategy.Type == "" {
-		set.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
-	}
-	if set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && set.Spec.UpdateStrategy.RollingUpdate == nil {
-		set.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: new(int32)}
-	}
-	if set.Spec.PodManagementPolicy == "" {
-		set.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
-	}
-	return set
 }
 
 // namedRevision is the revision of revisions named name; one the controller is about

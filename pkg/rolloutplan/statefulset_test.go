@@ -155,4 +155,8 @@ func TestStatefulSetRevisions(t *testing.T) {
 	}), now); err == nil || !strings.Contains(err.Error(), "statefulset/web: spec.selector cannot change") {
 		t.Errorf("a changed selector: %v", err)
 	}
+	if _, err := StatefulSet(cur, nil, nil, changedSet(cur, func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = "" }), now); err == nil ||
+		!strings.Contains(err.Error(), "statefulset/web: the changed object lacks spec.updateStrategy.type, spec.podManagementPolicy") {
+		t.Errorf("not as stored (no podManagementPolicy): %v", err)
+	}
 }
