@@ -46,7 +46,7 @@ func TestRolloutPlanDefaults(t *testing.T) {
 				t.Fatal("no ReplicaSet of the new template")
 				return ""
 			}},
-		{"statefulset", statefulSetManifest(2, ""), "statefulset/web", "RollingUpdate",
+		{"statefulset", statefulSetManifest(2, ""), "statefulset/web", "RollingUpdate (maxUnavailable 1, partition 0, OrderedReady)",
 			func(t *testing.T, s *scene) string { return s.statefulSet(t).Status.UpdateRevision }},
 		{"daemonset", logDaemonSet, "daemonset/logs", "RollingUpdate (maxSurge 0, maxUnavailable 1)",
 			func(t *testing.T, s *scene) string {
