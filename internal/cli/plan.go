@@ -157,13 +157,9 @@ func (r workloadRef) plan(ctx context.Context, client kubernetes.Interface, next
 	case *appsv1.Deployment:
 		return rolloutplan.Deployment(cur, snap.ReplicaSets, snap.Pods, next.(*appsv1.Deployment), now)
 	case *appsv1.StatefulSet:
-		return rolloutplan.StatefulSet(cur, snap.Pods, next.(*appsv1.StatefulSet), now)
+		return rolloutplan.StatefulSet(cur, snap.Pods, snap.Revisions, next.(*appsv1.StatefulSet), now)
 	case *appsv1.DaemonSet:
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return rolloutplan.Plan{}, fmt.Errorf("listing nodes for %s: %w", r, err)
-		}
-		return rolloutplan.DaemonSet(cur, pointers(nodes.Items), snap.Pods, next.(*appsv1.DaemonSet), now)
+		return rolloutplan.DaemonSet(cur, snap.Nodes, snap.Pods, snap.Revisions, next.(*appsv1.DaemonSet), now)
 	}
 	return rolloutplan.Plan{}, fmt.Errorf("no plan for %T", snap.Object)
 }

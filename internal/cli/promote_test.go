@@ -55,7 +55,9 @@ func stagedWeb(annotations map[string]string, old, updated int, record string) [
 		owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: d.UID, Controller: &yes}
 		set := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-" + rs.hash, Namespace: "default", UID: types.UID("rs-" + rs.hash), Labels: t.Labels,
 			CreationTimestamp: metav1.NewTime(stepsNow.Add(-rs.age)), Annotations: map[string]string{"deployment.kubernetes.io/revision": rs.revision},
-			OwnerReferences: []metav1.OwnerReference{owner}}, Spec: appsv1.ReplicaSetSpec{Replicas: &n, Template: t}}
+			OwnerReferences: []metav1.OwnerReference{owner}}, Spec: appsv1.ReplicaSetSpec{Replicas: &n, Template: t},
+			// Its controller has seen its pods, all ready for an hour.
+			Status: appsv1.ReplicaSetStatus{Replicas: n, ReadyReplicas: n, AvailableReplicas: n}}
 		objs = append(objs, set)
 		for i := range rs.pods {
 			podOwner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: set.Name, UID: set.UID, Controller: &yes}

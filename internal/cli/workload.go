@@ -95,6 +95,9 @@ type owned struct {
 	replicaSets []*appsv1.ReplicaSet
 	revisions   []*appsv1.ControllerRevision
 	pods        []*corev1.Pod
+	// nodes are the cluster's, listed for DaemonSets: a staged DaemonSet counts the
+	// nodes its template should run on.
+	nodes []*corev1.Node
 }
 
 // listOwned lists what workloads of kind in namespace ("" for all) own, narrowed to
@@ -124,6 +127,13 @@ func listOwned(ctx context.Context, client kubernetes.Interface, namespace strin
 		return o, err
 	}
 	o.pods = pointers(pods.Items)
+	if kind == "" || kind == kindDaemonSet {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return o, fmt.Errorf("listing nodes (a DaemonSet's rollout counts nodes): %w", err)
+		}
+		o.nodes = pointers(nodes.Items)
+	}
 	return o, nil
 }
 
@@ -145,6 +155,9 @@ func (o owned) snapshotOf(obj runtime.Object, now time.Time) rolloutview.Snapsho
 				s.Revisions = append(s.Revisions, r)
 			}
 		}
+	}
+	if _, ok := obj.(*appsv1.DaemonSet); ok {
+		s.Nodes = o.nodes
 	}
 	for _, p := range o.pods {
 		if ref := metav1.GetControllerOf(p); ref != nil && owners[ref.UID] {
@@ -238,23 +251,33 @@ func (r workloadRef) watchSnapshots(ctx context.Context, client kubernetes.Inter
 		self, holders = byName.Apps().V1().DaemonSets().Informer(), bySelector.Apps().V1().ControllerRevisions().Informer()
 	}
 	pods := bySelector.Core().V1().Pods().Informer()
-	for _, inf := range []cache.SharedIndexInformer{self, holders, pods} {
+	watched := []cache.SharedIndexInformer{self, holders, pods}
+	// A DaemonSet's staged rollout counts the nodes its template should run on.
+	cluster := informers.NewSharedInformerFactory(client, 0)
+	var nodes cache.SharedIndexInformer
+	if r.kind == kindDaemonSet {
+		nodes = cluster.Core().V1().Nodes().Informer()
+		watched = append(watched, nodes)
+	}
+	for _, inf := range watched {
 		if _, err := inf.AddEventHandler(poke); err != nil {
 			return err
 		}
 	}
 	byName.Start(ctx.Done())
 	bySelector.Start(ctx.Done())
+	cluster.Start(ctx.Done())
 	defer func() {
 		// Shutdown waits for the informers, which stop with ctx.
 		cancel()
 		byName.Shutdown()
 		bySelector.Shutdown()
+		cluster.Shutdown()
 	}()
 	// An informer that cannot list (RBAC) never syncs: wait at most a minute, then say so.
 	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
 	defer syncCancel()
-	for _, f := range []informers.SharedInformerFactory{byName, bySelector} {
+	for _, f := range []informers.SharedInformerFactory{byName, bySelector, cluster} {
 		for typ, synced := range f.WaitForCacheSync(syncCtx.Done()) {
 			if !synced && ctx.Err() == nil {
 				return fmt.Errorf("watching %s: could not list %v within a minute; can this user list and watch them?", r, typ)
@@ -286,6 +309,11 @@ func (r workloadRef) watchSnapshots(ctx context.Context, client kubernetes.Inter
 		}
 		for _, x := range pods.GetStore().List() {
 			o.pods = append(o.pods, x.(*corev1.Pod))
+		}
+		if nodes != nil {
+			for _, x := range nodes.GetStore().List() {
+				o.nodes = append(o.nodes, x.(*corev1.Node))
+			}
 		}
 		stop, err := onChange(o.snapshotOf(items[0].(runtime.Object), time.Now()))
 		if stop || err != nil {

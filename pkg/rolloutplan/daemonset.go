@@ -8,16 +8,19 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 )
 
 // DaemonSet plans the change of cur into next over nodes; pods are cur's (terminating
-// ones count as gone).
+// ones count as gone), revisions its ControllerRevisions (a rollback to one that ran
+// before is not staged, as the controller tells it: progress.DaemonSet).
 //
 // It replays kroll's DaemonSet controller node by node (nodes by name), each pass one
 // batch:
@@ -48,7 +51,7 @@ import (
 // Revisions are ControllerRevision names, "<daemonset>-<hash>", the hash computed as the
 // controller computes it (next must be as the API server stores it); a pod is at a
 // revision when its controller-revision-hash label is that hash.
-func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, next *appsv1.DaemonSet, now time.Time) (Plan, error) {
+func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, revisions []*appsv1.ControllerRevision, next *appsv1.DaemonSet, now time.Time) (Plan, error) {
 	if cur == nil || next == nil {
 		return Plan{}, fmt.Errorf("daemonset: both the current and the changed DaemonSet are needed")
 	}
@@ -56,7 +59,9 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 		return Plan{}, err
 	}
 	obj := objectName("DaemonSet", cur.ObjectMeta)
-	next = defaultDaemonSet(next)
+	if next.Spec.UpdateStrategy.Type == "" {
+		return Plan{}, notStored(obj, "spec.updateStrategy.type")
+	}
 	mode, err := inplace.ModeOf(next.Annotations)
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", obj, err)
@@ -153,7 +158,12 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 			eligible = append(eligible, n.name)
 		}
 	}
-	for _, st := range stagesOf(settings, int32(len(eligible))) {
+	prog := daemonSetProgress(cur, next, eligible, byNode, toHash, plan.To, revisions, now)
+	if settings.Staged() && prog.Rollback {
+		plan.Notes = append(plan.Notes, "back to a revision that ran before: a rollback is not staged, every node updates")
+		settings = staging.Settings{}
+	}
+	for _, st := range stagesOf(settings, prog.Desired) {
 		if !rolling || v.Reason == inplace.ReasonBlocked {
 			break
 		}
@@ -185,16 +195,37 @@ func DaemonSet(cur *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod, 
 	return plan, nil
 }
 
-// defaultDaemonSet fills in what the API server defaults: RollingUpdate,
-// maxUnavailable 1, maxSurge 0.
-func defaultDaemonSet(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
-	ds = ds.DeepCopy()
-	if ds.Spec.UpdateStrategy.Type == "" {
-		ds.Spec.UpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
+// daemonSetProgress is the controller's staging progress (progress.DaemonSet) of
+// next's rollout over eligible nodes as they stand now: of its revision (toHash, named
+// to) when revisions has it, else of a revision the controller is about to create,
+// newer than every other.
+func daemonSetProgress(cur, next *appsv1.DaemonSet, eligible []string, byNode map[string][]*corev1.Pod, toHash, to string,
+	revisions []*appsv1.ControllerRevision, now time.Time) staging.Progress {
+	newest := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: to, CreationTimestamp: metav1.NewTime(now),
+		Labels: map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: toHash}}}
+	for _, r := range revisions {
+		if r.Name == to {
+			return progress.DaemonSet(withoutStaleGeneration(cur, next), eligible, byNode, toHash, r, revisions, now)
+		}
 	}
-	if ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && ds.Spec.UpdateStrategy.RollingUpdate == nil {
-		ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
+	// Created now, and so after every listed revision even when this machine's clock
+	// is behind the API server's.
+	for _, r := range revisions {
+		if !r.CreationTimestamp.Before(&newest.CreationTimestamp) {
+			newest.CreationTimestamp = metav1.NewTime(r.CreationTimestamp.Add(time.Second))
+		}
 	}
+	return progress.DaemonSet(withoutStaleGeneration(cur, next), eligible, byNode, toHash, newest, revisions, now)
+}
+
+// withoutStaleGeneration is next without cur's template generation when the template
+// changes (the API server bumps it on the update): no old pod counts as updated by it.
+func withoutStaleGeneration(cur, next *appsv1.DaemonSet) *appsv1.DaemonSet {
+	if history.EqualIgnoringHash(&cur.Spec.Template, &next.Spec.Template) {
+		return next
+	}
+	ds := next.DeepCopy()
+	delete(ds.Annotations, appsv1.DeprecatedTemplateGeneration)
 	return ds
 }
 

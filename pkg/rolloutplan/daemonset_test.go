@@ -97,7 +97,7 @@ func TestDaemonSet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := daemonPods(tc.cur, tc.podsOn, tc.notReady...)
 			next := changed(tc.cur, tc.edit)
-			plan, err := DaemonSet(tc.cur, newNodes(tc.nodes...), pods, next, now)
+			plan, err := DaemonSet(tc.cur, newNodes(tc.nodes...), pods, nil, next, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,5 +122,16 @@ func TestDaemonSet(t *testing.T) {
 				t.Errorf("at most %d pods (the plan says %d), want %d", maxPods, plan.MaxPods, tc.maxPods)
 			}
 		})
+	}
+}
+
+// A DaemonSet not as the API server stores it (no updateStrategy.type) is refused:
+// the plan reads the defaults as the controller will, from a server-side dry run.
+func TestDaemonSetRefusesUndefaulted(t *testing.T) {
+	cur := newDaemonSet("agent", "1", "0")
+	next := changed(cur, func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{} })
+	_, err := DaemonSet(cur, newNodes("node-a"), nil, nil, next, now)
+	if want := "daemonset/agent: the changed object lacks spec.updateStrategy.type"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one with %q", err, want)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -48,7 +47,8 @@ import (
 //     stops it (the last batch says so).
 //   - A paused Deployment is only scaled.
 //
-// Errors: another object, a changed selector, an unknown in-place mode.
+// next must be as the API server stores it (see the package doc). Errors: another
+// object, a changed selector, an unknown in-place mode, a next without its defaults.
 func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1.Pod, next *appsv1.Deployment, now time.Time) (Plan, error) {
 	if cur == nil || next == nil {
 		return Plan{}, fmt.Errorf("deployment: both the current and the changed Deployment are needed")
@@ -56,8 +56,10 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 	if err := checkSame("Deployment", cur.ObjectMeta, next.ObjectMeta, cur.Kind, next.Kind, cur.Spec.Selector, next.Spec.Selector); err != nil {
 		return Plan{}, err
 	}
-	next = defaultDeployment(next)
 	obj := objectName("Deployment", cur.ObjectMeta)
+	if next.Spec.Strategy.Type == "" {
+		return Plan{}, notStored(obj, "spec.strategy.type")
+	}
 	mode, err := inplace.ModeOf(next.Annotations)
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", obj, err)
@@ -67,7 +69,7 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 	plan := Plan{Kind: "Deployment", Object: obj}
 	plan.setFailurePolicy(next.Annotations, true, next.Spec.ProgressDeadlineSeconds)
 	plan.Changes = append(plan.Changes, replicasChange(cur.Spec.Replicas, next.Spec.Replicas)...)
-	if a, b := defaultDeployment(cur).Spec.Strategy.Type, next.Spec.Strategy.Type; a != b {
+	if a, b := cur.Spec.Strategy.Type, next.Spec.Strategy.Type; a != b && a != "" {
 		plan.Changes = append(plan.Changes, fmt.Sprintf("strategy: %s → %s", a, b))
 	}
 	plan.Changes = append(plan.Changes, modeChange(cur.Annotations, next.Annotations)...)
@@ -113,28 +115,6 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 	return plan, nil
 }
 
-// defaultDeployment fills in what the API server defaults and a manifest may leave out:
-// the strategy (RollingUpdate, 25%/25%).
-func defaultDeployment(d *appsv1.Deployment) *appsv1.Deployment {
-	d = d.DeepCopy()
-	if d.Spec.Strategy.Type == "" {
-		d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
-	}
-	if d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
-		if d.Spec.Strategy.RollingUpdate == nil {
-			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
-		}
-		quarter := intstr.FromString("25%")
-		if d.Spec.Strategy.RollingUpdate.MaxSurge == nil {
-			d.Spec.Strategy.RollingUpdate.MaxSurge = &quarter
-		}
-		if d.Spec.Strategy.RollingUpdate.MaxUnavailable == nil {
-			d.Spec.Strategy.RollingUpdate.MaxUnavailable = &quarter
-		}
-	}
-	return d
-}
-
 // deploymentRevisions are the revision numbers before and after: cur's, and the one
 // the new ReplicaSet gets (one above every old one, unless it already has a higher one).
 func deploymentRevisions(cur, next *appsv1.Deployment, s *deploymentSim) (from, to string) {
@@ -173,14 +153,9 @@ type simRS struct {
 // object is the ReplicaSet as the controller's arithmetic reads it: spec.replicas and
 // status counting its pods, its controller caught up (each batch has completed).
 func (r *simRS) object() *appsv1.ReplicaSet {
-	n, available := int32(len(r.pods)), int32(0)
-	for _, p := range r.pods {
-		if p.available {
-			available++
-		}
-	}
-	r.rs.Spec.Replicas = &n
-	r.rs.Status.Replicas, r.rs.Status.AvailableReplicas = n, available
+	o := r.observed()
+	r.rs.Spec.Replicas = o.Spec.Replicas
+	r.rs.Status.Replicas, r.rs.Status.AvailableReplicas = o.Status.Replicas, o.Status.AvailableReplicas
 	r.rs.Status.ObservedGeneration = r.rs.Generation
 	return r.rs
 }
@@ -217,10 +192,11 @@ func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*
 			objs = append(objs, rs.DeepCopy())
 		}
 	}
+	newRS, _ := history.NewReplicaSet(next, objs)
 	for _, rs := range rollout.ByCreation(objs) {
 		r := &simRS{rs: rs}
 		s.rss = append(s.rss, r)
-		if s.new == nil && history.EqualIgnoringHash(&rs.Spec.Template, &next.Spec.Template) {
+		if rs == newRS {
 			s.new, s.newExists = r, true
 		}
 	}
@@ -233,7 +209,6 @@ func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*
 		}
 	}
 	s.initialOld = s.oldPods()
-	s.staged.reused = s.newExists
 	if s.new != nil {
 		s.initialNew = len(s.new.pods)
 	}
@@ -245,9 +220,17 @@ func newDeploymentSim(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*
 			template.Labels[k] = v
 		}
 		template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		// Created now, and so after every listed ReplicaSet even when this machine's
+		// clock is behind the API server's: a new ReplicaSet is never brought back.
+		created := metav1.NewTime(now)
+		for _, r := range s.rss {
+			if !r.rs.CreationTimestamp.Before(&created) {
+				created = metav1.NewTime(r.rs.CreationTimestamp.Add(time.Second))
+			}
+		}
 		s.new = &simRS{rs: &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: next.Name + "-" + hash, Namespace: next.Namespace,
-				UID: "(planned)", CreationTimestamp: metav1.NewTime(now), Labels: template.Labels},
+				UID: "(planned)", CreationTimestamp: created, Labels: template.Labels},
 			Spec: appsv1.ReplicaSetSpec{Template: template},
 		}}
 	}

@@ -5,10 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/kroll-dev/kroll/pkg/history"
-
-	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 )
 
 // The staged part of the Deployment replay (kroll.dev/partition, kroll.dev/rollout-steps):
@@ -23,8 +21,6 @@ import (
 type stagedSim struct {
 	settings staging.Settings
 	record   *staging.Record
-	// reused: the new ReplicaSet exists already (it may be an older one brought back).
-	reused bool
 }
 
 // newStagedSim reads d's staging; a Recreate Deployment is never staged.
@@ -39,26 +35,36 @@ func newStagedSim(d *appsv1.Deployment) stagedSim {
 	return st
 }
 
-// stagingProgress is what the controller's staging.Progress reads, from the model.
+// stagingProgress is what the controller's staging.Progress reads
+// (progress.Deployment), from the model's ReplicaSets: each as it stands once the
+// batch completed (spec and status its pods), no pod failed.
 func (s *deploymentSim) stagingProgress() staging.Progress {
-	p := staging.Progress{
-		Revision: s.new.rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey],
-		Desired:  rollout.DesiredReplicas(s.d),
-		Updated:  int32(len(s.new.pods)),
-		Old:      int32(s.oldPods()),
-		Paused:   s.d.Spec.Paused,
+	var newRS *appsv1.ReplicaSet
+	if s.newExists {
+		newRS = s.new.observed()
 	}
-	p.UpdatedAvailable = p.Updated
-	// Only a ReplicaSet that exists already can be an older one brought back; the one
-	// the plan creates is the newest.
-	if s.staged.reused {
-		var old []*appsv1.ReplicaSet
-		for _, r := range s.old() {
-			old = append(old, r.rs)
+	var old []*appsv1.ReplicaSet
+	for _, r := range s.old() {
+		old = append(old, r.observed())
+	}
+	return progress.Deployment(s.d, newRS, old, nil, s.now)
+}
+
+// observed is a copy of r's ReplicaSet as it stands once the batch completed:
+// spec.replicas and status.replicas its pods, status.availableReplicas those of them
+// available. A copy: the in-place replay keeps the model's spec.replicas apart from
+// its pods while a hand-over is under way.
+func (r *simRS) observed() *appsv1.ReplicaSet {
+	rs := r.rs.DeepCopy()
+	n := int32(len(r.pods))
+	rs.Spec.Replicas = &n
+	rs.Status.Replicas, rs.Status.AvailableReplicas = n, 0
+	for _, p := range r.pods {
+		if p.available {
+			rs.Status.AvailableReplicas++
 		}
-		p.Rollback = history.BroughtBack(s.new.rs, old)
 	}
-	return p
+	return rs
 }
 
 // decide is the decision of this pass, with the record written as the controller

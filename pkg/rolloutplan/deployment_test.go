@@ -152,7 +152,7 @@ func checkDeploymentInvariants(t *testing.T, plan Plan, pods []*corev1.Pod, next
 	t.Helper()
 	initial := availability(pods)
 	desired := int(*next.Spec.Replicas)
-	f := rollout.DeploymentFenceposts(defaultDeployment(next))
+	f := rollout.DeploymentFenceposts(next)
 	startUnavailable := 0
 	for _, a := range initial {
 		if !a {
@@ -226,6 +226,8 @@ func TestDeploymentRefuses(t *testing.T) {
 		}), "deployment/web: spec.selector cannot change"},
 		{"another kind", changed(cur, func(d *appsv1.Deployment) { d.Kind = "StatefulSet" }), "is a StatefulSet, not a Deployment"},
 		{"an unknown in-place mode", changed(cur, func(d *appsv1.Deployment) { d.Annotations[inplace.StrategyAnnotation] = "Sometimes" }), "deployment/web: kroll.dev/update-strategy"},
+		{"not as stored: no strategy (the API server defaults it)", changed(cur, func(d *appsv1.Deployment) { d.Spec.Strategy = appsv1.DeploymentStrategy{} }),
+			"deployment/web: the changed object lacks spec.strategy.type: plan it as the API server stores it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

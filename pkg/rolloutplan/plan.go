@@ -16,9 +16,11 @@
 // A real rollout may merge or split batches (the ReplicaSet controller's slow start, pods
 // that become available at different times); the order and the bounds hold.
 //
-// The changed object should be as the API server would store it (a server-side dry run,
-// or the live object with the change made): fields the server defaults that are missing
-// from a hand-written manifest otherwise show as template changes.
+// The changed object must be as the API server would store it (a server-side dry run,
+// as `kroll rollout plan -f` makes, or the live object with the change made): the
+// plan reads its strategy, bounds and template as the controllers will, with the
+// API's own defaults. Nothing here copies that defaulting (a new default in
+// Kubernetes would be missed); a changed object without its strategy is refused.
 package rolloutplan
 
 import (
@@ -183,6 +185,15 @@ func (p *Plan) bounds(pods map[string]bool) {
 // objectName is "kind/name" as kubectl writes it.
 func objectName(kind string, meta metav1.ObjectMeta) string {
 	return strings.ToLower(kind) + "/" + meta.Name
+}
+
+// notStored refuses a changed workload that is not as the API server stores it: the
+// planners read its defaults (strategy, bounds, template fields that the revision
+// hash covers) as the controllers will. The API's own defaulting fills them: a
+// server-side dry run of the change (as `kroll rollout plan` makes), never a copy of
+// it here, which a new default in Kubernetes would leave behind.
+func notStored(obj, fields string) error {
+	return fmt.Errorf("%s: the changed object lacks %s: plan it as the API server stores it (a server-side dry run of the change fills the defaults)", obj, fields)
 }
 
 // checkSame refuses to plan a change that is not one: another object, or a changed

@@ -10,16 +10,19 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 )
 
 // StatefulSet plans the change of cur into next; pods are cur's (terminating ones count
-// as gone, to be created again).
+// as gone, to be created again), revisions its ControllerRevisions (a rollback to one
+// that ran before is not staged, as the controller tells it: progress.StatefulSet).
 //
 // It replays kroll's StatefulSet controller by ordinal, each pass one batch:
 //
@@ -50,7 +53,7 @@ import (
 // Revisions are ControllerRevision names: From is cur's status.currentRevision (else
 // its updateRevision), To the name next's template gets ("web-677f98675c", hashed as
 // the controller hashes it: next must be as the API server stores it).
-func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.StatefulSet, now time.Time) (Plan, error) {
+func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, revisions []*appsv1.ControllerRevision, next *appsv1.StatefulSet, now time.Time) (Plan, error) {
 	if cur == nil || next == nil {
 		return Plan{}, fmt.Errorf("statefulset: both the current and the changed StatefulSet are needed")
 	}
@@ -58,7 +61,9 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.State
 		return Plan{}, err
 	}
 	obj := objectName("StatefulSet", cur.ObjectMeta)
-	next = defaultStatefulSet(next)
+	if next.Spec.UpdateStrategy.Type == "" || next.Spec.PodManagementPolicy == "" {
+		return Plan{}, notStored(obj, "spec.updateStrategy.type, spec.podManagementPolicy")
+	}
 	mode, err := inplace.ModeOf(next.Annotations)
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", obj, err)
@@ -118,8 +123,16 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.State
 		plan.Notes = append(plan.Notes, p)
 	}
 	stages := []stage{{partition: int32(partition(next))}}
-	if len(settings.Steps) > 0 && rolling {
-		stages = stagesOf(settings, int32(s.replicas()))
+	prog := progress.StatefulSet(next, pods, namedRevision(revisions, current, now), namedRevision(revisions, update, now), now)
+	switch {
+	case len(settings.Steps) > 0 && rolling && prog.Rollback && current != update:
+		// The controller writes partition 0 once it finds a rollback under way.
+		plan.Notes = append(plan.Notes, "back to a revision that ran before: a rollback is not staged, every pod updates")
+		if _, recorded := next.Annotations[staging.StepAnnotation]; recorded {
+			stages = []stage{{}}
+		}
+	case len(settings.Steps) > 0 && rolling:
+		stages = stagesOf(settings, prog.Desired)
 	}
 	s.setPartition(stages[0].partition)
 	if s.scale() && rolling && !blocked {
@@ -141,20 +154,19 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, next *appsv1.State
 	return plan, nil
 }
 
-// defaultStatefulSet fills in what the API server defaults: RollingUpdate with
-// partition 0, OrderedReady.
-func defaultStatefulSet(set *appsv1.StatefulSet) *appsv1.StatefulSet {
-	set = set.DeepCopy()
-	if set.Spec.UpdateStrategy.Type == "" {
-		set.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+// namedRevision is the revision of revisions named name; one the controller is about
+// to create (created now, after every listed one) when none is.
+func namedRevision(revisions []*appsv1.ControllerRevision, name string, now time.Time) *appsv1.ControllerRevision {
+	created := metav1.NewTime(now)
+	for _, r := range revisions {
+		if r.Name == name {
+			return r
+		}
+		if !r.CreationTimestamp.Before(&created) {
+			created = metav1.NewTime(r.CreationTimestamp.Add(time.Second))
+		}
 	}
-	if set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && set.Spec.UpdateStrategy.RollingUpdate == nil {
-		set.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: new(int32)}
-	}
-	if set.Spec.PodManagementPolicy == "" {
-		set.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
-	}
-	return set
+	return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created}}
 }
 
 // statefulSetRevisions names the revision pods below the partition keep (cur's current

@@ -103,7 +103,7 @@ func TestStatefulSet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := setPods(tc.cur, tc.pods, tc.notReady...)
 			next := changedSet(tc.cur, tc.edit)
-			plan, err := StatefulSet(tc.cur, pods, next, now)
+			plan, err := StatefulSet(tc.cur, pods, nil, next, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,16 +143,20 @@ func changedSet(set *appsv1.StatefulSet, edit func(*appsv1.StatefulSet)) *appsv1
 func TestStatefulSetRevisions(t *testing.T) {
 	cur := newStatefulSet("web", 3, 0, "")
 	next := changedSet(cur, setImageOf("nginx:1.26"))
-	plan, err := StatefulSet(cur, setPods(cur, 3), next, now)
+	plan, err := StatefulSet(cur, setPods(cur, 3), nil, next, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.From != cur.Status.CurrentRevision || plan.To != setRevision(next) || plan.From == plan.To {
 		t.Errorf("revision %s → %s, want %s → %s (the controller's name for the new template)", plan.From, plan.To, cur.Status.CurrentRevision, setRevision(next))
 	}
-	if _, err := StatefulSet(cur, nil, changedSet(cur, func(s *appsv1.StatefulSet) {
+	if _, err := StatefulSet(cur, nil, nil, changedSet(cur, func(s *appsv1.StatefulSet) {
 		s.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
 	}), now); err == nil || !strings.Contains(err.Error(), "statefulset/web: spec.selector cannot change") {
 		t.Errorf("a changed selector: %v", err)
+	}
+	if _, err := StatefulSet(cur, nil, nil, changedSet(cur, func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = "" }), now); err == nil ||
+		!strings.Contains(err.Error(), "statefulset/web: the changed object lacks spec.updateStrategy.type, spec.podManagementPolicy") {
+		t.Errorf("not as stored (no podManagementPolicy): %v", err)
 	}
 }

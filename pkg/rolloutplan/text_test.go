@@ -23,13 +23,13 @@ func TestText(t *testing.T) {
 	}
 	statefulSet := func(cur *appsv1.StatefulSet, notReady []int, edit func(*appsv1.StatefulSet)) func() (Plan, error) {
 		return func() (Plan, error) {
-			return StatefulSet(cur, setPods(cur, int(*cur.Spec.Replicas), notReady...), changed(cur, edit), now)
+			return StatefulSet(cur, setPods(cur, int(*cur.Spec.Replicas), notReady...), nil, changed(cur, edit), now)
 		}
 	}
 	nodes := []string{"node-1", "node-2", "node-3", "node-4"}
 	daemonSet := func(cur *appsv1.DaemonSet, notReady []string, edit func(*appsv1.DaemonSet)) func() (Plan, error) {
 		return func() (Plan, error) {
-			return DaemonSet(cur, newNodes(nodes...), daemonPods(cur, nodes, notReady...), changed(cur, edit), now)
+			return DaemonSet(cur, newNodes(nodes...), daemonPods(cur, nodes, notReady...), nil, changed(cur, edit), now)
 		}
 	}
 	envChange := func(mode inplace.Mode) func(*appsv1.Deployment) {
@@ -165,7 +165,7 @@ func TestFailurePolicyInPlan(t *testing.T) {
 			`kroll.dev/failure-threshold="abc" is not valid: want a whole number of pods of at least 1 (2) or a percentage of the replicas (25%); the rollout is not watched for failure (as with kroll.dev/on-failure=None)`},
 	} {
 		next := changed(cur, func(ds *appsv1.DaemonSet) { ds.Annotations = tt.annotations })
-		plan, err := DaemonSet(cur, newNodes(nodes...), daemonPods(cur, nodes), next, now)
+		plan, err := DaemonSet(cur, newNodes(nodes...), daemonPods(cur, nodes), nil, next, now)
 		if err != nil {
 			t.Fatal(err)
 		}

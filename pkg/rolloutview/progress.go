@@ -33,7 +33,10 @@ type Snapshot struct {
 	Revisions   []*appsv1.ControllerRevision
 	// Pods are the workload's (owned by it or by its ReplicaSets).
 	Pods []*corev1.Pod
-	Now  time.Time
+	// Nodes are the cluster's, for a DaemonSet: a staged rollout counts the nodes its
+	// template should run on, as its controller does. Unused for other kinds.
+	Nodes []*corev1.Node
+	Now   time.Time
 }
 
 // Phase is where a rollout stands.
@@ -162,9 +165,10 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	}
 	p.Target = p.Desired
 	var latest []*corev1.Pod
+	newRS, _ := history.NewReplicaSet(d, s.ReplicaSets) // the controller's pick
 	for _, rs := range s.ReplicaSets {
 		pods := ownedBy(s.Pods, rs.UID)
-		isLatest := history.EqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template)
+		isLatest := rs == newRS
 		if isLatest {
 			latest = pods
 		}

@@ -9,11 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
-	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rolloutview/chart"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
@@ -170,145 +170,77 @@ func continueCommand(ref string, st *Staged, steps bool) string {
 	return fmt.Sprintf("kroll annotate %s %s=0 --overwrite", ref, staging.PartitionAnnotation)
 }
 
-// stagingInput reads staging's Progress from a snapshot, as the controllers count it
-// (see staging.Progress): the revision being rolled out, whether it ran before, and
-// its pods.
+// stagingInput reads staging's Progress from a snapshot with the controllers' own
+// functions (pkg/staging/progress), from what they count: a Deployment's
+// ReplicaSets, a StatefulSet's pods by revision, a DaemonSet's eligible nodes (the
+// snapshot's Nodes its template should run on).
 func stagingInput(s Snapshot) (*metav1.ObjectMeta, staging.Progress, bool) {
-	pol := func(meta *metav1.ObjectMeta) failure.Policy { return failure.PolicyOf(meta.Annotations) }
 	switch o := s.Object.(type) {
 	case *appsv1.Deployment:
-		p := staging.Progress{Desired: rollout.DesiredReplicas(o), Paused: o.Spec.Paused}
-		var newRS *appsv1.ReplicaSet // the oldest with the template, as the controller picks it
-		for _, rs := range rollout.ByCreation(s.ReplicaSets) {
-			if newRS == nil && history.EqualIgnoringHash(&rs.Spec.Template, &o.Spec.Template) {
-				newRS = rs
-			}
+		newRS, old := history.NewReplicaSet(o, s.ReplicaSets)
+		var pods []*corev1.Pod
+		if newRS != nil {
+			pods = ownedBy(s.Pods, newRS.UID)
 		}
-		// A rollback brings an older ReplicaSet back, as the controller tells it.
-		var others []*appsv1.ReplicaSet
-		for _, rs := range s.ReplicaSets {
-			if rs != newRS {
-				others = append(others, rs)
-			}
-		}
-		p.Rollback = history.BroughtBack(newRS, others)
-		for _, rs := range s.ReplicaSets {
-			pods := ownedBy(s.Pods, rs.UID)
-			if rs == newRS {
-				p.Revision = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-				if p.Revision == "" {
-					p.Revision = rs.Spec.Template.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-				}
-				countUpdated(&p, pods, o.Spec.MinReadySeconds, pol(&o.ObjectMeta), s)
-			} else {
-				p.Old += activePods(pods)
-			}
-		}
-		return &o.ObjectMeta, p, true
+		return &o.ObjectMeta, progress.Deployment(o, newRS, old, pods, s.Now), true
 	case *appsv1.StatefulSet:
-		p := staging.Progress{Revision: o.Status.UpdateRevision, Desired: rollout.Replicas(o.Spec.Replicas), Paused: statefulSetPaused(o)}
-		var update, current *appsv1.ControllerRevision
-		for _, r := range s.Revisions {
-			switch r.Name {
-			case o.Status.UpdateRevision:
-				update = r
-			case o.Status.CurrentRevision:
-				current = r
-			}
-		}
-		p.Rollback = o.Status.UpdateRevision == o.Status.CurrentRevision ||
-			(update != nil && current != nil && newerThan(current.ObjectMeta, update.ObjectMeta))
-		countByRevision(&p, s, update, o.Spec.MinReadySeconds, pol(&o.ObjectMeta), func(pods []*corev1.Pod) int32 { return activePods(pods) })
-		return &o.ObjectMeta, p, true
+		current, update := statefulSetRevisions(o, s.Revisions)
+		return &o.ObjectMeta, progress.StatefulSet(o, s.Pods, current, update, s.Now), true
 	case *appsv1.DaemonSet:
-		p := staging.Progress{Desired: o.Status.DesiredNumberScheduled, Paused: daemonSetPaused(o)}
-		var current *appsv1.ControllerRevision
+		eligible, byNode := daemonSetNodes(o, s)
+		var newest *appsv1.ControllerRevision
 		for _, r := range s.Revisions {
-			if current == nil || r.Revision > current.Revision {
-				current = r
+			if newest == nil || r.Revision > newest.Revision {
+				newest = r
 			}
 		}
-		if current != nil {
-			p.Revision = current.Name
-			// A rollback makes an older revision current again (its number raised):
-			// it was created before another revision whose pods still run.
-			for _, r := range s.Revisions {
-				if r != current && newerThan(r.ObjectMeta, current.ObjectMeta) && len(podsOfRevision(s.Pods, r)) > 0 {
-					p.Rollback = true
-				}
-			}
+		if newest == nil {
+			return &o.ObjectMeta, staging.Progress{Desired: int32(len(eligible)), Paused: daemonSetPaused(o)}, true
 		}
-		// A DaemonSet counts nodes: those running an old pod.
-		countByRevision(&p, s, current, o.Spec.MinReadySeconds, pol(&o.ObjectMeta), nodesOf)
-		return &o.ObjectMeta, p, true
+		hash := newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+		return &o.ObjectMeta, progress.DaemonSet(o, eligible, byNode, hash, newest, s.Revisions, s.Now), true
 	}
 	return nil, staging.Progress{}, false
 }
 
-// countByRevision sets p's counts for a StatefulSet or DaemonSet: the pods of latest
-// updated, those of every other revision old (counted by old).
-func countByRevision(p *staging.Progress, s Snapshot, latest *appsv1.ControllerRevision, minReadySeconds int32, pol failure.Policy, old func([]*corev1.Pod) int32) {
-	var oldPods []*corev1.Pod
-	for _, r := range s.Revisions {
-		pods := podsOfRevision(s.Pods, r)
-		if r == latest {
-			countUpdated(p, pods, minReadySeconds, pol, s)
-		} else {
-			oldPods = append(oldPods, pods...)
+// statefulSetRevisions are set's current and update revisions as its status names
+// them, from revs; a revision not listed (yet) is named only, and then neither is
+// told older than the other.
+func statefulSetRevisions(set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision) (current, update *appsv1.ControllerRevision) {
+	for _, r := range revs {
+		switch r.Name {
+		case set.Status.UpdateRevision:
+			update = r
+		case set.Status.CurrentRevision:
+			current = r
 		}
 	}
-	p.Old = old(oldPods)
+	if current == nil || update == nil {
+		current = &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: set.Status.CurrentRevision}}
+		update = &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: set.Status.UpdateRevision}}
+	}
+	if set.Status.UpdateRevision == set.Status.CurrentRevision {
+		current = update
+	}
+	return current, update
 }
 
-// countUpdated sets Updated, UpdatedAvailable and Failed from the pods of the revision
-// rolled out.
-func countUpdated(p *staging.Progress, pods []*corev1.Pod, minReadySeconds int32, pol failure.Policy, s Snapshot) {
-	for _, pod := range pods {
-		if !rollout.IsPodActive(pod) {
-			continue
-		}
-		p.Updated++
-		if rollout.IsPodAvailable(pod, minReadySeconds, s.Now) {
-			p.UpdatedAvailable++
-		}
-		if failure.PodFailure(pod, pol, s.Now) != "" {
-			p.Failed++
+// daemonSetNodes are the nodes ds should run on (sorted by name), as its controller's
+// placement decides, and the snapshot's pods by the node they run on or are bound for.
+func daemonSetNodes(ds *appsv1.DaemonSet, s Snapshot) (eligible []string, byNode map[string][]*corev1.Pod) {
+	for _, n := range s.Nodes {
+		if placement.NodeFit(ds, n).ShouldRun {
+			eligible = append(eligible, n.Name)
 		}
 	}
-}
-
-func activePods(pods []*corev1.Pod) int32 {
-	var n int32
-	for _, p := range pods {
-		if rollout.IsPodActive(p) {
-			n++
+	sort.Strings(eligible)
+	byNode = map[string][]*corev1.Pod{}
+	for _, p := range s.Pods {
+		if n := placement.TargetNode(p); n != "" {
+			byNode[n] = append(byNode[n], p)
 		}
 	}
-	return n
-}
-
-// nodesOf counts the nodes the active pods run on (a pod not yet scheduled counts as
-// one node of its own: it holds a node's place).
-func nodesOf(pods []*corev1.Pod) int32 {
-	nodes := map[string]bool{}
-	var unscheduled int32
-	for _, p := range pods {
-		switch {
-		case !rollout.IsPodActive(p):
-		case p.Spec.NodeName == "":
-			unscheduled++
-		default:
-			nodes[p.Spec.NodeName] = true
-		}
-	}
-	return int32(len(nodes)) + unscheduled
-}
-
-// newerThan tells a created after b. Creation times have whole seconds: two
-// revisions made within one second are not told apart, and neither counts as a
-// rollback (the controllers compare the same timestamps).
-func newerThan(a, b metav1.ObjectMeta) bool {
-	return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	return eligible, byNode
 }
 
 func stagedCondition(conds []condition) *condition {

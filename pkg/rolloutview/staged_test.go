@@ -108,6 +108,7 @@ func daemonSetAtPartition() Snapshot {
 		p.Spec.NodeName = fmt.Sprintf("node-%02d", i)
 		p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
 		s.Pods = append(s.Pods, p)
+		s.Nodes = append(s.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Spec.NodeName}})
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 )
 
 // The labels and annotation that tie a DaemonSet's pods to its template.
@@ -23,11 +24,7 @@ const (
 // isUpdated tells whether pod runs ds's current template: its hash label is hash, or its
 // template generation is ds's.
 func isUpdated(ds *appsv1.DaemonSet, pod *corev1.Pod, hash string) bool {
-	if pod.Labels[RevisionLabel] == hash {
-		return true
-	}
-	gen, ok := ds.Annotations[TemplateGenerationAnnotation]
-	return ok && pod.Labels[TemplateGenerationLabel] == gen
+	return progress.DaemonPodUpdated(ds, pod, hash)
 }
 
 // oldestFirst sorts pods scheduled before unscheduled, then by age, then by name: the

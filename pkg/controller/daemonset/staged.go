@@ -7,10 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
-	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 )
 
 // A DaemonSet's staged rollout (see pkg/staging): kroll.dev/partition counts nodes, and
@@ -59,40 +59,7 @@ func planStaging(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]pla
 		plan.held = rollout.DaemonSetHeld(eligible, int32(len(eligible)))
 		return plan
 	}
-	p := staging.Progress{Revision: newest.Name, Desired: int32(len(eligible)), Paused: paused(ds)}
-	policy := failure.PolicyOf(ds.Annotations)
-	running := map[string]bool{} // revision hashes some pod runs
-	for _, name := range eligible {
-		var updated, old bool
-		for _, pod := range byNode[name] {
-			if pod.DeletionTimestamp != nil {
-				continue
-			}
-			running[pod.Labels[RevisionLabel]] = true
-			if !isUpdated(ds, pod, hash) {
-				old = true
-				continue
-			}
-			if !updated {
-				updated = true
-				p.Updated++
-				if rollout.IsPodAvailable(pod, ds.Spec.MinReadySeconds, now) {
-					p.UpdatedAvailable++
-				}
-			}
-			if failure.PodFailure(pod, policy, now) != "" {
-				p.Failed++
-			}
-		}
-		if old {
-			p.Old++
-		}
-	}
-	for _, r := range owned {
-		if r.Name != newest.Name && running[r.Labels[RevisionLabel]] && newest.CreationTimestamp.Before(&r.CreationTimestamp) {
-			p.Rollback = true // back to a revision that ran before: never staged
-		}
-	}
+	p := progress.DaemonSet(ds, eligible, byNode, hash, newest, owned, now)
 	plan.decision = staging.Decide(s, recordOf(ds), p, now)
 	plan.write = withRecord(ds, plan.decision)
 	plan.held = rollout.DaemonSetHeld(eligible, plan.decision.Partition)

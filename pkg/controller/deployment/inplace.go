@@ -6,12 +6,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/inplace"
-	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
 // The in-place hand-over is decided by inplace.PlanHandOver (the protocol is in the
@@ -39,7 +36,7 @@ type inPlacePass struct {
 // (handled; the caller writes the status) and, with start, more pods are picked;
 // otherwise hand-overs under way finish and pods are put back where they are.
 func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (inPlacePass, error) {
-	if c.inPlaceIdle(p) {
+	if inPlaceIdle(p, func(rs *appsv1.ReplicaSet) bool { return controller.HasGatedPods(c.podIndexer, string(rs.UID)) }) {
 		return inPlacePass{}, nil
 	}
 	view := c.handOverView(p, start)
@@ -54,57 +51,21 @@ func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (i
 	if err != nil {
 		return inPlacePass{acted: acted}, err
 	}
-	if view.InPlace && !acted && rollout.Complete(p.d, &p.d.Status) {
+	handled, cleanup := inPlaceOutcome(p, view.InPlace, acted)
+	if cleanup {
 		err = c.cleanupHistory(ctx, p.d, p.oldRSs)
 	}
-	blocked := p.judged && p.verdict.Reason == inplace.ReasonBlocked
-	return inPlacePass{handled: view.InPlace || blocked, acted: acted, recording: plan.Recording}, err
-}
-
-// inPlaceIdle tells a pass with nothing in place to do, without the hand-over view's
-// reading of every pod: p's Deployment is not opted in, none of its ReplicaSets holds a
-// hand-over record, and none of their pods carries the in-place readiness gate (only a
-// ReplicaSet of an opted-in Deployment creates pods with it, and only such pods are
-// ever taken out of service and left to settle).
-func (c *Controller) inPlaceIdle(p *pass) bool {
-	if inPlaceMode(p.d) != inplace.Off {
-		return false
-	}
-	for _, rs := range p.all() {
-		if rs == nil {
-			continue
-		}
-		if rs.Annotations[inplace.LeavingAnnotation] != "" || rs.Annotations[inplace.ArrivingAnnotation] != "" {
-			return false
-		}
-		if controller.HasGatedPods(c.podIndexer, string(rs.UID)) {
-			return false
-		}
-	}
-	return true
+	return inPlacePass{handled: handled, acted: acted, recording: plan.Recording}, err
 }
 
 // handOverView is what the caches show of p for inplace.PlanHandOver.
 func (c *Controller) handOverView(p *pass, start bool) inplace.HandOverView {
-	d, now := p.d, c.now()
+	now := c.now()
+	v := handOverSettings(p, start, now)
 	// Each node's pods are summed once for the pass, however many of its pods it judges.
 	rooms := &controller.NodeRooms{Nodes: c.nodes, Pods: c.podIndexer}
-	v := inplace.HandOverView{
-		Desired:         rollout.DesiredReplicas(d),
-		MaxUnavailable:  rollout.DeploymentFenceposts(d).MaxUnavailable,
-		MinReadySeconds: d.Spec.MinReadySeconds,
-		Now:             now,
-		Grace:           inplace.GracePeriod(d.Annotations),
-		// Nothing left to judge (no old pods) still leaves arrived pods to put back.
-		InPlace: inPlaceMode(d) != inplace.Off && p.newRS != nil && (!p.judged || p.verdict.Proceeds()),
-		Start:   start,
-		// A staged rollout keeps its partition of old pods: none of those is picked.
-		Partition: p.staged.Partition,
-		TakenOut:  sets.New[types.UID](),
-		Unfit: func(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized []*corev1.Pod) string {
-			return rooms.Unfit(pod, to, resized...)
-		},
-		OnlyInPlace: inPlaceMode(d) == inplace.Only,
+	v.Unfit = func(pod *corev1.Pod, to *corev1.PodTemplateSpec, resized []*corev1.Pod) string {
+		return rooms.Unfit(pod, to, resized...)
 	}
 	pods := func(rs *appsv1.ReplicaSet) inplace.ReplicaSetPods {
 		ps := inplace.ReplicaSetPods{RS: rs, Pods: controller.ActivePods(c.podIndexer, string(rs.UID))}
@@ -192,24 +153,8 @@ func (c *Controller) record(ctx context.Context, d *appsv1.Deployment, r inplace
 	})
 }
 
-// maxStatusHold bounds how long holdStatus keeps a Deployment's status write back.
-const maxStatusHold = time.Second
-
-// holdStatus tells whether d's status write waits this pass, for a pick that is half
-// recorded (inplace.HandOverPlan.Recording): the giver names the pods leaving and has
-// shrunk, and the taker's record, which grows it, waits for the giver's controller to
-// observe its own. A status summed in between says fewer pods are unavailable than are
-// (none, where a round of 250 is out of service), and the status written with the
-// taker's record, 10–30 ms later, says otherwise: at each round's start of a
-// thousand-pod rollout in place, two status writes where one does, on the client that
-// also writes an in-place resize's pods/resize
-// (bench/profiles/inplace-rounds.md, "A fifth look"). The giver's status write wakes
-// the Deployment, and that pass writes the taker's record and the status.
-//
-// The wait is bounded by maxStatusHold from the first pass that held it, for a giver
-// whose controller is slow to come (stopped, or its client's requests queued): the
-// status then goes as it is, and goes every pass after while the pick stays half
-// recorded.
+// holdStatus tells whether d's status write waits this pass (statusHold), and looks
+// again when the wait ends.
 func (c *Controller) holdStatus(d *appsv1.Deployment, recording bool) bool {
 	if !recording {
 		c.statusHolds.Delete(d.UID)
@@ -217,10 +162,9 @@ func (c *Controller) holdStatus(d *appsv1.Deployment, recording bool) bool {
 	}
 	now := c.now()
 	since, _ := c.statusHolds.LoadOrStore(d.UID, now)
-	left := maxStatusHold - now.Sub(since.(time.Time))
-	if left <= 0 {
-		return false
+	hold, left := statusHold(recording, since.(time.Time), now)
+	if hold {
+		c.queue.EnqueueAfter(d, left)
 	}
-	c.queue.EnqueueAfter(d, left)
-	return true
+	return hold
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
@@ -42,7 +43,7 @@ func TestInPlaceIdle(t *testing.T) {
 			pod := podOf(rs, "web-a")
 			tt.edit(pod, rs.Annotations, d.Annotations)
 			f := newFixture(t, []runtime.Object{d, rs, pod, podOf(rs, "web-b")}...)
-			if got := f.c.inPlaceIdle(newPass(d, []*appsv1.ReplicaSet{rs})); got != tt.idles {
+			if got := inPlaceIdle(newPass(d, []*appsv1.ReplicaSet{rs}), func(rs *appsv1.ReplicaSet) bool { return controller.HasGatedPods(f.c.podIndexer, string(rs.UID)) }); got != tt.idles {
 				t.Errorf("idle %v, want %v", got, tt.idles)
 			}
 		})

@@ -35,17 +35,11 @@ type pass struct {
 	staged staging.Decision
 }
 
-// newPass splits rsList into d's new ReplicaSet (the oldest whose template is d's,
-// ignoring the hash label) and the old ones, and judges d's change. It writes nothing.
+// newPass splits rsList into d's new ReplicaSet and the old ones
+// (history.NewReplicaSet), and judges d's change. It writes nothing.
 func newPass(d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) *pass {
 	p := &pass{d: d}
-	for _, rs := range rollout.ByCreation(rsList) {
-		if p.newRS == nil && history.EqualIgnoringHash(&rs.Spec.Template, &d.Spec.Template) {
-			p.newRS = rs
-			continue
-		}
-		p.oldRSs = append(p.oldRSs, rs)
-	}
+	p.newRS, p.oldRSs = history.NewReplicaSet(d, rsList)
 	p.revision = history.MaxRevision(p.oldRSs) + 1
 	p.verdict, p.judged = inPlaceVerdict(d, p.oldRSs)
 	return p

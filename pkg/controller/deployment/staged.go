@@ -11,9 +11,9 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
-	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 )
 
 // A staged rollout (kroll.dev/partition, kroll.dev/rollout-steps) is decided by
@@ -44,32 +44,14 @@ func stagingSettings(d *appsv1.Deployment) staging.Settings {
 	return s
 }
 
-// stagingProgress is what staging.Decide sees of p: the new ReplicaSet's revision (its
-// pod-template-hash, or the hash it will get while it does not exist yet), its pods
-// from its status, the failed ones under d's failure policy, and the old pods left.
+// stagingProgress is what staging.Decide sees of p (progress.Deployment): the new
+// ReplicaSet's revision and counts, its failed pods, and the old pods left.
 func (c *Controller) stagingProgress(p *pass, now time.Time) staging.Progress {
-	d := p.d
-	pr := staging.Progress{Desired: rollout.DesiredReplicas(d), Paused: d.Spec.Paused}
-	for _, rs := range p.oldRSs {
-		if rs != nil {
-			pr.Old += max(rs.Status.Replicas, rollout.Replicas(rs.Spec.Replicas))
-		}
+	var pods []*corev1.Pod
+	if p.newRS != nil {
+		pods = controller.ActivePods(c.podIndexer, string(p.newRS.UID))
 	}
-	if p.newRS == nil {
-		pr.Revision = history.TemplateHash(&d.Spec.Template, d.Status.CollisionCount)
-		return pr
-	}
-	pr.Revision = p.newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	pr.Rollback = history.BroughtBack(p.newRS, p.oldRSs)
-	pr.Updated = p.newRS.Status.Replicas
-	pr.UpdatedAvailable = p.newRS.Status.AvailableReplicas
-	policy := failure.PolicyOf(d.Annotations)
-	for _, pod := range controller.ActivePods(c.podIndexer, string(p.newRS.UID)) {
-		if failure.PodFailure(pod, policy, now) != "" {
-			pr.Failed++
-		}
-	}
-	return pr
+	return progress.Deployment(p.d, p.newRS, p.oldRSs, pods, now)
 }
 
 // stage decides p's staged rollout and keeps it in p; acted says it wrote the step

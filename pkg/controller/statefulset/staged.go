@@ -8,8 +8,8 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
-	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/staging/progress"
 )
 
 // A StatefulSet's staged rollout (see pkg/staging): kroll.dev/rollout-steps drive
@@ -49,29 +49,7 @@ func planStaging(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, no
 		recorded = &staging.Record{} // unreadable: rewritten (or removed)
 	}
 	_, paused := set.Annotations[failure.PartitionBeforePauseAnnotation]
-	p := staging.Progress{
-		Revision: revs.update.Name,
-		Rollback: revs.update.Name == revs.current.Name || revs.update.CreationTimestamp.Before(&revs.current.CreationTimestamp),
-		Desired:  int32(replicasOf(set)),
-		Paused:   paused,
-	}
-	policy := failure.PolicyOf(set.Annotations)
-	for _, pod := range pods {
-		if !isCreated(pod) || isTerminating(pod) {
-			continue
-		}
-		if pod.Labels[RevisionLabel] != revs.update.Name {
-			p.Old++
-			continue
-		}
-		p.Updated++
-		if isRunningAndReady(pod) && rollout.IsPodAvailable(pod, set.Spec.MinReadySeconds, now) {
-			p.UpdatedAvailable++
-		}
-		if failure.PodFailure(pod, policy, now) != "" {
-			p.Failed++
-		}
-	}
+	p := progress.StatefulSet(set, pods, revs.current, revs.update, now)
 	d := staging.Decide(s, recorded, p, now)
 	plan.decision = d
 	next := set.DeepCopy()
