@@ -133,6 +133,14 @@ func (r *StagedReports) Report(recorder record.EventRecorder, obj runtime.Object
 	}
 }
 
+// Forget drops what was reported of uid: the object is gone. Without it the memory
+// would keep an entry per staged object ever deleted, for the controller's lifetime.
+func (r *StagedReports) Forget(uid types.UID) {
+	r.mu.Lock()
+	delete(r.sent, uid)
+	r.mu.Unlock()
+}
+
 // StagedOf is the Staged condition among conds; nil without one.
 func StagedOf[C any](k failure.Conditions[C], conds []C) *failure.Condition {
 	for _, c := range conds {

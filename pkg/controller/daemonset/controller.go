@@ -111,14 +111,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		{sets.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.queue.Enqueue,
 			UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
-			DeleteFunc: func(obj any) {
-				if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-					c.expectations.Forget(key)
-				}
-				if ds, ok := controller.Deleted[*appsv1.DaemonSet](obj); ok {
-					c.awaited.forget(ds.UID)
-				}
-			},
+			DeleteFunc: c.deleted,
 		}},
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { c.podEvent(obj, true, false) },
@@ -340,4 +333,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		syncErr = err
 	}
 	return utilerrors.NewAggregate([]error{syncErr, statusErr})
+}
+
+// deleted forgets what the controller remembers of a DaemonSet that is gone: its
+// expectations, the revision it awaited and the staged-rollout events it reported.
+func (c *Controller) deleted(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.expectations.Forget(key)
+	}
+	if ds, ok := controller.Deleted[*appsv1.DaemonSet](obj); ok {
+		c.awaited.forget(ds.UID)
+		c.stagedReports.Forget(ds.UID)
+	}
 }

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -131,5 +133,19 @@ func TestAbortDaemonSet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDeletedForgetsTheStagedEventsReported(t *testing.T) {
+	ds := newDaemonSet("1", "0")
+	rec := record.NewFakeRecorder(10)
+	c := &Controller{recorder: rec, expectations: controller.NewExpectations(time.Now)}
+	news := controller.PlanStaged("", staging.Decision{Phase: staging.Progressing, Message: "step 0/2: rolling out to 50% (0 of 4 updated)"}, nil, time.Now())
+	c.stagedReports.Report(rec, ds, ds.UID, news)
+	c.stagedReports.Report(rec, ds, ds.UID, news) // remembered: not again
+	c.deleted(ds)
+	c.stagedReports.Report(rec, ds, ds.UID, news) // a DaemonSet of that UID again: nothing remembered of it
+	if n := len(controllertest.Drain(rec)); n != 2 {
+		t.Errorf("%d RolloutStep events, want 2: the deletion must forget the first", n)
 	}
 }

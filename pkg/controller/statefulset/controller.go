@@ -93,7 +93,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 		{sets.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.queue.Enqueue,
 			UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
-			DeleteFunc: c.queue.Enqueue,
+			DeleteFunc: c.deleted,
 		}},
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.podChanged,
@@ -288,4 +288,13 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 		live[p.Labels[RevisionLabel]] = true
 	}
 	return controller.DeleteStaleRevisions(ctx, c.client, revs, live, set.Spec.RevisionHistoryLimit)
+}
+
+// deleted forgets the staged-rollout events reported of a StatefulSet that is gone,
+// and syncs its key (the sync finds it gone).
+func (c *Controller) deleted(obj any) {
+	if set, ok := controller.Deleted[*appsv1.StatefulSet](obj); ok {
+		c.stagedReports.Forget(set.UID)
+	}
+	c.queue.Enqueue(obj)
 }

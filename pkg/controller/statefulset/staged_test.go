@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -138,5 +140,19 @@ func TestAbortStatefulSet(t *testing.T) {
 	set, revs := healSet(0, nil)
 	if handled, _ := (&Controller{}).abort(context.Background(), set, nil, revs, now); handled {
 		t.Errorf("without a request the abort acted")
+	}
+}
+
+func TestDeletedForgetsTheStagedEventsReported(t *testing.T) {
+	set, _ := healSet(0, nil)
+	rec := record.NewFakeRecorder(10)
+	c := &Controller{recorder: rec, queue: controller.NewQueue("statefulset-test")}
+	news := controller.PlanStaged("", staging.Decision{Phase: staging.Progressing, Message: "step 0/2: rolling out to 50% (0 of 4 updated)"}, nil, time.Now())
+	c.stagedReports.Report(rec, set, set.UID, news)
+	c.stagedReports.Report(rec, set, set.UID, news) // remembered: not again
+	c.deleted(set)
+	c.stagedReports.Report(rec, set, set.UID, news) // nothing remembered of it
+	if n := len(controllertest.Drain(rec)); n != 2 {
+		t.Errorf("%d RolloutStep events, want 2: the deletion must forget the first", n)
 	}
 }
