@@ -180,21 +180,9 @@ func PlanSet(v SetView, now time.Time) SetPlan {
 	return plan
 }
 
-// WithRolloutFailed is conds with the RolloutFailed condition of a verdict acted on
-// (outcome: RolledBackOutcome or PausedOutcome).
-func WithRolloutFailed(conds []Condition, v Verdict, outcome string, now time.Time) []Condition {
-	return set(conds, Condition{Type: ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: v.Reason, Message: v.Message(outcome)}, now)
-}
-
 // AbortedMessage is the message of a rollout rolled back on request (kroll.dev/abort):
 // "aborted by request; rolled back from revision 5 to 4".
 func AbortedMessage(outcome string) string { return "aborted by request; " + outcome }
-
-// WithAborted is conds with the RolloutFailed condition of a rollout rolled back on
-// request (reason Aborted, message AbortedMessage).
-func WithAborted(conds []Condition, outcome string, now time.Time) []Condition {
-	return set(conds, Condition{Type: ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: ReasonAborted, Message: AbortedMessage(outcome)}, now)
-}
 
 func sameRevision(c *Condition, name string) bool {
 	return c.Message == fmt.Sprintf("ControllerRevision %q is progressing.", name) ||

@@ -125,9 +125,9 @@ func TestPlanSet(t *testing.T) {
 	}
 }
 
-func TestWithRolloutFailed(t *testing.T) {
+func TestWithReport(t *testing.T) {
 	v := Judge(PolicyOf(map[string]string{OnFailureAnnotation: "Rollback"}), 4, []*corev1.Pod{pod("web-3", waiting("CrashLoopBackOff"))}, false, t0)
-	conds := WithRolloutFailed(nil, v, RolledBackOutcome("2", "1"), t0)
+	conds := WithReport(nil, FailedReport(Rollback, v, RolledBackOutcome("2", "1")), t0)
 	want := "1 of 1 new pods failed, threshold 1 (web-3: CrashLoopBackOff); rolled back from revision 2 to 1"
 	if len(conds) != 1 || conds[0].Message != want || conds[0].Reason != ReasonPodsFailing || conds[0].Status != corev1.ConditionTrue {
 		t.Errorf("got %+v, want RolloutFailed True PodsFailing %q", conds, want)

@@ -55,7 +55,7 @@ type Controller struct {
 	client       kubernetes.Interface
 	recorder     record.EventRecorder
 	podControl   controller.PodControl
-	dsWriter     dsWriter
+	dsWriter     controller.SetWriter[*appsv1.DaemonSet]
 	now          func() time.Time
 	sets         appslisters.DaemonSetLister
 	nodes        corelisters.NodeLister
@@ -86,7 +86,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
 		podControl: controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
-		dsWriter:   clientDSWriter{client},
+		dsWriter:   controller.DaemonSetWriter{Client: client},
 		sets:       sets.Lister(), nodes: nodes.Lister(), revisions: revisions.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced,
@@ -261,6 +261,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	stage := planStaging(ds, nodes, fits, byNode, hash, revs.newest, owned, now)
 	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, ds, heal.PolicyEvent)
+	if handled, err := controller.DaemonSetFailure.Recover(ctx, c.dsWriter, c.recorder, ds, now); handled {
+		return err
+	}
 	if handled, err := c.abort(ctx, ds, pods, revs, hash, now); handled {
 		return err
 	}

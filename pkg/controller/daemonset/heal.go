@@ -8,8 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
@@ -30,36 +28,12 @@ import (
 //	          A paused DaemonSet replaces no pod for the update (see paused); clearing
 //	          the annotation resumes it, and it is not paused again for that revision.
 //
-// Then the status gets RolloutFailed, and a Warning event and the metric report it.
-
-// dsWriter writes a DaemonSet itself, not only its status: kroll's failure policy
-// changes its template or annotations.
-type dsWriter interface {
-	Update(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error)
-	UpdateStatus(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error)
-}
-
-type clientDSWriter struct{ client kubernetes.Interface }
-
-func (w clientDSWriter) Update(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	return w.client.AppsV1().DaemonSets(ds.Namespace).Update(ctx, ds, metav1.UpdateOptions{})
-}
-
-func (w clientDSWriter) UpdateStatus(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	return w.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{})
-}
-
-var _ dsWriter = clientDSWriter{}
+// The same Update carries the report to make, kroll.dev/rollout-failed; then the
+// status gets RolloutFailed, and a Warning event and the metric report it (see
+// controller.SetFailure: a report lost with the process is made on the next pass).
 
 // failureConditions is how the failure policy reads and writes a DaemonSet's conditions.
-var failureConditions = failure.Conditions[appsv1.DaemonSetCondition]{
-	View: func(c appsv1.DaemonSetCondition) failure.Condition {
-		return failure.Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-	Make: func(c failure.Condition) appsv1.DaemonSetCondition {
-		return appsv1.DaemonSetCondition{Type: appsv1.DaemonSetConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-}
+var failureConditions = controller.DaemonSetFailure.Conditions
 
 // paused tells a DaemonSet whose rollout is held by kroll.dev/paused: "true". It
 // replaces no pod for the update (no deletion of old pods, no surge, no in-place step),
@@ -168,23 +142,15 @@ func actOnFailure(ds *appsv1.DaemonSet, revs dsRevisions, act failure.Action) (*
 	return next, failure.PausedOutcome(bad), nil
 }
 
-// carryOut makes the one Update of ds that acts on plan, then writes its status with
-// the RolloutFailed condition, and reports the action. A conflict means the cache was
-// stale: the sync is retried, and decides afresh.
+// carryOut makes the one Update of ds that acts on plan, then reports it (see
+// controller.SetFailure.Act). A conflict means the cache was stale: the sync is
+// retried, and decides afresh.
 func (c *Controller) carryOut(ctx context.Context, ds *appsv1.DaemonSet, revs dsRevisions, plan failure.SetPlan, now time.Time) error {
 	next, outcome, err := actOnFailure(ds, revs, plan.Act)
 	if err != nil {
 		return err
 	}
-	updated, err := c.dsWriter.Update(ctx, next)
-	if err != nil {
-		return err
-	}
-	controller.ReportFailureAction(c.recorder, updated, "DaemonSet", plan.Act, plan.Verdict.Message(outcome))
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
-	_, err = c.dsWriter.UpdateStatus(ctx, updated)
-	return err
+	return controller.DaemonSetFailure.Act(ctx, c.dsWriter, c.recorder, next, failure.FailedReport(plan.Act, plan.Verdict, outcome), plan.Conditions, now)
 }
 
 // abort carries out kroll.dev/abort (see pkg/staging): when it names the revision
@@ -208,24 +174,14 @@ func (c *Controller) abort(ctx context.Context, ds *appsv1.DaemonSet, pods []*co
 	if !act && ignored == "" {
 		return false, nil
 	}
-	next := ds.DeepCopy()
-	outcome := ""
+	next, r := ds.DeepCopy(), failure.Report{}
 	if act {
+		var outcome string
 		if next, outcome, err = actOnFailure(ds, revs, failure.Rollback); err != nil {
 			return true, err
 		}
+		r = failure.AbortedReport(outcome)
 	}
 	delete(next.Annotations, staging.AbortAnnotation)
-	updated, err := c.dsWriter.Update(ctx, next)
-	if err != nil {
-		return true, err
-	}
-	controller.ReportAbort(c.recorder, updated, "DaemonSet", ignored, outcome)
-	if !act {
-		return true, nil
-	}
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithAborted(failureConditions.All(updated.Status.Conditions), outcome, now))
-	_, err = c.dsWriter.UpdateStatus(ctx, updated)
-	return true, err
+	return true, controller.DaemonSetFailure.Answer(ctx, c.dsWriter, c.recorder, next, ignored, r, now)
 }

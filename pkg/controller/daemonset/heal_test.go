@@ -11,24 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 )
-
-// fakeDSWriter records the DaemonSet's writes and returns what it was given.
-type fakeDSWriter struct{ updates, statuses []*appsv1.DaemonSet }
-
-var _ dsWriter = &fakeDSWriter{}
-
-func (f *fakeDSWriter) Update(_ context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	f.updates = append(f.updates, ds)
-	return ds, nil
-}
-
-func (f *fakeDSWriter) UpdateStatus(_ context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	f.statuses = append(f.statuses, ds)
-	return ds, nil
-}
 
 // dsRevision is revision number n of ds, labelled hash, recording image.
 func dsRevision(t *testing.T, ds *appsv1.DaemonSet, hash string, n int64, image string) *appsv1.ControllerRevision {
@@ -130,16 +116,14 @@ func TestCarryOutDaemonSet(t *testing.T) {
 			if plan.Act != failure.Action(tc.onFailure) {
 				t.Fatalf("act %q, want %s", plan.Act, tc.onFailure)
 			}
-			w := &fakeDSWriter{}
+			w := &controllertest.SetWriter[*appsv1.DaemonSet]{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{dsWriter: w, recorder: rec}
 			if err := c.carryOut(context.Background(), ds, revs, plan, now); err != nil {
 				t.Fatal(err)
 			}
-			if len(w.updates) != 1 || len(w.statuses) != 1 {
-				t.Fatalf("%d updates and %d status writes, want 1 and 1", len(w.updates), len(w.statuses))
-			}
-			got := w.updates[0]
+			controllertest.CheckActed(t, w)
+			got := w.Updates[0]
 			if img := got.Spec.Template.Spec.Containers[0].Image; img != tc.wantImage {
 				t.Errorf("image %s, want %s", img, tc.wantImage)
 			}
@@ -148,7 +132,7 @@ func TestCarryOutDaemonSet(t *testing.T) {
 					t.Errorf("annotation %s=%q, want %q", k, got.Annotations[k], v)
 				}
 			}
-			conds := w.statuses[0].Status.Conditions
+			conds := w.Statuses[0].Status.Conditions
 			if len(conds) != 1 || conds[0].Type != failure.ConditionRolloutFailed || conds[0].Message != tc.wantMessage {
 				t.Errorf("conditions %+v, want RolloutFailed %q", conds, tc.wantMessage)
 			}

@@ -111,16 +111,16 @@ func TestAbortDaemonSet(t *testing.T) {
 			ds := newDaemonSet("1", "0")
 			ds.Annotations[staging.AbortAnnotation] = tc.abort
 			revs := rollbackRevisions(ds, []*appsv1.ControllerRevision{dsRevision(t, ds, "old", 1, "img:old"), dsRevision(t, ds, "new", 2, "fluentd:v2")}, "new")
-			w := &fakeDSWriter{}
+			w := &controllertest.SetWriter[*appsv1.DaemonSet]{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{dsWriter: w, recorder: rec}
 			if handled, err := c.abort(context.Background(), ds, tc.pods, revs, "new", now); !handled || err != nil {
 				t.Fatalf("handled %v, err %v", handled, err)
 			}
-			if len(w.updates) != 1 {
-				t.Fatalf("%d updates, want 1", len(w.updates))
+			if want := 1 + len(w.Statuses); len(w.Updates) != want { // a rollback's report's record removed after it
+				t.Fatalf("%d updates, want %d", len(w.Updates), want)
 			}
-			got := w.updates[0]
+			got := w.Updates[0]
 			if _, ok := got.Annotations[staging.AbortAnnotation]; ok || got.Spec.Template.Spec.Containers[0].Image != tc.wantImage {
 				t.Errorf("image %s, annotations %v; want %s without the request", got.Spec.Template.Spec.Containers[0].Image, got.Annotations, tc.wantImage)
 			}
@@ -128,7 +128,7 @@ func TestAbortDaemonSet(t *testing.T) {
 				t.Errorf("event %q, want %q", ev, tc.wantEvent)
 			}
 			if tc.wantImage == "img:old" {
-				if c := w.statuses[0].Status.Conditions; len(c) != 1 || c[0].Reason != "Aborted" {
+				if c := w.Statuses[0].Status.Conditions; len(c) != 1 || c[0].Reason != "Aborted" {
 					t.Errorf("conditions %+v, want RolloutFailed Aborted", c)
 				}
 			}

@@ -41,7 +41,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	now       func() time.Time
 	pods      controller.PodControl
-	setWriter setWriter
+	setWriter controller.SetWriter[*appsv1.StatefulSet]
 	claims    *claimKeeper
 	sets      appslisters.StatefulSetLister
 	revisions appslisters.ControllerRevisionLister
@@ -67,7 +67,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
 		pods:      controller.NewPodControl(client, recorder, controller.StatefulSetEvents),
-		setWriter: clientSetWriter{client},
+		setWriter: controller.StatefulSetWriter{Client: client},
 		claims:    &claimKeeper{client: client, claims: claims.Lister(), pods: pods.Lister(), recorder: recorder},
 		sets:      sets.Lister(),
 		revisions: revisions.Lister(),
@@ -201,6 +201,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	heal := planFailure(set, pods, current, controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, set, heal.PolicyEvent)
 	if set.DeletionTimestamp == nil {
+		if handled, err := controller.StatefulSetFailure.Recover(ctx, c.setWriter, c.recorder, set, now); handled {
+			return err
+		}
 		if handled, err := c.abort(ctx, set, pods, current, now); handled {
 			return err
 		}

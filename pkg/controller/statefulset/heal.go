@@ -8,8 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
@@ -30,36 +28,12 @@ import (
 //	          pausePartition), with kroll.dev/partition-before-pause and
 //	          kroll.dev/paused-on-failure: "<update revision's number>".
 //
-// Then the status gets RolloutFailed, and a Warning event and the metric report it.
-
-// setWriter writes a StatefulSet itself, not only its status: kroll's failure policy
-// changes its template or partition.
-type setWriter interface {
-	Update(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error)
-	UpdateStatus(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error)
-}
-
-type clientSetWriter struct{ client kubernetes.Interface }
-
-func (w clientSetWriter) Update(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	return w.client.AppsV1().StatefulSets(set.Namespace).Update(ctx, set, metav1.UpdateOptions{})
-}
-
-func (w clientSetWriter) UpdateStatus(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	return w.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{})
-}
-
-var _ setWriter = clientSetWriter{}
+// The same Update carries the report to make, kroll.dev/rollout-failed; then the
+// status gets RolloutFailed, and a Warning event and the metric report it (see
+// controller.SetFailure: a report lost with the process is made on the next pass).
 
 // failureConditions is how the failure policy reads and writes a StatefulSet's conditions.
-var failureConditions = failure.Conditions[appsv1.StatefulSetCondition]{
-	View: func(c appsv1.StatefulSetCondition) failure.Condition {
-		return failure.Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-	Make: func(c failure.Condition) appsv1.StatefulSetCondition {
-		return appsv1.StatefulSetCondition{Type: appsv1.StatefulSetConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-}
+var failureConditions = controller.StatefulSetFailure.Conditions
 
 // planFailure is the failure policy's plan for set in this sync, from what the cache
 // shows: its pods and revisions; held tells a staged rollout held at a step's pause (no
@@ -143,21 +117,12 @@ func pausePartition(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions)
 	return p
 }
 
-// carryOut makes the one Update of set that acts on plan, then writes its status with
-// the RolloutFailed condition, and reports the action. A conflict means the cache was
-// stale: the sync is retried, and decides afresh.
+// carryOut makes the one Update of set that acts on plan, then reports it (see
+// controller.SetFailure.Act). A conflict means the cache was stale: the sync is
+// retried, and decides afresh.
 func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, plan failure.SetPlan, now time.Time) error {
 	next, outcome := actOnFailure(set, pods, revs, plan.Act)
-	updated, err := c.setWriter.Update(ctx, next)
-	if err != nil {
-		return err
-	}
-	message := plan.Verdict.Message(outcome)
-	controller.ReportFailureAction(c.recorder, updated, "StatefulSet", plan.Act, message)
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
-	_, err = c.setWriter.UpdateStatus(ctx, updated)
-	return err
+	return controller.StatefulSetFailure.Act(ctx, c.setWriter, c.recorder, next, failure.FailedReport(plan.Act, plan.Verdict, outcome), plan.Conditions, now)
 }
 
 // abort carries out kroll.dev/abort (see pkg/staging): when it names the update
@@ -175,21 +140,12 @@ func (c *Controller) abort(ctx context.Context, set *appsv1.StatefulSet, pods []
 	if !act && ignored == "" {
 		return false, nil
 	}
-	next, outcome := set.DeepCopy(), ""
+	next, r := set.DeepCopy(), failure.Report{}
 	if act {
+		var outcome string
 		next, outcome = actOnFailure(set, pods, revs, failure.Rollback)
+		r = failure.AbortedReport(outcome)
 	}
 	delete(next.Annotations, staging.AbortAnnotation)
-	updated, err := c.setWriter.Update(ctx, next)
-	if err != nil {
-		return true, err
-	}
-	controller.ReportAbort(c.recorder, updated, "StatefulSet", ignored, outcome)
-	if !act {
-		return true, nil
-	}
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithAborted(failureConditions.All(updated.Status.Conditions), outcome, now))
-	_, err = c.setWriter.UpdateStatus(ctx, updated)
-	return true, err
+	return true, controller.StatefulSetFailure.Answer(ctx, c.setWriter, c.recorder, next, ignored, r, now)
 }

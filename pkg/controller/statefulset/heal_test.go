@@ -10,23 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 )
-
-// fakeSetWriter records the set's writes and returns what it was given.
-type fakeSetWriter struct{ updates, statuses []*appsv1.StatefulSet }
-
-var _ setWriter = &fakeSetWriter{}
-
-func (f *fakeSetWriter) Update(_ context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	f.updates = append(f.updates, set)
-	return set, nil
-}
-
-func (f *fakeSetWriter) UpdateStatus(_ context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	f.statuses = append(f.statuses, set)
-	return set, nil
-}
 
 // healSet is a 4-replica RollingUpdate set at partition p, rolling out from revision 1
 // (web-1, image app:1) to revision 2 (web-2, image app:crash), with the policy given.
@@ -106,16 +92,14 @@ func TestCarryOut(t *testing.T) {
 			set, revs := healSet(0, tc.annotations)
 			pods := []*corev1.Pod{setPod(set, 0, "web-1", true), setPod(set, 1, "web-1", true), setPod(set, 2, "web-1", true), crashing(setPod(set, 3, "web-2", false))}
 			plan := planFailure(set, pods, revs, false, now)
-			w := &fakeSetWriter{}
+			w := &controllertest.SetWriter[*appsv1.StatefulSet]{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{setWriter: w, recorder: rec}
 			if err := c.carryOut(context.Background(), set, pods, revs, plan, now); err != nil {
 				t.Fatal(err)
 			}
-			if len(w.updates) != 1 || len(w.statuses) != 1 {
-				t.Fatalf("%d updates and %d status writes, want 1 and 1", len(w.updates), len(w.statuses))
-			}
-			got := w.updates[0]
+			controllertest.CheckActed(t, w)
+			got := w.Updates[0]
 			if img := got.Spec.Template.Spec.Containers[0].Image; img != tc.wantImage {
 				t.Errorf("image %s, want %s", img, tc.wantImage)
 			}
@@ -127,7 +111,7 @@ func TestCarryOut(t *testing.T) {
 					t.Errorf("annotation %s=%q, want %q", k, got.Annotations[k], v)
 				}
 			}
-			conds := w.statuses[0].Status.Conditions
+			conds := w.Statuses[0].Status.Conditions
 			if len(conds) != 1 || conds[0].Type != failure.ConditionRolloutFailed || conds[0].Message != tc.wantMessage {
 				t.Errorf("conditions %+v, want RolloutFailed %q", conds, tc.wantMessage)
 			}
