@@ -240,8 +240,8 @@ func (c *Controller) rollBackOnFailure(ctx context.Context, d *appsv1.Deployment
 
 // rollBack is the rollback's writes: to marked complete, then one Update giving d its
 // template with kroll.dev/rolled-back-from (and no kroll.dev/abort: an abort's request
-// goes in the same write); then the RolledBack event, the metric and the RolloutFailed
-// condition with reason and msg.
+// goes in the same write) and the report's record; then the RolloutFailed condition
+// with reason and msg, the RolledBack event and the metric (see report.go).
 func (c *Controller) rollBack(ctx context.Context, d *appsv1.Deployment, to *appsv1.ReplicaSet, from, reason, msg string) error {
 	if !isComplete(to) {
 		marked := to.DeepCopy()
@@ -259,12 +259,7 @@ func (c *Controller) rollBack(ctx context.Context, d *appsv1.Deployment, to *app
 	history.SetAnnotationsFrom(next, to)
 	next.Annotations[failure.RolledBackFromAnnotation] = from
 	delete(next.Annotations, staging.AbortAnnotation)
-	updated, err := c.writes.updateDeployment(ctx, next)
-	if err != nil {
-		return err
-	}
-	controller.ReportFailureAction(c.recorder, updated, "Deployment", failure.Rollback, msg)
-	return c.recordFailure(ctx, updated, reason, msg)
+	return c.actAndReport(ctx, next, failure.Report{Action: failure.Rollback, Reason: reason, Message: msg})
 }
 
 // abortRollout carries out kroll.dev/abort (`kroll rollout abort`): when it names the
@@ -331,7 +326,7 @@ func abortTarget(p *pass) *appsv1.ReplicaSet {
 }
 
 // pauseOnFailure pauses d with the record of the bad revision in the same Update; then
-// the RolloutFailed condition, the RolloutPaused event and the metric.
+// the RolloutFailed condition, the RolloutPaused event and the metric (see report.go).
 func (c *Controller) pauseOnFailure(ctx context.Context, d *appsv1.Deployment, plan healPlan) error {
 	next := d.DeepCopy()
 	next.Spec.Paused = true
@@ -339,23 +334,7 @@ func (c *Controller) pauseOnFailure(ctx context.Context, d *appsv1.Deployment, p
 		next.Annotations = map[string]string{}
 	}
 	next.Annotations[failure.PausedOnFailureAnnotation] = plan.from
-	updated, err := c.writes.updateDeployment(ctx, next)
-	if err != nil {
-		return err
-	}
-	msg := plan.verdict.Message(failure.PausedOutcome(plan.from))
-	controller.ReportFailureAction(c.recorder, updated, "Deployment", failure.Pause, msg)
-	return c.recordFailure(ctx, updated, plan.verdict.Reason, msg)
-}
-
-// recordFailure sets the RolloutFailed condition on d's status (a new message replaces
-// an older one).
-func (c *Controller) recordFailure(ctx context.Context, d *appsv1.Deployment, reason, msg string) error {
-	next := d.DeepCopy()
-	removeCondition(&next.Status, failure.ConditionRolloutFailed)
-	setCondition(&next.Status, newCondition(failure.ConditionRolloutFailed, corev1.ConditionTrue, reason, msg, c.now()))
-	_, err := c.writes.updateStatus(ctx, next)
-	return err
+	return c.actAndReport(ctx, next, failure.FailedReport(failure.Pause, plan.verdict, failure.PausedOutcome(plan.from)))
 }
 
 // announcePolicyProblem records a Warning event for an invalid policy whose message
