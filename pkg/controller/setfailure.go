@@ -188,3 +188,22 @@ func (k SetFailure[T, C]) clear(ctx context.Context, w SetWriter[T], set T) erro
 	_, err := w.Update(ctx, next)
 	return err
 }
+
+// RevisionWriter writes a set's ControllerRevisions (client-go's
+// ControllerRevisionInterface is one).
+type RevisionWriter interface {
+	Update(ctx context.Context, rev *appsv1.ControllerRevision, opts metav1.UpdateOptions) (*appsv1.ControllerRevision, error)
+}
+
+// MarkComplete records on rev that its revision completed once
+// (failure.CompleteAnnotation: see failure.PlanSet's MarkComplete). A conflict means
+// the cache was stale; the sync is retried and decides afresh.
+func MarkComplete(ctx context.Context, w RevisionWriter, rev *appsv1.ControllerRevision) error {
+	next := rev.DeepCopy()
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	next.Annotations[failure.CompleteAnnotation] = "true"
+	_, err := w.Update(ctx, next, metav1.UpdateOptions{})
+	return err
+}

@@ -335,6 +335,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.cleanupHistory(ctx, ds, pods, hash); err != nil && syncErr == nil {
 		syncErr = err
 	}
+	if heal.MarkComplete && revs.newest != nil {
+		// The revision completed once: never judged again (see failure.PlanSet).
+		if err := controller.MarkComplete(ctx, c.client.AppsV1().ControllerRevisions(ns), revs.newest); err != nil && syncErr == nil {
+			syncErr = err
+		}
+	}
 	return utilerrors.NewAggregate([]error{syncErr, statusErr})
 }
 

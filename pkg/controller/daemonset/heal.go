@@ -17,7 +17,10 @@ import (
 
 // A DaemonSet's failure policy (see pkg/failure): a rollout is in progress while some
 // daemon pods are not on the newest revision (the template's), and the pods judged are
-// those on it. On failure, one Update of the DaemonSet carries the action and its record:
+// those on it — and, when watched, until that revision completed once: its rollout
+// done and its pods settled, its ControllerRevision is marked kroll.dev/complete. A
+// DaemonSet on one node, or with maxUnavailable 100%, has no old pod left as soon as
+// its new pods are made, and is judged all the same. On failure, one Update of the DaemonSet carries the action and its record:
 //
 //	Rollback  the template of the previous revision (the highest-numbered other one,
 //	          skipping the one kroll rolled back from before), as `kubectl rollout
@@ -75,17 +78,6 @@ func rollbackRevisions(ds *appsv1.DaemonSet, owned []*appsv1.ControllerRevision,
 	return out
 }
 
-// restoring tells a rollout to the revision kroll rolled back to. The rollback gives
-// that revision the number after the failed one (revision 4 of 5 becomes 6: see
-// history.CurrentRevision), and the user's next change comes after it (7); until the
-// cache shows the renumbering, it still has its older number (4). A revision numbered
-// at most one above the one rolled back from, and not it, is that restore: it is not
-// judged, so a rollback is never rolled back.
-func restoring(ds *appsv1.DaemonSet, newest int64) bool {
-	from, err := strconv.ParseInt(ds.Annotations[failure.RolledBackFromAnnotation], 10, 64)
-	return err == nil && newest != from && newest <= from+1
-}
-
 // planFailure is the failure policy's plan for ds in this sync. st is ds's status as
 // this sync counts it; pods are its pods; held tells a staged rollout held at its
 // partition or a pause (no progress deadline runs then).
@@ -103,7 +95,7 @@ func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, has
 	}
 	if revs.newest != nil {
 		v.Revision, v.RevisionName = revs.newest.Revision, revs.newest.Name
-		v.Restoring = restoring(ds, revs.newest.Revision)
+		v.Complete = failure.IsComplete(revs.newest.Annotations)
 	}
 	if revs.target != nil {
 		v.Target = revs.target.Revision
@@ -118,6 +110,9 @@ func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, has
 			v.InProgress = revs.newest != nil
 		}
 	}
+	// Done: no old pod left, and a new one available on every node that wants one.
+	want := st.DesiredNumberScheduled
+	v.Done = !v.InProgress && revs.newest != nil && want > 0 && st.UpdatedNumberScheduled >= want && st.NumberAvailable >= want
 	return failure.PlanSet(v, now)
 }
 

@@ -37,7 +37,7 @@ import (
 //     revision. A paused Deployment is not judged; one its user resumed on that same
 //     revision is not paused again.
 //   - Complete: a watched Deployment whose rollout completed, and whose new pods have
-//     all stayed Ready settleTime since, marks its new ReplicaSet kroll.dev/complete
+//     all stayed Ready failure.SettleTime since, marks its new ReplicaSet kroll.dev/complete
 //     (unwatched ones make no such write). Until then it is judged still.
 
 // healPlan is what to do about a Deployment's failure policy in one pass.
@@ -57,35 +57,6 @@ type healPlan struct {
 	// settling); zero for no such moment.
 	recheck time.Time
 }
-
-// readyUntil is when every pod of pods will have been Ready for d: the latest Ready
-// transition plus d; ok is false while a pod is not Ready.
-func readyUntil(pods []*corev1.Pod, d time.Duration) (until time.Time, ok bool) {
-	var last time.Time
-	for _, pod := range pods {
-		ready := false
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				ready = true
-				if c.LastTransitionTime.After(last) {
-					last = c.LastTransitionTime.Time
-				}
-			}
-		}
-		if !ready {
-			return time.Time{}, false
-		}
-	}
-	return last.Add(d), true
-}
-
-// settleTime is how long every new pod must have been Ready, the rollout complete,
-// before its revision counts as complete. A container that crashes without a
-// readiness probe is Ready for the moments it runs: a 4-pod rollout of a crash-looping
-// image with maxSurge 1 shows 4 updated, 4 available for an instant about 4s in (each
-// pod up 1s before its first crash), and would be marked complete, never to be judged
-// again. Ten seconds covers a crash loop's first back-off (10s on a kubelet) too.
-const settleTime = 10 * time.Second
 
 // healView is what planHeal decides from.
 type healView struct {
@@ -143,7 +114,7 @@ func planHeal(v healView) healPlan {
 		// Complete for d's generation (the new ReplicaSet's pods alone, all available):
 		// mark it once its pods settled, else look again when they will have.
 		// (A pod not Ready wakes d when it changes.)
-		if settled, ok := readyUntil(v.newPods, settleTime); ok {
+		if settled, ok := failure.SettledAt(v.newPods, failure.SettleTime); ok {
 			if !settled.After(v.now) {
 				return healPlan{markComplete: true}
 			}

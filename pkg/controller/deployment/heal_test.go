@@ -430,7 +430,7 @@ func TestPlanHeal_settlingIsRecheckedOnTime(t *testing.T) {
 	p := podOf(bad, "bad-1")
 	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-2 * time.Second))
 	plan := planHeal(healView{policy: failure.PolicyOf(d.Annotations), p: newPass(d, []*appsv1.ReplicaSet{r2, bad}), newPods: []*corev1.Pod{p}, now: now})
-	if want := p.Status.Conditions[0].LastTransitionTime.Add(settleTime); plan.markComplete || !plan.recheck.Equal(want) {
+	if want := p.Status.Conditions[0].LastTransitionTime.Add(failure.SettleTime); plan.markComplete || !plan.recheck.Equal(want) {
 		t.Errorf("plan %+v; want no mark yet and a recheck at %v", plan, want)
 	}
 	plan = planHeal(healView{policy: failure.PolicyOf(d.Annotations), p: newPass(d, []*appsv1.ReplicaSet{r2, bad}), newPods: []*corev1.Pod{p}, now: now.Add(8 * time.Second)})

@@ -248,6 +248,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.truncateHistory(ctx, set, pods, revs, current, status); err != nil {
 		klog.FromContext(ctx).V(2).Info("Could not truncate history", "statefulSet", klog.KObj(set), "err", err)
 	}
+	if heal.MarkComplete && set.DeletionTimestamp == nil {
+		// The update revision completed once: never judged again (see failure.PlanSet).
+		if err := controller.MarkComplete(ctx, c.client.AppsV1().ControllerRevisions(ns), current.update); err != nil && updateErr == nil {
+			updateErr = err
+		}
+	}
 	if updateErr == nil && set.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
 		c.queue.EnqueueAfter(set, time.Duration(set.Spec.MinReadySeconds)*time.Second)
 	}

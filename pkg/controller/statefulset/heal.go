@@ -11,6 +11,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
@@ -51,11 +52,16 @@ func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, he
 		Desired:      int32(replicasOf(set)),
 		Progressed: counted.UpdatedReplicas > old.UpdatedReplicas || counted.ReadyReplicas > old.ReadyReplicas ||
 			counted.AvailableReplicas > old.AvailableReplicas,
-		Target:     revs.current.Revision,
+		Complete:   failure.IsComplete(revs.update.Annotations),
 		Held:       held,
 		Subject:    fmt.Sprintf("StatefulSet %q", set.Name),
 		Conditions: failureConditions.All(set.Status.Conditions),
 	}
+	if t := rollbackTarget(set, revs); t != nil {
+		v.Target = t.Revision
+	}
+	// Done: the update revision is the current one, every pod on it and available.
+	v.Done = !v.InProgress && v.Desired > 0 && counted.Replicas == v.Desired && counted.UpdatedReplicas >= v.Desired && counted.AvailableReplicas >= v.Desired
 	for _, p := range pods {
 		if p.Labels[RevisionLabel] == revs.update.Name {
 			v.NewPods = append(v.NewPods, p)
@@ -64,17 +70,47 @@ func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, he
 	return failure.PlanSet(v, now)
 }
 
+// rollbackTarget is the revision a rollback of set returns to: the current revision
+// while the rollout runs; once the update revision became current (a rollout done but
+// not yet complete: its pods not settled), the highest-numbered other revision, but
+// never the one kroll rolled back from before. Nil without one.
+func rollbackTarget(set *appsv1.StatefulSet, revs revisions) *appsv1.ControllerRevision {
+	if revs.current.Name != revs.update.Name {
+		return revs.current
+	}
+	failed := set.Annotations[failure.RolledBackFromAnnotation]
+	var out *appsv1.ControllerRevision
+	for _, r := range revs.all {
+		if r.Name == revs.update.Name || strconv.FormatInt(r.Revision, 10) == failed {
+			continue
+		}
+		if out == nil || r.Revision > out.Revision {
+			out = r
+		}
+	}
+	return out
+}
+
 // actOnFailure is set as plan's action leaves it (a copy), and the outcome to report.
-func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, act failure.Action) (*appsv1.StatefulSet, string) {
+// A rollback needs a target (rollbackTarget): the plan pauses without one.
+func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, act failure.Action) (*appsv1.StatefulSet, string, error) {
 	next := set.DeepCopy()
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
 	}
 	bad := strconv.FormatInt(revs.update.Revision, 10)
 	if act == failure.Rollback {
-		next.Spec.Template = *revs.currentSet.Spec.Template.DeepCopy()
+		to, template := rollbackTarget(set, revs), &revs.currentSet.Spec.Template
+		if to.Name != revs.current.Name {
+			restored, err := history.ApplyRevision(set, to)
+			if err != nil {
+				return nil, "", err
+			}
+			template = &restored.Spec.Template
+		}
+		next.Spec.Template = *template.DeepCopy()
 		next.Annotations[failure.RolledBackFromAnnotation] = bad
-		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(revs.current.Revision, 10))
+		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(to.Revision, 10)), nil
 	}
 	next.Annotations[failure.PausedOnFailureAnnotation] = bad
 	if next.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
@@ -88,7 +124,7 @@ func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, a
 			next.Annotations[failure.PartitionBeforePauseAnnotation] = strconv.Itoa(int(before))
 		}
 	}
-	return next, failure.PausedOutcome(bad)
+	return next, failure.PausedOutcome(bad), nil
 }
 
 // pausePartition is the partition that holds set's pods where they are: one above the
@@ -121,7 +157,10 @@ func pausePartition(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions)
 // controller.SetFailure.Act). A conflict means the cache was stale: the sync is
 // retried, and decides afresh.
 func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, plan failure.SetPlan, now time.Time) error {
-	next, outcome := actOnFailure(set, pods, revs, plan.Act)
+	next, outcome, err := actOnFailure(set, pods, revs, plan.Act)
+	if err != nil {
+		return err
+	}
 	return controller.StatefulSetFailure.Act(ctx, c.setWriter, c.recorder, next, failure.FailedReport(plan.Act, plan.Verdict, outcome), plan.Conditions, now)
 }
 
@@ -143,7 +182,10 @@ func (c *Controller) abort(ctx context.Context, set *appsv1.StatefulSet, pods []
 	next, r := set.DeepCopy(), failure.Report{}
 	if act {
 		var outcome string
-		next, outcome = actOnFailure(set, pods, revs, failure.Rollback)
+		var err error
+		if next, outcome, err = actOnFailure(set, pods, revs, failure.Rollback); err != nil {
+			return true, err
+		}
 		r = failure.AbortedReport(outcome)
 	}
 	delete(next.Annotations, staging.AbortAnnotation)
