@@ -217,7 +217,7 @@ func stagingInput(s Snapshot) (*metav1.ObjectMeta, staging.Progress, bool) {
 			}
 		}
 		p.Rollback = o.Status.UpdateRevision == o.Status.CurrentRevision ||
-			(update != nil && current != nil && newerThan(current.ObjectMeta, update.ObjectMeta))
+			(current != nil && history.RevisionBroughtBack(update, []*appsv1.ControllerRevision{current}))
 		countByRevision(&p, s, update, o.Spec.MinReadySeconds, pol(&o.ObjectMeta), func(pods []*corev1.Pod) int32 { return activePods(pods) })
 		return &o.ObjectMeta, p, true
 	case *appsv1.DaemonSet:
@@ -230,13 +230,16 @@ func stagingInput(s Snapshot) (*metav1.ObjectMeta, staging.Progress, bool) {
 		}
 		if current != nil {
 			p.Revision = current.Name
-			// A rollback makes an older revision current again (its number raised):
-			// it was created before another revision whose pods still run.
+			// A rollback makes an older revision current again (its number raised), as
+			// the controller tells it: history.RevisionBroughtBack among the revisions
+			// whose pods still run.
+			var others []*appsv1.ControllerRevision
 			for _, r := range s.Revisions {
-				if r != current && newerThan(r.ObjectMeta, current.ObjectMeta) && len(podsOfRevision(s.Pods, r)) > 0 {
-					p.Rollback = true
+				if r != current && len(podsOfRevision(s.Pods, r)) > 0 {
+					others = append(others, r)
 				}
 			}
+			p.Rollback = history.RevisionBroughtBack(current, others)
 		}
 		// A DaemonSet counts nodes: those running an old pod.
 		countByRevision(&p, s, current, o.Spec.MinReadySeconds, pol(&o.ObjectMeta), nodesOf)
@@ -302,13 +305,6 @@ func nodesOf(pods []*corev1.Pod) int32 {
 		}
 	}
 	return int32(len(nodes)) + unscheduled
-}
-
-// newerThan tells a created after b. Creation times have whole seconds: two
-// revisions made within one second are not told apart, and neither counts as a
-// rollback (the controllers compare the same timestamps).
-func newerThan(a, b metav1.ObjectMeta) bool {
-	return b.CreationTimestamp.Before(&a.CreationTimestamp)
 }
 
 func stagedCondition(conds []condition) *condition {

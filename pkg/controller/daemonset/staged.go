@@ -8,6 +8,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
@@ -88,11 +89,16 @@ func planStaging(ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]pla
 			p.Old++
 		}
 	}
+	// Back to a revision that ran before (its number raised by the rollback): never
+	// staged. Its record tells (history.RevisionBroughtBack); without one, it was
+	// created before another revision whose pods still run.
+	var others []*appsv1.ControllerRevision
 	for _, r := range owned {
-		if r.Name != newest.Name && running[r.Labels[RevisionLabel]] && newest.CreationTimestamp.Before(&r.CreationTimestamp) {
-			p.Rollback = true // back to a revision that ran before: never staged
+		if r.Name != newest.Name && running[r.Labels[RevisionLabel]] {
+			others = append(others, r)
 		}
 	}
+	p.Rollback = history.RevisionBroughtBack(newest, others)
 	plan.decision = staging.Decide(s, recordOf(ds), p, now)
 	plan.write = withRecord(ds, plan.decision)
 	plan.held = rollout.DaemonSetHeld(eligible, plan.decision.Partition)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -31,6 +32,9 @@ func TestPlanStagingDaemonSet(t *testing.T) {
 		pods []string
 		// restore: the template's revision is older than the one whose pods run (an undo).
 		restore bool
+		// sameSecond: the restored revision was made in the same second as the one it
+		// replaces, so creation times do not tell; its record does.
+		sameSecond bool
 		// want: the held nodes, the write's step record ("-": no write) and the phase.
 		want string
 	}{
@@ -45,6 +49,9 @@ func TestPlanStagingDaemonSet(t *testing.T) {
 			want: "held [n0 n1 n2] write 0/3 phase Progressing"},
 		{name: "an undo to an older revision is not staged: nothing held",
 			annotations: map[string]string{staging.PartitionAnnotation: "3"}, pods: []string{"new", "new", "new", "old", "old"}, restore: true,
+			want: "held [] write - phase "},
+		{name: "an undo within the second the bad revision was made: its revision-history tells it, nothing held",
+			annotations: map[string]string{staging.PartitionAnnotation: "3"}, pods: []string{"new", "new", "new", "old", "old"}, restore: true, sameSecond: true,
 			want: "held [] write - phase "},
 		{name: "a bad partition: nothing held, staging off",
 			annotations: map[string]string{staging.PartitionAnnotation: "-1"}, pods: []string{"old", "old", "old", "old", "old"},
@@ -70,6 +77,10 @@ func TestPlanStagingDaemonSet(t *testing.T) {
 				newest.Labels[RevisionLabel] = "new"
 				owned = []*appsv1.ControllerRevision{newest, {ObjectMeta: metav1.ObjectMeta{Name: "logs-bad",
 					CreationTimestamp: at(-time.Minute), Labels: map[string]string{RevisionLabel: "old"}}}}
+			}
+			if tc.sameSecond {
+				newest.CreationTimestamp = at(-time.Minute)
+				newest.Annotations = map[string]string{history.ControllerRevisionHistoryAnnotation: "1"}
 			}
 			plan := planStaging(ds, nodes, fits, byNode, "new", newest, owned, now)
 			var held []string

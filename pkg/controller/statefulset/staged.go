@@ -8,6 +8,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -51,7 +52,7 @@ func planStaging(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, no
 	_, paused := set.Annotations[failure.PartitionBeforePauseAnnotation]
 	p := staging.Progress{
 		Revision: revs.update.Name,
-		Rollback: revs.update.Name == revs.current.Name || revs.update.CreationTimestamp.Before(&revs.current.CreationTimestamp),
+		Rollback: revs.update.Name == revs.current.Name || history.RevisionBroughtBack(revs.update, []*appsv1.ControllerRevision{revs.current}),
 		Desired:  int32(replicasOf(set)),
 		Paused:   paused,
 	}
