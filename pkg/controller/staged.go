@@ -183,18 +183,6 @@ func AbortRequest(annotations map[string]string, rolling string) (act bool, igno
 	return true, ""
 }
 
-// ReportAbort reports a kroll.dev/abort request of obj (kind "StatefulSet",
-// "DaemonSet") once the write that answered it succeeded: a stale one (ignored: the
-// AbortRequest message) with a Warning AbortIgnored event; one acted on with the
-// rollback's Warning RolledBack event and metric (outcome: failure.RolledBackOutcome).
-func ReportAbort(recorder record.EventRecorder, obj runtime.Object, kind, ignored, outcome string) {
-	if ignored != "" {
-		recorder.Event(obj, corev1.EventTypeWarning, EventAbortIgnored, ignored)
-		return
-	}
-	ReportFailureAction(recorder, obj, kind, failure.Rollback, failure.AbortedMessage(outcome))
-}
-
 // StagedHolds tells a staging decision that holds the rollout where it is — at its
 // partition, or at a step's pause — rather than rolling toward them: a set's failure
 // policy runs no progress deadline then (failure.SetView.Held).

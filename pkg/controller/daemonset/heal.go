@@ -20,7 +20,8 @@ import (
 // those on it — and, when watched, until that revision completed once: its rollout
 // done and its pods settled, its ControllerRevision is marked kroll.dev/complete. A
 // DaemonSet on one node, or with maxUnavailable 100%, has no old pod left as soon as
-// its new pods are made, and is judged all the same. On failure, one Update of the DaemonSet carries the action and its record:
+// its new pods are made, and is judged all the same. On failure, one Update of the
+// DaemonSet carries the action and its record:
 //
 //	Rollback  the template of the previous revision (the highest-numbered other one,
 //	          skipping the one kroll rolled back from before), as `kubectl rollout
