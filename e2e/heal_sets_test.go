@@ -162,6 +162,9 @@ func minReady(image string) string {
 	return ""
 }
 
+// allAtOnce is a DaemonSet's updateStrategy that replaces every pod at once.
+const allAtOnce = "  updateStrategy:\n    rollingUpdate:\n      maxUnavailable: 100%\n"
+
 // expectSetRolledBack checks what a rollback from revision 2 to 1 of workload leaves: its
 // record, one pod of image (the failure threshold), the RolledBack event, and kroll's
 // status verbs exiting 1 with the RolloutFailed line.
@@ -287,6 +290,37 @@ func testHealSets(t *testing.T) {
 			}},
 			{"ds-crash", func(t *testing.T, s *scene) { dsRollback(t, s, "app:crash", "PodsFailing") }},
 			{"ds-pull", func(t *testing.T, s *scene) { dsRollback(t, s, "fluentd:nonexistent", "PodsFailing") }},
+			// All at once: with maxUnavailable 100% (as on one node) every old pod is
+			// replaced before a new one can fail, so no old pod is left while the new
+			// ones crash-loop: revision 2 is judged all the same until it completes
+			// once (kroll.dev/complete on its ControllerRevision), and rolled back.
+			// Revision 1 completed: its revision is marked before the change.
+			{"ds-all-at-once", func(t *testing.T, s *scene) {
+				s.apply(t, annotateWorkload(daemonSetManifest(minReady("app:crash")+allAtOnce, ""), "logs", failure.OnFailureAnnotation, "Rollback"))
+				s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2))
+				eventually(t, time.Minute, "revision 1 marked complete", func(ctx context.Context) (bool, string) {
+					revs, err := s.c.Client.AppsV1().ControllerRevisions(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=logs"})
+					if err != nil || len(revs.Items) != 1 {
+						return false, fmt.Sprintf("%v %v", revs, err)
+					}
+					return revs.Items[0].Annotations[failure.CompleteAnnotation] == "true", fmt.Sprint(revs.Items[0].Annotations)
+				})
+				iw := watchImages(t, s)
+				s.kubectl(t, "set", "image", "daemonset/logs", "agent=app:crash")
+				s.waitSetsCondition(t, "daemonset/logs", failure.ConditionRolloutFailed,
+					`^True/PodsFailing: [1-3] of [1-3] new pods failed, threshold 1 \(logs-\w+: .*\); rolled back from revision 2 to 1$`)
+				s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2))
+				if got := s.setsAnnotation(t, "daemonset/logs", failure.RolledBackFromAnnotation); got != "2" {
+					t.Errorf("rolled-back-from %q, want 2", got)
+				}
+				if n := iw.pods("app:crash"); n > 3 {
+					t.Errorf("%d pods ran app:crash, want at most 3 (one per node, replaced once)", n)
+				}
+				s.expectEvent(t, failure.EventRolledBack, "rolled back from revision 2 to 1")
+				if got := s.setsAnnotation(t, "daemonset/logs", failure.RolloutFailedAnnotation); got != "" {
+					t.Errorf("%s left on the DaemonSet after its report: %q", failure.RolloutFailedAnnotation, got)
+				}
+			}},
 			// Pause: web-2's new pod is not Ready 2 s after starting (it would be at 6 s):
 			// the partition goes up to 2 and holds web-0 and web-1; kroll rollout resume
 			// (the partition back from partition-before-pause) lets the rollout finish,
@@ -390,7 +424,7 @@ func testHealSets(t *testing.T) {
 		n            float64
 	}{
 		{"kroll_rollouts_rolled_back_total", "StatefulSet", 5},
-		{"kroll_rollouts_rolled_back_total", "DaemonSet", 2},
+		{"kroll_rollouts_rolled_back_total", "DaemonSet", 3},
 		{"kroll_rollouts_paused_on_failure_total", "StatefulSet", 1},
 		{"kroll_rollouts_paused_on_failure_total", "DaemonSet", 1},
 	} {

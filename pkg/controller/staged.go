@@ -133,6 +133,14 @@ func (r *StagedReports) Report(recorder record.EventRecorder, obj runtime.Object
 	}
 }
 
+// Forget drops what was reported of uid: the object is gone. Without it the memory
+// would keep an entry per staged object ever deleted, for the controller's lifetime.
+func (r *StagedReports) Forget(uid types.UID) {
+	r.mu.Lock()
+	delete(r.sent, uid)
+	r.mu.Unlock()
+}
+
 // StagedOf is the Staged condition among conds; nil without one.
 func StagedOf[C any](k failure.Conditions[C], conds []C) *failure.Condition {
 	for _, c := range conds {
@@ -173,18 +181,6 @@ func AbortRequest(annotations map[string]string, rolling string) (act bool, igno
 		return false, fmt.Sprintf("%s names revision %q, but revision %q is rolling out; the request is removed", staging.AbortAnnotation, want, rolling)
 	}
 	return true, ""
-}
-
-// ReportAbort reports a kroll.dev/abort request of obj (kind "StatefulSet",
-// "DaemonSet") once the write that answered it succeeded: a stale one (ignored: the
-// AbortRequest message) with a Warning AbortIgnored event; one acted on with the
-// rollback's Warning RolledBack event and metric (outcome: failure.RolledBackOutcome).
-func ReportAbort(recorder record.EventRecorder, obj runtime.Object, kind, ignored, outcome string) {
-	if ignored != "" {
-		recorder.Event(obj, corev1.EventTypeWarning, EventAbortIgnored, ignored)
-		return
-	}
-	ReportFailureAction(recorder, obj, kind, failure.Rollback, failure.AbortedMessage(outcome))
 }
 
 // StagedHolds tells a staging decision that holds the rollout where it is — at its

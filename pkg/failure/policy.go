@@ -27,8 +27,9 @@ const (
 	// PausedOnFailureAnnotation is on a workload kroll paused: the revision that failed.
 	// A workload resumed by its user is not paused again for that revision.
 	PausedOnFailureAnnotation = "kroll.dev/paused-on-failure"
-	// CompleteAnnotation is on a Deployment's ReplicaSet whose revision completed once
-	// ("true"): a rollback may go back to it, and a rollout to it is not judged.
+	// CompleteAnnotation is on a Deployment's ReplicaSet, or a StatefulSet's or
+	// DaemonSet's ControllerRevision, whose revision completed once ("true"): a
+	// rollback may go back to it, and a rollout to it is not judged (see complete.go).
 	CompleteAnnotation = "kroll.dev/complete"
 	// PausedAnnotation ("true") stops kroll's DaemonSet controller replacing pods, as
 	// spec.paused stops a Deployment; kroll sets it on failure, `kroll rollout resume`

@@ -43,9 +43,14 @@ type SetView struct {
 	// RevisionName its ControllerRevision's name.
 	Revision     int64
 	RevisionName string
-	// Restoring: the rollout is to the revision kroll rolled back to, a revision that
-	// completed before. It is never judged (a rollback is never rolled back).
-	Restoring bool
+	// Complete: Revision completed once (its ControllerRevision is marked
+	// CompleteAnnotation). It is never judged again. While a watched set's revision is
+	// not, its pods are judged even when InProgress is false.
+	Complete bool
+	// Done: the rollout to Revision is over now — no old pod left, every pod the set
+	// wants on Revision and available. With its pods settled (SettledAt), a watched
+	// set's revision is marked complete.
+	Done bool
 	// Desired is the number of pods the set wants (replicas, or nodes to run on).
 	Desired int32
 	// NewPods are the set's pods on Revision.
@@ -81,8 +86,11 @@ type SetPlan struct {
 	// PolicyEvent is the problem of an invalid policy to report in a Warning event
 	// (InvalidFailurePolicy): set only when it is news, not on every sync.
 	PolicyEvent string
-	// Recheck is when to look again without any event coming (a ready timeout or the
-	// progress deadline falls due); zero for never.
+	// MarkComplete: mark Revision's ControllerRevision complete (CompleteAnnotation):
+	// a watched set's rollout to it is Done and its pods settled.
+	MarkComplete bool
+	// Recheck is when to look again without any event coming (a ready timeout, the
+	// progress deadline or the new pods' settling falls due); zero for never.
 	Recheck time.Time
 }
 
@@ -91,6 +99,18 @@ type SetPlan struct {
 func Acted(annotations map[string]string, revision int64) bool {
 	r := strconv.FormatInt(revision, 10)
 	return annotations[RolledBackFromAnnotation] == r || annotations[PausedOnFailureAnnotation] == r
+}
+
+// Restoring tells a rollout of revision to the revision kroll rolled back to, a
+// revision that completed before: it is never judged (a rollback is never rolled
+// back). The rollback gives that revision the number after the failed one (revision
+// 4 of 5 becomes 6: see history.CurrentRevision), and the user's next change comes
+// after it (7); until the cache shows the renumbering, it still has its older number
+// (4). A revision numbered at most one above the one rolled back from
+// (RolledBackFromAnnotation), and not it, is that restore.
+func Restoring(annotations map[string]string, revision int64) bool {
+	from, err := strconv.ParseInt(annotations[RolledBackFromAnnotation], 10, 64)
+	return err == nil && revision != from && revision <= from+1
 }
 
 // PlanSet decides, for a StatefulSet or DaemonSet, the conditions of its failure
@@ -109,8 +129,12 @@ func Acted(annotations map[string]string, revision int64) bool {
 //     deadline then.
 //   - RolloutFailed stays until the user's next change starts a rollout of a revision
 //     kroll did not act on; then it is removed.
-//   - Only an in-progress rollout of a revision kroll has not acted on, and that is not
-//     a restore, is judged (Judge).
+//   - Judged (Judge): a rollout of a revision kroll has not acted on, that is not a
+//     restore and did not complete once, while it is in progress — or, for a watched
+//     set, until it completes: once Done with every new pod Ready SettleTime, it is
+//     marked complete instead (MarkComplete; looked at again when they will have
+//     been). A DaemonSet on one node has no old pod left as soon as its new one is
+//     made, and is judged all the same.
 func PlanSet(v SetView, now time.Time) SetPlan {
 	plan := SetPlan{Act: None}
 	conds := append([]Condition(nil), v.Conditions...)
@@ -162,9 +186,22 @@ func PlanSet(v SetView, now time.Time) SetPlan {
 		}
 	}
 
+	// Completion: a watched set's revision done and settled is marked, not judged.
+	watched := v.Policy.Watched()
+	if watched && !v.Complete && v.Done && len(v.NewPods) > 0 {
+		if at, ok := SettledAt(v.NewPods, SettleTime); ok {
+			if !at.After(now) {
+				plan.MarkComplete = true
+			} else {
+				plan.Recheck = earliest(plan.Recheck, at)
+			}
+		}
+	}
+
 	// RolloutFailed, and the judgement.
 	acted := Acted(v.Annotations, v.Revision)
-	if v.InProgress && !acted && !v.Restoring {
+	unfinished := v.InProgress || (watched && !v.Complete && v.Revision > 0)
+	if unfinished && !acted && !Restoring(v.Annotations, v.Revision) && !v.Complete && !plan.MarkComplete {
 		conds = remove(conds, ConditionRolloutFailed)
 		verdict := Judge(v.Policy, v.Desired, v.NewPods, pastDeadline, now)
 		plan.Verdict = verdict
@@ -180,21 +217,9 @@ func PlanSet(v SetView, now time.Time) SetPlan {
 	return plan
 }
 
-// WithRolloutFailed is conds with the RolloutFailed condition of a verdict acted on
-// (outcome: RolledBackOutcome or PausedOutcome).
-func WithRolloutFailed(conds []Condition, v Verdict, outcome string, now time.Time) []Condition {
-	return set(conds, Condition{Type: ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: v.Reason, Message: v.Message(outcome)}, now)
-}
-
 // AbortedMessage is the message of a rollout rolled back on request (kroll.dev/abort):
 // "aborted by request; rolled back from revision 5 to 4".
 func AbortedMessage(outcome string) string { return "aborted by request; " + outcome }
-
-// WithAborted is conds with the RolloutFailed condition of a rollout rolled back on
-// request (reason Aborted, message AbortedMessage).
-func WithAborted(conds []Condition, outcome string, now time.Time) []Condition {
-	return set(conds, Condition{Type: ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: ReasonAborted, Message: AbortedMessage(outcome)}, now)
-}
 
 func sameRevision(c *Condition, name string) bool {
 	return c.Message == fmt.Sprintf("ControllerRevision %q is progressing.", name) ||

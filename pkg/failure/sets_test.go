@@ -1,6 +1,7 @@
 package failure
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +24,11 @@ func TestPlanSet(t *testing.T) {
 		v    SetView
 		// want: the action, the conditions as "Type/Status/Reason", the policy event, the
 		// recheck after t0 (0 for none).
-		act        Action
-		conditions string
-		event      string
-		recheck    time.Duration
+		act          Action
+		conditions   string
+		event        string
+		recheck      time.Duration
+		markComplete bool
 	}{
 		{name: "not opted in: a crash-looping rollout waits, as upstream's does",
 			v:   SetView{Annotations: nil, InProgress: true, Revision: 2, Desired: 4, NewPods: crashing, Target: 1},
@@ -51,7 +53,7 @@ func TestPlanSet(t *testing.T) {
 			act: None, conditions: "RolloutFailed/True/PodsFailing"},
 		{name: "a restore of the revision rolled back to is never judged",
 			v: SetView{Policy: PolicyOf(rollback), Annotations: map[string]string{OnFailureAnnotation: "Rollback", RolledBackFromAnnotation: "2"},
-				InProgress: true, Revision: 3, Restoring: true, Desired: 4, NewPods: crashing, Target: 2, Conditions: []Condition{failed}},
+				InProgress: true, Revision: 3, Desired: 4, NewPods: crashing, Target: 2, Conditions: []Condition{failed}},
 			act: None, conditions: "RolloutFailed/True/PodsFailing"},
 		{name: "rolled back, no rollout in progress: RolloutFailed stays",
 			v: SetView{Policy: PolicyOf(rollback), Annotations: map[string]string{RolledBackFromAnnotation: "2"}, Revision: 3, Desired: 4,
@@ -98,9 +100,35 @@ func TestPlanSet(t *testing.T) {
 		{name: "deadline, no rollout in progress: NewRevisionAvailable",
 			v:   SetView{Policy: PolicyOf(withDeadline), Annotations: withDeadline, Revision: 2, Desired: 4, Subject: `StatefulSet "web"`},
 			act: None, conditions: "Progressing/True/NewRevisionAvailable"},
+		{name: "one node: its old pod replaced, the new one crash-looping, revision 2 not complete: judged, rolled back",
+			v:   SetView{Policy: PolicyOf(rollback), Annotations: rollback, Revision: 2, Desired: 1, NewPods: crashing[:1], Target: 1},
+			act: Rollback},
+		{name: "one node, not opted in: nothing judged",
+			v:   SetView{Revision: 2, Desired: 1, NewPods: crashing[:1], Target: 1},
+			act: None},
+		{name: "revision 2 completed once, its pods crash later: not judged",
+			v:   SetView{Policy: PolicyOf(rollback), Annotations: rollback, Revision: 2, Complete: true, Desired: 1, NewPods: crashing[:1], Target: 1},
+			act: None},
+		{name: "done, every new pod Ready 10s: marked complete",
+			v:            SetView{Policy: PolicyOf(rollback), Annotations: rollback, Revision: 2, Done: true, Desired: 2, NewPods: readySince(10*time.Second, 12*time.Second), Target: 1},
+			act:          None,
+			markComplete: true},
+		{name: "done, the last pod Ready 4s: judged still, looked at again in 6s",
+			v:       SetView{Policy: PolicyOf(rollback), Annotations: rollback, Revision: 2, Done: true, Desired: 2, NewPods: readySince(4*time.Second, 12*time.Second), Target: 1},
+			act:     None,
+			recheck: 6 * time.Second},
+		{name: "done and settled, not opted in: no mark (nothing is judged without a policy)",
+			v:   SetView{Revision: 2, Done: true, Desired: 2, NewPods: readySince(10*time.Second, 12*time.Second), Target: 1},
+			act: None},
+		{name: "done, a pod not Ready: no mark, judged",
+			v:   SetView{Policy: PolicyOf(rollback), Annotations: rollback, Revision: 2, Done: true, Desired: 2, NewPods: []*corev1.Pod{pod("web-0", notReady), crashing[0]}, Target: 1},
+			act: Rollback},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := PlanSet(tc.v, t0)
+			if plan.MarkComplete != tc.markComplete {
+				t.Errorf("mark complete %v, want %v", plan.MarkComplete, tc.markComplete)
+			}
 			if plan.Act != tc.act {
 				t.Errorf("act %q, want %q (verdict %+v)", plan.Act, tc.act, plan.Verdict)
 			}
@@ -125,11 +153,47 @@ func TestPlanSet(t *testing.T) {
 	}
 }
 
-func TestWithRolloutFailed(t *testing.T) {
+func TestWithReport(t *testing.T) {
 	v := Judge(PolicyOf(map[string]string{OnFailureAnnotation: "Rollback"}), 4, []*corev1.Pod{pod("web-3", waiting("CrashLoopBackOff"))}, false, t0)
-	conds := WithRolloutFailed(nil, v, RolledBackOutcome("2", "1"), t0)
+	conds := WithReport(nil, FailedReport(Rollback, v, RolledBackOutcome("2", "1")), t0)
 	want := "1 of 1 new pods failed, threshold 1 (web-3: CrashLoopBackOff); rolled back from revision 2 to 1"
 	if len(conds) != 1 || conds[0].Message != want || conds[0].Reason != ReasonPodsFailing || conds[0].Status != corev1.ConditionTrue {
 		t.Errorf("got %+v, want RolloutFailed True PodsFailing %q", conds, want)
 	}
+}
+
+func TestRestoring(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from     string
+		revision int64
+		want     bool
+	}{
+		{name: "rolled back from 5: revision 4 before the cache shows it renumbered", from: "5", revision: 4, want: true},
+		{name: "rolled back from 5: revision 4 renumbered to 6", from: "5", revision: 6, want: true},
+		{name: "the user's next change after the restore is 7: judged", from: "5", revision: 7},
+		{name: "the failed revision itself (5): not a restore (its record says it was acted on)", from: "5", revision: 5},
+		{name: "never rolled back", revision: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			annotations := map[string]string{}
+			if tc.from != "" {
+				annotations[RolledBackFromAnnotation] = tc.from
+			}
+			if got := Restoring(annotations, tc.revision); got != tc.want {
+				t.Errorf("restoring %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// readySince is pods Ready for each of the durations before t0.
+func readySince(ago ...time.Duration) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i, d := range ago {
+		p := pod(fmt.Sprintf("web-%d", i), nil)
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(-d))
+		out = append(out, p)
+	}
+	return out
 }

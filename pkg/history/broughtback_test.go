@@ -33,3 +33,30 @@ func TestBroughtBack(t *testing.T) {
 		}
 	}
 }
+
+func TestRevisionBroughtBack(t *testing.T) {
+	at := func(sec int, revisionHistory string) *appsv1.ControllerRevision {
+		r := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Unix(int64(sec), 0))}}
+		if revisionHistory != "" {
+			r.Annotations = map[string]string{ControllerRevisionHistoryAnnotation: revisionHistory}
+		}
+		return r
+	}
+	tests := []struct {
+		name   string
+		newest *appsv1.ControllerRevision
+		others []*appsv1.ControllerRevision
+		want   bool
+	}{
+		{"a new template's revision, the newest", at(20, ""), []*appsv1.ControllerRevision{at(10, "")}, false},
+		{"undone within the second its successor was made: renumbered, with its history", at(10, "1"), []*appsv1.ControllerRevision{at(10, "")}, true},
+		{"renumbered without a record (by upstream's controller), created before another", at(10, ""), []*appsv1.ControllerRevision{at(20, "")}, true},
+		{"no revision yet", nil, []*appsv1.ControllerRevision{at(20, "")}, false},
+		{"no other revision", at(10, ""), nil, false},
+	}
+	for _, tt := range tests {
+		if got := RevisionBroughtBack(tt.newest, tt.others); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

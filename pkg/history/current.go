@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -207,7 +208,9 @@ func createRevision(ctx context.Context, client RevisionClient, k revisionKind, 
 	return nil, deref(count), &CollisionError{Owner: k.owner.GetName(), Attempts: k.attempts, Collisions: deref(count)}
 }
 
-// renumber gives rev the number to, on the revision as stored.
+// renumber gives rev the number to, on the revision as stored, and appends the number
+// it had to its ControllerRevisionHistoryAnnotation in the same Update (see
+// RevisionBroughtBack).
 func renumber(ctx context.Context, client RevisionClient, rev *appsv1.ControllerRevision, to int64) (*appsv1.ControllerRevision, error) {
 	var out *appsv1.ControllerRevision
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -218,6 +221,13 @@ func renumber(ctx context.Context, client RevisionClient, rev *appsv1.Controller
 		if fresh.Revision == to {
 			out = fresh
 			return nil
+		}
+		if fresh.Revision > 0 {
+			if fresh.Annotations == nil {
+				fresh.Annotations = map[string]string{}
+			}
+			h := fresh.Annotations[ControllerRevisionHistoryAnnotation]
+			fresh.Annotations[ControllerRevisionHistoryAnnotation] = appendHistory(h, strconv.FormatInt(fresh.Revision, 10))
 		}
 		fresh.Revision = to
 		out, err = client.Update(ctx, fresh, metav1.UpdateOptions{})

@@ -99,6 +99,9 @@ func TestCurrentRevision(t *testing.T) {
 		want           string // name #number
 		wantCollisions int32
 		wantActions    string
+		// wantHistory is the revision's ControllerRevisionHistoryAnnotation: the numbers
+		// it had before a renumbering.
+		wantHistory string
 	}{
 		{
 			name: "StatefulSet, no history: revision 1, named by the hash of its data",
@@ -121,7 +124,17 @@ func TestCurrentRevision(t *testing.T) {
 			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
 				return CurrentRevision(ctx, f, web(v1), sorted(f))
 			},
-			want: "web-677f98675c #3", wantActions: "[update web-677f98675c #3]",
+			want: "web-677f98675c #3", wantActions: "[update web-677f98675c #3]", wantHistory: "1",
+		},
+		{
+			name: "StatefulSet, undone again to revision 3 (once 1) of 4: renumbered 5, both earlier numbers kept",
+			stored: []*appsv1.ControllerRevision{
+				withHistory(revisionOf(t, web(v1), 3, 0), "1"), revisionOf(t, web(v2), 4, 0),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, web(v1), sorted(f))
+			},
+			want: "web-677f98675c #5", wantActions: "[update web-677f98675c #5]", wantHistory: "1,3",
 		},
 		{
 			name: "StatefulSet, its name taken by other data: the collision count goes up and the next name is taken at once",
@@ -203,7 +216,7 @@ func TestCurrentRevision(t *testing.T) {
 			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
 				return CurrentRevision(ctx, f, web(v1), bySortRevisions(f))
 			},
-			want: "web-677f98675c #3", wantActions: "[update web-677f98675c #3]",
+			want: "web-677f98675c #3", wantActions: "[update web-677f98675c #3]", wantHistory: "2",
 		},
 		{
 			name: "DaemonSet, a tie of numbers: renumbered 3 however it sorts",
@@ -214,7 +227,7 @@ func TestCurrentRevision(t *testing.T) {
 				return CurrentRevision(ctx, f, logsSet(v1), bySortRevisions(f))
 			},
 			want:        "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3",
-			wantActions: "[update logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3]",
+			wantActions: "[update logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3]", wantHistory: "2",
 		},
 	} {
 		f := newFakeRevisions(tt.stored...)
@@ -225,6 +238,9 @@ func TestCurrentRevision(t *testing.T) {
 		}
 		if s := fmt.Sprintf("%s #%d", got.Name, got.Revision); s != tt.want || collisions != tt.wantCollisions || fmt.Sprint(f.actions) != tt.wantActions {
 			t.Errorf("%s: %s with %d collisions after %v; want %s with %d after %s", tt.name, s, collisions, f.actions, tt.want, tt.wantCollisions, tt.wantActions)
+		}
+		if h := got.Annotations[ControllerRevisionHistoryAnnotation]; h != tt.wantHistory {
+			t.Errorf("%s: revision history %q, want %q", tt.name, h, tt.wantHistory)
 		}
 	}
 }
@@ -281,4 +297,13 @@ func bySortRevisions(f *fakeRevisions) []*appsv1.ControllerRevision {
 	out := sorted(f)
 	SortRevisions(out)
 	return out
+}
+
+// withHistory is r with the earlier numbers history.
+func withHistory(r *appsv1.ControllerRevision, history string) *appsv1.ControllerRevision {
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[ControllerRevisionHistoryAnnotation] = history
+	return r
 }

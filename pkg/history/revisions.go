@@ -59,6 +59,7 @@ var notCopiedToReplicaSets = map[string]bool{
 	failure.RolledBackFromAnnotation:  true,
 	failure.PausedOnFailureAnnotation: true,
 	failure.CompleteAnnotation:        true,
+	failure.RolloutFailedAnnotation:   true,
 	// Where a staged rollout is, and a request to abort it: records of the workload.
 	staging.StepAnnotation:         true,
 	staging.StepRevisionAnnotation: true,

@@ -55,7 +55,7 @@ type Controller struct {
 	client       kubernetes.Interface
 	recorder     record.EventRecorder
 	podControl   controller.PodControl
-	dsWriter     dsWriter
+	dsWriter     controller.SetWriter[*appsv1.DaemonSet]
 	now          func() time.Time
 	sets         appslisters.DaemonSetLister
 	nodes        corelisters.NodeLister
@@ -86,7 +86,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
 		podControl: controller.NewPodControl(client, recorder, controller.ReplicaSetEvents),
-		dsWriter:   clientDSWriter{client},
+		dsWriter:   controller.DaemonSetWriter{Client: client},
 		sets:       sets.Lister(), nodes: nodes.Lister(), revisions: revisions.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced,
@@ -111,14 +111,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		{sets.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.queue.Enqueue,
 			UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
-			DeleteFunc: func(obj any) {
-				if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-					c.expectations.Forget(key)
-				}
-				if ds, ok := controller.Deleted[*appsv1.DaemonSet](obj); ok {
-					c.awaited.forget(ds.UID)
-				}
-			},
+			DeleteFunc: c.deleted,
 		}},
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { c.podEvent(obj, true, false) },
@@ -268,6 +261,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	stage := planStaging(ds, nodes, fits, byNode, hash, revs.newest, owned, now)
 	heal := planFailure(ds, pods, revs, hash, statusOf(ds, nodes, fits, byNode, hash, now), controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, ds, heal.PolicyEvent)
+	if handled, err := controller.DaemonSetFailure.Recover(ctx, c.dsWriter, c.recorder, ds, now); handled {
+		return err
+	}
 	if handled, err := c.abort(ctx, ds, pods, revs, hash, now); handled {
 		return err
 	}
@@ -339,5 +335,23 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.cleanupHistory(ctx, ds, pods, hash); err != nil && syncErr == nil {
 		syncErr = err
 	}
+	if heal.MarkComplete && revs.newest != nil {
+		// The revision completed once: never judged again (see failure.PlanSet).
+		if err := controller.MarkComplete(ctx, c.client.AppsV1().ControllerRevisions(ns), revs.newest); err != nil && syncErr == nil {
+			syncErr = err
+		}
+	}
 	return utilerrors.NewAggregate([]error{syncErr, statusErr})
+}
+
+// deleted forgets what the controller remembers of a DaemonSet that is gone: its
+// expectations, the revision it awaited and the staged-rollout events it reported.
+func (c *Controller) deleted(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.expectations.Forget(key)
+	}
+	if ds, ok := controller.Deleted[*appsv1.DaemonSet](obj); ok {
+		c.awaited.forget(ds.UID)
+		c.stagedReports.Forget(ds.UID)
+	}
 }

@@ -8,8 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
@@ -19,7 +17,11 @@ import (
 
 // A DaemonSet's failure policy (see pkg/failure): a rollout is in progress while some
 // daemon pods are not on the newest revision (the template's), and the pods judged are
-// those on it. On failure, one Update of the DaemonSet carries the action and its record:
+// those on it — and, when watched, until that revision completed once: its rollout
+// done and its pods settled, its ControllerRevision is marked kroll.dev/complete. A
+// DaemonSet on one node, or with maxUnavailable 100%, has no old pod left as soon as
+// its new pods are made, and is judged all the same. On failure, one Update of the
+// DaemonSet carries the action and its record:
 //
 //	Rollback  the template of the previous revision (the highest-numbered other one,
 //	          skipping the one kroll rolled back from before), as `kubectl rollout
@@ -30,36 +32,12 @@ import (
 //	          A paused DaemonSet replaces no pod for the update (see paused); clearing
 //	          the annotation resumes it, and it is not paused again for that revision.
 //
-// Then the status gets RolloutFailed, and a Warning event and the metric report it.
-
-// dsWriter writes a DaemonSet itself, not only its status: kroll's failure policy
-// changes its template or annotations.
-type dsWriter interface {
-	Update(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error)
-	UpdateStatus(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error)
-}
-
-type clientDSWriter struct{ client kubernetes.Interface }
-
-func (w clientDSWriter) Update(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	return w.client.AppsV1().DaemonSets(ds.Namespace).Update(ctx, ds, metav1.UpdateOptions{})
-}
-
-func (w clientDSWriter) UpdateStatus(ctx context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	return w.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{})
-}
-
-var _ dsWriter = clientDSWriter{}
+// The same Update carries the report to make, kroll.dev/rollout-failed; then the
+// status gets RolloutFailed, and a Warning event and the metric report it (see
+// controller.SetFailure: a report lost with the process is made on the next pass).
 
 // failureConditions is how the failure policy reads and writes a DaemonSet's conditions.
-var failureConditions = failure.Conditions[appsv1.DaemonSetCondition]{
-	View: func(c appsv1.DaemonSetCondition) failure.Condition {
-		return failure.Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-	Make: func(c failure.Condition) appsv1.DaemonSetCondition {
-		return appsv1.DaemonSetCondition{Type: appsv1.DaemonSetConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-}
+var failureConditions = controller.DaemonSetFailure.Conditions
 
 // paused tells a DaemonSet whose rollout is held by kroll.dev/paused: "true". It
 // replaces no pod for the update (no deletion of old pods, no surge, no in-place step),
@@ -101,17 +79,6 @@ func rollbackRevisions(ds *appsv1.DaemonSet, owned []*appsv1.ControllerRevision,
 	return out
 }
 
-// restoring tells a rollout to the revision kroll rolled back to. The rollback gives
-// that revision the number after the failed one (revision 4 of 5 becomes 6: see
-// history.CurrentRevision), and the user's next change comes after it (7); until the
-// cache shows the renumbering, it still has its older number (4). A revision numbered
-// at most one above the one rolled back from, and not it, is that restore: it is not
-// judged, so a rollback is never rolled back.
-func restoring(ds *appsv1.DaemonSet, newest int64) bool {
-	from, err := strconv.ParseInt(ds.Annotations[failure.RolledBackFromAnnotation], 10, 64)
-	return err == nil && newest != from && newest <= from+1
-}
-
 // planFailure is the failure policy's plan for ds in this sync. st is ds's status as
 // this sync counts it; pods are its pods; held tells a staged rollout held at its
 // partition or a pause (no progress deadline runs then).
@@ -129,7 +96,7 @@ func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, has
 	}
 	if revs.newest != nil {
 		v.Revision, v.RevisionName = revs.newest.Revision, revs.newest.Name
-		v.Restoring = restoring(ds, revs.newest.Revision)
+		v.Complete = failure.IsComplete(revs.newest.Annotations)
 	}
 	if revs.target != nil {
 		v.Target = revs.target.Revision
@@ -144,6 +111,9 @@ func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, has
 			v.InProgress = revs.newest != nil
 		}
 	}
+	// Done: no old pod left, and a new one available on every node that wants one.
+	want := st.DesiredNumberScheduled
+	v.Done = !v.InProgress && revs.newest != nil && want > 0 && st.UpdatedNumberScheduled >= want && st.NumberAvailable >= want
 	return failure.PlanSet(v, now)
 }
 
@@ -168,23 +138,15 @@ func actOnFailure(ds *appsv1.DaemonSet, revs dsRevisions, act failure.Action) (*
 	return next, failure.PausedOutcome(bad), nil
 }
 
-// carryOut makes the one Update of ds that acts on plan, then writes its status with
-// the RolloutFailed condition, and reports the action. A conflict means the cache was
-// stale: the sync is retried, and decides afresh.
+// carryOut makes the one Update of ds that acts on plan, then reports it (see
+// controller.SetFailure.Act). A conflict means the cache was stale: the sync is
+// retried, and decides afresh.
 func (c *Controller) carryOut(ctx context.Context, ds *appsv1.DaemonSet, revs dsRevisions, plan failure.SetPlan, now time.Time) error {
 	next, outcome, err := actOnFailure(ds, revs, plan.Act)
 	if err != nil {
 		return err
 	}
-	updated, err := c.dsWriter.Update(ctx, next)
-	if err != nil {
-		return err
-	}
-	controller.ReportFailureAction(c.recorder, updated, "DaemonSet", plan.Act, plan.Verdict.Message(outcome))
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
-	_, err = c.dsWriter.UpdateStatus(ctx, updated)
-	return err
+	return controller.DaemonSetFailure.Act(ctx, c.dsWriter, c.recorder, next, failure.FailedReport(plan.Act, plan.Verdict, outcome), plan.Conditions, now)
 }
 
 // abort carries out kroll.dev/abort (see pkg/staging): when it names the revision
@@ -208,24 +170,14 @@ func (c *Controller) abort(ctx context.Context, ds *appsv1.DaemonSet, pods []*co
 	if !act && ignored == "" {
 		return false, nil
 	}
-	next := ds.DeepCopy()
-	outcome := ""
+	next, r := ds.DeepCopy(), failure.Report{}
 	if act {
+		var outcome string
 		if next, outcome, err = actOnFailure(ds, revs, failure.Rollback); err != nil {
 			return true, err
 		}
+		r = failure.AbortedReport(outcome)
 	}
 	delete(next.Annotations, staging.AbortAnnotation)
-	updated, err := c.dsWriter.Update(ctx, next)
-	if err != nil {
-		return true, err
-	}
-	controller.ReportAbort(c.recorder, updated, "DaemonSet", ignored, outcome)
-	if !act {
-		return true, nil
-	}
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithAborted(failureConditions.All(updated.Status.Conditions), outcome, now))
-	_, err = c.dsWriter.UpdateStatus(ctx, updated)
-	return true, err
+	return true, controller.DaemonSetFailure.Answer(ctx, c.dsWriter, c.recorder, next, ignored, r, now)
 }

@@ -11,24 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 )
-
-// fakeDSWriter records the DaemonSet's writes and returns what it was given.
-type fakeDSWriter struct{ updates, statuses []*appsv1.DaemonSet }
-
-var _ dsWriter = &fakeDSWriter{}
-
-func (f *fakeDSWriter) Update(_ context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	f.updates = append(f.updates, ds)
-	return ds, nil
-}
-
-func (f *fakeDSWriter) UpdateStatus(_ context.Context, ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-	f.statuses = append(f.statuses, ds)
-	return ds, nil
-}
 
 // dsRevision is revision number n of ds, labelled hash, recording image.
 func dsRevision(t *testing.T, ds *appsv1.DaemonSet, hash string, n int64, image string) *appsv1.ControllerRevision {
@@ -81,31 +67,6 @@ func TestRollbackRevisions(t *testing.T) {
 	}
 }
 
-func TestRestoring(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		from   string
-		newest int64
-		want   bool
-	}{
-		{name: "rolled back from 5: revision 4 before the cache shows it renumbered", from: "5", newest: 4, want: true},
-		{name: "rolled back from 5: revision 4 renumbered to 6", from: "5", newest: 6, want: true},
-		{name: "the user's next change after the restore is 7: judged", from: "5", newest: 7},
-		{name: "the failed revision itself (5): not a restore (its record says it was acted on)", from: "5", newest: 5},
-		{name: "never rolled back", newest: 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ds := newDaemonSet("1", "0")
-			if tc.from != "" {
-				ds.Annotations[failure.RolledBackFromAnnotation] = tc.from
-			}
-			if got := restoring(ds, tc.newest); got != tc.want {
-				t.Errorf("restoring %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestCarryOutDaemonSet(t *testing.T) {
 	now := time.Now()
 	for _, tc := range []struct {
@@ -130,16 +91,14 @@ func TestCarryOutDaemonSet(t *testing.T) {
 			if plan.Act != failure.Action(tc.onFailure) {
 				t.Fatalf("act %q, want %s", plan.Act, tc.onFailure)
 			}
-			w := &fakeDSWriter{}
+			w := &controllertest.SetWriter[*appsv1.DaemonSet]{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{dsWriter: w, recorder: rec}
 			if err := c.carryOut(context.Background(), ds, revs, plan, now); err != nil {
 				t.Fatal(err)
 			}
-			if len(w.updates) != 1 || len(w.statuses) != 1 {
-				t.Fatalf("%d updates and %d status writes, want 1 and 1", len(w.updates), len(w.statuses))
-			}
-			got := w.updates[0]
+			controllertest.CheckActed(t, w)
+			got := w.Updates[0]
 			if img := got.Spec.Template.Spec.Containers[0].Image; img != tc.wantImage {
 				t.Errorf("image %s, want %s", img, tc.wantImage)
 			}
@@ -148,7 +107,7 @@ func TestCarryOutDaemonSet(t *testing.T) {
 					t.Errorf("annotation %s=%q, want %q", k, got.Annotations[k], v)
 				}
 			}
-			conds := w.statuses[0].Status.Conditions
+			conds := w.Statuses[0].Status.Conditions
 			if len(conds) != 1 || conds[0].Type != failure.ConditionRolloutFailed || conds[0].Message != tc.wantMessage {
 				t.Errorf("conditions %+v, want RolloutFailed %q", conds, tc.wantMessage)
 			}
@@ -163,3 +122,51 @@ func TestCarryOutDaemonSet(t *testing.T) {
 }
 
 func runtimeRaw(data []byte) runtime.RawExtension { return runtime.RawExtension{Raw: data} }
+
+// A DaemonSet on one node (or with maxUnavailable 100%) has replaced its old pod
+// before the new one fails: judged until its revision is marked complete.
+func TestPlanFailureUntilComplete(t *testing.T) {
+	now := time.Now()
+	crash := daemonPod("a", "new", false)
+	crash.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	for _, tc := range []struct {
+		name     string
+		complete bool
+		pods     []*corev1.Pod
+		st       appsv1.DaemonSetStatus
+		wantAct  failure.Action
+		wantMark bool
+	}{
+		{name: "one node, the old pod gone, the new one crash-looping: rolled back",
+			pods: []*corev1.Pod{crash}, st: appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, UpdatedNumberScheduled: 1}, wantAct: failure.Rollback},
+		{name: "one node, the old pod terminating, the new one crash-looping: rolled back",
+			pods: []*corev1.Pod{terminating(daemonPod("a", "old", true)), crash}, st: appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, UpdatedNumberScheduled: 1}, wantAct: failure.Rollback},
+		{name: "the revision completed once, its pod crash-looping later: left alone",
+			complete: true, pods: []*corev1.Pod{crash}, st: appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, UpdatedNumberScheduled: 1}, wantAct: failure.None},
+		{name: "three nodes, all new pods available and Ready an hour: marked complete",
+			pods: []*corev1.Pod{daemonPod("a", "new", true), daemonPod("b", "new", true), daemonPod("c", "new", true)},
+			st:   appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberAvailable: 3, NumberReady: 3}, wantAct: failure.None, wantMark: true},
+		{name: "an old pod left: not done, not marked",
+			pods: []*corev1.Pod{daemonPod("a", "new", true), daemonPod("b", "old", true)},
+			st:   appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, UpdatedNumberScheduled: 1, NumberAvailable: 2, NumberReady: 2}, wantAct: failure.None},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := newDaemonSet("1", "0")
+			ds.Annotations[failure.OnFailureAnnotation] = "Rollback"
+			newRev := dsRevision(t, ds, "new", 2, "fluentd:v2")
+			if tc.complete {
+				newRev.Annotations = map[string]string{failure.CompleteAnnotation: "true"}
+			}
+			revs := rollbackRevisions(ds, []*appsv1.ControllerRevision{dsRevision(t, ds, "old", 1, "img:old"), newRev}, "new")
+			plan := planFailure(ds, tc.pods, revs, "new", tc.st, false, now)
+			if plan.Act != tc.wantAct || plan.MarkComplete != tc.wantMark {
+				t.Errorf("act %s, mark complete %v; want %s, %v", plan.Act, plan.MarkComplete, tc.wantAct, tc.wantMark)
+			}
+		})
+	}
+}
+
+func terminating(p *corev1.Pod) *corev1.Pod {
+	p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	return p
+}

@@ -13,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -29,6 +32,9 @@ func TestPlanStagingDaemonSet(t *testing.T) {
 		pods []string
 		// restore: the template's revision is older than the one whose pods run (an undo).
 		restore bool
+		// sameSecond: the restored revision was made in the same second as the one it
+		// replaces, so creation times do not tell; its record does.
+		sameSecond bool
 		// want: the held nodes, the write's step record ("-": no write) and the phase.
 		want string
 	}{
@@ -43,6 +49,9 @@ func TestPlanStagingDaemonSet(t *testing.T) {
 			want: "held [n0 n1 n2] write 0/3 phase Progressing"},
 		{name: "an undo to an older revision is not staged: nothing held",
 			annotations: map[string]string{staging.PartitionAnnotation: "3"}, pods: []string{"new", "new", "new", "old", "old"}, restore: true,
+			want: "held [] write - phase "},
+		{name: "an undo within the second the bad revision was made: its revision-history tells it, nothing held",
+			annotations: map[string]string{staging.PartitionAnnotation: "3"}, pods: []string{"new", "new", "new", "old", "old"}, restore: true, sameSecond: true,
 			want: "held [] write - phase "},
 		{name: "a bad partition: nothing held, staging off",
 			annotations: map[string]string{staging.PartitionAnnotation: "-1"}, pods: []string{"old", "old", "old", "old", "old"},
@@ -68,6 +77,10 @@ func TestPlanStagingDaemonSet(t *testing.T) {
 				newest.Labels[RevisionLabel] = "new"
 				owned = []*appsv1.ControllerRevision{newest, {ObjectMeta: metav1.ObjectMeta{Name: "logs-bad",
 					CreationTimestamp: at(-time.Minute), Labels: map[string]string{RevisionLabel: "old"}}}}
+			}
+			if tc.sameSecond {
+				newest.CreationTimestamp = at(-time.Minute)
+				newest.Annotations = map[string]string{history.ControllerRevisionHistoryAnnotation: "1"}
 			}
 			plan := planStaging(ds, nodes, fits, byNode, "new", newest, owned, now)
 			var held []string
@@ -109,16 +122,16 @@ func TestAbortDaemonSet(t *testing.T) {
 			ds := newDaemonSet("1", "0")
 			ds.Annotations[staging.AbortAnnotation] = tc.abort
 			revs := rollbackRevisions(ds, []*appsv1.ControllerRevision{dsRevision(t, ds, "old", 1, "img:old"), dsRevision(t, ds, "new", 2, "fluentd:v2")}, "new")
-			w := &fakeDSWriter{}
+			w := &controllertest.SetWriter[*appsv1.DaemonSet]{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{dsWriter: w, recorder: rec}
 			if handled, err := c.abort(context.Background(), ds, tc.pods, revs, "new", now); !handled || err != nil {
 				t.Fatalf("handled %v, err %v", handled, err)
 			}
-			if len(w.updates) != 1 {
-				t.Fatalf("%d updates, want 1", len(w.updates))
+			if want := 1 + len(w.Statuses); len(w.Updates) != want { // a rollback's report's record removed after it
+				t.Fatalf("%d updates, want %d", len(w.Updates), want)
 			}
-			got := w.updates[0]
+			got := w.Updates[0]
 			if _, ok := got.Annotations[staging.AbortAnnotation]; ok || got.Spec.Template.Spec.Containers[0].Image != tc.wantImage {
 				t.Errorf("image %s, annotations %v; want %s without the request", got.Spec.Template.Spec.Containers[0].Image, got.Annotations, tc.wantImage)
 			}
@@ -126,10 +139,24 @@ func TestAbortDaemonSet(t *testing.T) {
 				t.Errorf("event %q, want %q", ev, tc.wantEvent)
 			}
 			if tc.wantImage == "img:old" {
-				if c := w.statuses[0].Status.Conditions; len(c) != 1 || c[0].Reason != "Aborted" {
+				if c := w.Statuses[0].Status.Conditions; len(c) != 1 || c[0].Reason != "Aborted" {
 					t.Errorf("conditions %+v, want RolloutFailed Aborted", c)
 				}
 			}
 		})
+	}
+}
+
+func TestDeletedForgetsTheStagedEventsReported(t *testing.T) {
+	ds := newDaemonSet("1", "0")
+	rec := record.NewFakeRecorder(10)
+	c := &Controller{recorder: rec, expectations: controller.NewExpectations(time.Now)}
+	news := controller.PlanStaged("", staging.Decision{Phase: staging.Progressing, Message: "step 0/2: rolling out to 50% (0 of 4 updated)"}, nil, time.Now())
+	c.stagedReports.Report(rec, ds, ds.UID, news)
+	c.stagedReports.Report(rec, ds, ds.UID, news) // remembered: not again
+	c.deleted(ds)
+	c.stagedReports.Report(rec, ds, ds.UID, news) // a DaemonSet of that UID again: nothing remembered of it
+	if n := len(controllertest.Drain(rec)); n != 2 {
+		t.Errorf("%d RolloutStep events, want 2: the deletion must forget the first", n)
 	}
 }

@@ -122,14 +122,7 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 	if _, err := dInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: func(obj any) {
-			if d, ok := controller.Deleted[*appsv1.Deployment](obj); ok {
-				c.announced.Delete(d.UID)
-				c.statusHolds.Delete(d.UID)
-				c.resizePasses.Delete(d.UID)
-			}
-			c.enqueue(obj)
-		},
+		DeleteFunc: c.deleteDeployment,
 	}); err != nil {
 		return nil, err
 	}
@@ -152,6 +145,19 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 }
 
 func (c *Controller) enqueue(obj any) { c.queue.Enqueue(obj) }
+
+// deleteDeployment forgets what the controller remembers per Deployment of one that is
+// gone (the problems it announced, its status holds and resize passes), and syncs its
+// key.
+func (c *Controller) deleteDeployment(obj any) {
+	if d, ok := controller.Deleted[*appsv1.Deployment](obj); ok {
+		c.announced.Delete(d.UID)
+		c.announced.Delete(stagingProblemKey(d))
+		c.statusHolds.Delete(d.UID)
+		c.resizePasses.Delete(d.UID)
+	}
+	c.enqueue(obj)
+}
 
 // seenPods counts the active pods of rs in the pod cache.
 func (c *Controller) seenPods(rs *appsv1.ReplicaSet) int32 {

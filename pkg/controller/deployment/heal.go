@@ -37,7 +37,7 @@ import (
 //     revision. A paused Deployment is not judged; one its user resumed on that same
 //     revision is not paused again.
 //   - Complete: a watched Deployment whose rollout completed, and whose new pods have
-//     all stayed Ready settleTime since, marks its new ReplicaSet kroll.dev/complete
+//     all stayed Ready failure.SettleTime since, marks its new ReplicaSet kroll.dev/complete
 //     (unwatched ones make no such write). Until then it is judged still.
 
 // healPlan is what to do about a Deployment's failure policy in one pass.
@@ -57,35 +57,6 @@ type healPlan struct {
 	// settling); zero for no such moment.
 	recheck time.Time
 }
-
-// readyUntil is when every pod of pods will have been Ready for d: the latest Ready
-// transition plus d; ok is false while a pod is not Ready.
-func readyUntil(pods []*corev1.Pod, d time.Duration) (until time.Time, ok bool) {
-	var last time.Time
-	for _, pod := range pods {
-		ready := false
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				ready = true
-				if c.LastTransitionTime.After(last) {
-					last = c.LastTransitionTime.Time
-				}
-			}
-		}
-		if !ready {
-			return time.Time{}, false
-		}
-	}
-	return last.Add(d), true
-}
-
-// settleTime is how long every new pod must have been Ready, the rollout complete,
-// before its revision counts as complete. A container that crashes without a
-// readiness probe is Ready for the moments it runs: a 4-pod rollout of a crash-looping
-// image with maxSurge 1 shows 4 updated, 4 available for an instant about 4s in (each
-// pod up 1s before its first crash), and would be marked complete, never to be judged
-// again. Ten seconds covers a crash loop's first back-off (10s on a kubelet) too.
-const settleTime = 10 * time.Second
 
 // healView is what planHeal decides from.
 type healView struct {
@@ -143,7 +114,7 @@ func planHeal(v healView) healPlan {
 		// Complete for d's generation (the new ReplicaSet's pods alone, all available):
 		// mark it once its pods settled, else look again when they will have.
 		// (A pod not Ready wakes d when it changes.)
-		if settled, ok := readyUntil(v.newPods, settleTime); ok {
+		if settled, ok := failure.SettledAt(v.newPods, failure.SettleTime); ok {
 			if !settled.After(v.now) {
 				return healPlan{markComplete: true}
 			}
@@ -240,8 +211,8 @@ func (c *Controller) rollBackOnFailure(ctx context.Context, d *appsv1.Deployment
 
 // rollBack is the rollback's writes: to marked complete, then one Update giving d its
 // template with kroll.dev/rolled-back-from (and no kroll.dev/abort: an abort's request
-// goes in the same write); then the RolledBack event, the metric and the RolloutFailed
-// condition with reason and msg.
+// goes in the same write) and the report's record; then the RolloutFailed condition
+// with reason and msg, the RolledBack event and the metric (see report.go).
 func (c *Controller) rollBack(ctx context.Context, d *appsv1.Deployment, to *appsv1.ReplicaSet, from, reason, msg string) error {
 	if !isComplete(to) {
 		marked := to.DeepCopy()
@@ -259,12 +230,7 @@ func (c *Controller) rollBack(ctx context.Context, d *appsv1.Deployment, to *app
 	history.SetAnnotationsFrom(next, to)
 	next.Annotations[failure.RolledBackFromAnnotation] = from
 	delete(next.Annotations, staging.AbortAnnotation)
-	updated, err := c.writes.updateDeployment(ctx, next)
-	if err != nil {
-		return err
-	}
-	controller.ReportFailureAction(c.recorder, updated, "Deployment", failure.Rollback, msg)
-	return c.recordFailure(ctx, updated, reason, msg)
+	return c.actAndReport(ctx, next, failure.Report{Action: failure.Rollback, Reason: reason, Message: msg})
 }
 
 // abortRollout carries out kroll.dev/abort (`kroll rollout abort`): when it names the
@@ -331,7 +297,7 @@ func abortTarget(p *pass) *appsv1.ReplicaSet {
 }
 
 // pauseOnFailure pauses d with the record of the bad revision in the same Update; then
-// the RolloutFailed condition, the RolloutPaused event and the metric.
+// the RolloutFailed condition, the RolloutPaused event and the metric (see report.go).
 func (c *Controller) pauseOnFailure(ctx context.Context, d *appsv1.Deployment, plan healPlan) error {
 	next := d.DeepCopy()
 	next.Spec.Paused = true
@@ -339,23 +305,7 @@ func (c *Controller) pauseOnFailure(ctx context.Context, d *appsv1.Deployment, p
 		next.Annotations = map[string]string{}
 	}
 	next.Annotations[failure.PausedOnFailureAnnotation] = plan.from
-	updated, err := c.writes.updateDeployment(ctx, next)
-	if err != nil {
-		return err
-	}
-	msg := plan.verdict.Message(failure.PausedOutcome(plan.from))
-	controller.ReportFailureAction(c.recorder, updated, "Deployment", failure.Pause, msg)
-	return c.recordFailure(ctx, updated, plan.verdict.Reason, msg)
-}
-
-// recordFailure sets the RolloutFailed condition on d's status (a new message replaces
-// an older one).
-func (c *Controller) recordFailure(ctx context.Context, d *appsv1.Deployment, reason, msg string) error {
-	next := d.DeepCopy()
-	removeCondition(&next.Status, failure.ConditionRolloutFailed)
-	setCondition(&next.Status, newCondition(failure.ConditionRolloutFailed, corev1.ConditionTrue, reason, msg, c.now()))
-	_, err := c.writes.updateStatus(ctx, next)
-	return err
+	return c.actAndReport(ctx, next, failure.FailedReport(failure.Pause, plan.verdict, failure.PausedOutcome(plan.from)))
 }
 
 // announcePolicyProblem records a Warning event for an invalid policy whose message

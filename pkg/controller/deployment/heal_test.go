@@ -1,6 +1,8 @@
 package deployment
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -200,9 +202,7 @@ func TestSync_rollbackOnFailure(t *testing.T) {
 	f.c.writes = w
 	before := testutil.ToFloat64(metrics.RolledBack.WithLabelValues("Deployment"))
 	f.sync()
-	if got := strings.Join(w.writes, ", "); got != "update deployment web, update status web" {
-		t.Fatalf("writes: %s; want the Deployment, then its status", got)
-	}
+	checkReported(t, w)
 	got := w.updated[0]
 	if img := got.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.16.1" || got.Annotations[failure.RolledBackFromAnnotation] != "3" ||
 		got.Annotations[failure.OnFailureAnnotation] != "Rollback" || got.Annotations[history.ChangeCauseAnnotation] != "good" {
@@ -225,7 +225,7 @@ func TestSync_rollbackOnFailure(t *testing.T) {
 
 	// The next pass: the template is revision 2's, whose ReplicaSet comes back as
 	// revision 4 and is never judged; the condition stays.
-	d = got.DeepCopy()
+	d = w.updated[1].DeepCopy()
 	d.Status = w.statuses[0].Status
 	f = newFixture(t, d, r1, r2, bad, crashing(bad, "web-bad-1"))
 	w = &fakeWriter{}
@@ -250,9 +250,7 @@ func TestSync_pauseOnFailure(t *testing.T) {
 	f.c.writes = w
 	before := testutil.ToFloat64(metrics.PausedOnFailure.WithLabelValues("Deployment"))
 	f.sync()
-	if got := strings.Join(w.writes, ", "); got != "update deployment web, update status web" {
-		t.Fatalf("writes: %s; want the Deployment, then its status", got)
-	}
+	checkReported(t, w)
 	got := w.updated[0]
 	if !got.Spec.Paused || got.Annotations[failure.PausedOnFailureAnnotation] != "3" || got.Spec.Template.Spec.Containers[0].Image != "nginx:bad" {
 		t.Errorf("paused %v, annotations %v, image %s: want paused on 3, the template as it was", got.Spec.Paused, got.Annotations, got.Spec.Template.Spec.Containers[0].Image)
@@ -265,6 +263,7 @@ func TestSync_pauseOnFailure(t *testing.T) {
 	}
 
 	// Resumed by its user: the rollout goes on, not paused again for revision 3.
+	got = w.updated[1]
 	got.Spec.Paused = false
 	f = newFixture(t, got, r1, r2, bad, crashing(bad, "web-bad-1"))
 	w = &fakeWriter{}
@@ -387,7 +386,7 @@ func TestSync_rollbackMarksAnUnmarkedTargetFirst(t *testing.T) {
 	w := &fakeWriter{}
 	f.c.writes = w
 	f.sync()
-	if got, want := strings.Join(w.writes, ", "), "update replicaset "+r2.Name+", update deployment web, update status web"; got != want {
+	if got, want := strings.Join(w.writes, ", "), "update replicaset "+r2.Name+", update deployment web, update status web, update deployment web"; got != want {
 		t.Fatalf("writes: %s; want %s", got, want)
 	}
 	if w.replicaSets[0].Annotations[failure.CompleteAnnotation] != "true" {
@@ -431,11 +430,73 @@ func TestPlanHeal_settlingIsRecheckedOnTime(t *testing.T) {
 	p := podOf(bad, "bad-1")
 	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-2 * time.Second))
 	plan := planHeal(healView{policy: failure.PolicyOf(d.Annotations), p: newPass(d, []*appsv1.ReplicaSet{r2, bad}), newPods: []*corev1.Pod{p}, now: now})
-	if want := p.Status.Conditions[0].LastTransitionTime.Add(settleTime); plan.markComplete || !plan.recheck.Equal(want) {
+	if want := p.Status.Conditions[0].LastTransitionTime.Add(failure.SettleTime); plan.markComplete || !plan.recheck.Equal(want) {
 		t.Errorf("plan %+v; want no mark yet and a recheck at %v", plan, want)
 	}
 	plan = planHeal(healView{policy: failure.PolicyOf(d.Annotations), p: newPass(d, []*appsv1.ReplicaSet{r2, bad}), newPods: []*corev1.Pod{p}, now: now.Add(8 * time.Second)})
 	if !plan.markComplete {
 		t.Errorf("10s after the last pod became Ready: plan %+v, want it marked complete", plan)
+	}
+}
+
+// checkReported fails t unless w's writes are a failure's action and its report: the
+// Update with the report's record, the status, the Update that removes the record.
+func checkReported(t *testing.T, w *fakeWriter) {
+	t.Helper()
+	if got := strings.Join(w.writes, ", "); got != "update deployment web, update status web, update deployment web" {
+		t.Fatalf("writes: %s; want the Deployment, its status, the report's record removed", got)
+	}
+	if _, ok := w.updated[0].Annotations[failure.RolloutFailedAnnotation]; !ok {
+		t.Errorf("the action's Update carries no %s", failure.RolloutFailedAnnotation)
+	}
+	if _, ok := w.updated[1].Annotations[failure.RolloutFailedAnnotation]; ok {
+		t.Errorf("%s is still there after the report", failure.RolloutFailedAnnotation)
+	}
+}
+
+// A controller stopped between the rollback's Update and its status write: the next
+// pass finds the report's record and makes the report (condition, event, metric,
+// once), and does not roll back again.
+func TestSync_rollbackReportLostWithTheProcessIsMadeNext(t *testing.T) {
+	d, r1, r2, bad := failingRollout("Rollback")
+	f := newFixture(t, d, r1, r2, bad, crashing(bad, "web-bad-1"))
+	w := &fakeWriter{stopStatus: true}
+	f.c.writes = w
+	before := testutil.ToFloat64(metrics.RolledBack.WithLabelValues("Deployment"))
+	if err := f.c.sync(context.Background(), "default/web"); !errors.Is(err, errStopped) {
+		t.Fatalf("sync: %v, want the stop", err)
+	}
+	if got := strings.Join(w.writes, ", "); got != "update deployment web" {
+		t.Fatalf("writes: %s; want the rollback's Update alone before the stop", got)
+	}
+	if ev := f.events(); ev != "" {
+		t.Errorf("events before the status write: %q", ev)
+	}
+
+	d = w.updated[0].DeepCopy() // as stored: rolled back, with the record; the status as before
+	f = newFixture(t, d, r1, r2, bad, crashing(bad, "web-bad-1"))
+	w = &fakeWriter{}
+	f.c.writes = w
+	f.sync()
+	// The restored ReplicaSet becomes revision 4 as on any pass after a rollback; then
+	// the report, and the record removed.
+	if got, want := strings.Join(w.writes, ", "), "update replicaset "+r2.Name+", update status web, update deployment web"; got != want {
+		t.Fatalf("writes of the next pass: %s; want %s", got, want)
+	}
+	want := "1 of 1 new pods failed, threshold 1 (web-bad-1: CrashLoopBackOff); rolled back from revision 3 to 2"
+	if cond := rollout.Condition(&w.statuses[0].Status, failure.ConditionRolloutFailed); cond == nil || cond.Reason != failure.ReasonPodsFailing || cond.Message != want {
+		t.Errorf("RolloutFailed condition %+v, want PodsFailing %q", cond, want)
+	}
+	if ev := f.events(); ev != "Warning RolledBack "+want {
+		t.Errorf("events %q, want the RolledBack event", ev)
+	}
+	if n := testutil.ToFloat64(metrics.RolledBack.WithLabelValues("Deployment")) - before; n != 1 {
+		t.Errorf("kroll_rollouts_rolled_back_total{kind=Deployment} went up by %v, want 1", n)
+	}
+	if _, ok := w.updated[0].Annotations[failure.RolloutFailedAnnotation]; ok {
+		t.Errorf("%s still there after the report", failure.RolloutFailedAnnotation)
+	}
+	if img := w.updated[0].Spec.Template.Spec.Containers[0].Image; img != "nginx:1.16.1" {
+		t.Errorf("image %s after the report, want the rollback's nginx:1.16.1 kept", img)
 	}
 }

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -124,9 +125,13 @@ type fakeWriter struct {
 	// (metadata and spec), Deployments' status, ReplicaSets updated.
 	updated, statuses []*appsv1.Deployment
 	replicaSets       []*appsv1.ReplicaSet
+	// stopStatus makes the first status write fail (the controller stopped there).
+	stopStatus bool
 }
 
 var _ writer = &fakeWriter{}
+
+var errStopped = errors.New("stopped at this write")
 
 func (f *fakeWriter) updateDeployment(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	f.writes = append(f.writes, "update deployment "+d.Name)
@@ -134,6 +139,10 @@ func (f *fakeWriter) updateDeployment(_ context.Context, d *appsv1.Deployment) (
 	return d, nil
 }
 func (f *fakeWriter) updateStatus(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	if f.stopStatus {
+		f.stopStatus = false
+		return nil, errStopped
+	}
 	f.writes = append(f.writes, "update status "+d.Name)
 	f.statuses = append(f.statuses, d.DeepCopy())
 	return d, nil

@@ -95,7 +95,7 @@ func (c *Controller) stage(ctx context.Context, p *pass) (acted bool, err error)
 // announcePolicyProblem does (the Staged condition shows the message once written).
 func (c *Controller) announceStagingProblem(d *appsv1.Deployment, s staging.Settings) {
 	problem, reason := stagingProblem(d, s)
-	key := string(d.UID) + "/staging"
+	key := stagingProblemKey(d)
 	if problem == "" {
 		c.announced.Delete(key)
 		return
@@ -109,6 +109,10 @@ func (c *Controller) announceStagingProblem(d *appsv1.Deployment, s staging.Sett
 	}
 	c.recorder.Event(d, corev1.EventTypeWarning, reason, problem)
 }
+
+// stagingProblemKey is where c.announced keeps the staging problem announced for d
+// (its failure-policy problem is under its UID).
+func stagingProblemKey(d *appsv1.Deployment) string { return string(d.UID) + "/staging" }
 
 // stagingProblem is the one line to report about d's staging annotations and the
 // event reason for it; empty when there is none.

@@ -206,3 +206,16 @@ func TestSync_movingOnFromAnHourLongHoldDoesNotTimeOut(t *testing.T) {
 		t.Errorf("Progressing %+v, want True/ReplicaSetUpdated updated now", p)
 	}
 }
+
+func TestDeleteDeployment_forgetsTheProblemsItAnnounced(t *testing.T) {
+	d, old := staged(map[string]string{staging.PartitionAnnotation: "-1", failure.OnFailureAnnotation: "Sometimes"})
+	f := newFixture(t, d, old)
+	f.c.announceStagingProblem(d, staging.SettingsOf(d.Annotations))
+	f.c.announcePolicyProblem(d, failure.PolicyOf(d.Annotations))
+	f.c.deleteDeployment(d)
+	for _, key := range []any{d.UID, stagingProblemKey(d)} {
+		if v, ok := f.c.announced.Load(key); ok {
+			t.Errorf("announced[%v] = %v after the Deployment's deletion, want no entry", key, v)
+		}
+	}
+}

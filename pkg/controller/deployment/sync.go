@@ -86,8 +86,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	policy := failure.PolicyOf(d.Annotations)
 	c.announcePolicyProblem(d, policy)
-	// A request to abort goes back before anything else moves; then the staged
+	// The report of a failure's action a stopped controller did not make is made
+	// first; a request to abort goes back before anything else moves; then the staged
 	// rollout's step record is written, alone, before the pass acts on it.
+	if acted, err := c.recoverReport(ctx, d); err != nil || acted {
+		return err
+	}
 	if acted, err := c.abortRollout(ctx, p); err != nil || acted {
 		return err
 	}

@@ -41,7 +41,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	now       func() time.Time
 	pods      controller.PodControl
-	setWriter setWriter
+	setWriter controller.SetWriter[*appsv1.StatefulSet]
 	claims    *claimKeeper
 	sets      appslisters.StatefulSetLister
 	revisions appslisters.ControllerRevisionLister
@@ -67,7 +67,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 	c := &Controller{
 		client: client, recorder: recorder, now: time.Now,
 		pods:      controller.NewPodControl(client, recorder, controller.StatefulSetEvents),
-		setWriter: clientSetWriter{client},
+		setWriter: controller.StatefulSetWriter{Client: client},
 		claims:    newClaimKeeper(client, claims.Lister(), recorder),
 		sets:      sets.Lister(),
 		revisions: revisions.Lister(),
@@ -93,7 +93,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 		{sets.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.queue.Enqueue,
 			UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
-			DeleteFunc: c.queue.Enqueue,
+			DeleteFunc: c.deleted,
 		}},
 		{pods.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.podChanged,
@@ -201,6 +201,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	heal := planFailure(set, pods, current, controller.StagedHolds(stage.decision), now)
 	controller.ReportInvalidFailurePolicy(c.recorder, set, heal.PolicyEvent)
 	if set.DeletionTimestamp == nil {
+		if handled, err := controller.StatefulSetFailure.Recover(ctx, c.setWriter, c.recorder, set, now); handled {
+			return err
+		}
 		if handled, err := c.abort(ctx, set, pods, current, now); handled {
 			return err
 		}
@@ -245,6 +248,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.truncateHistory(ctx, set, pods, revs, current, status); err != nil {
 		klog.FromContext(ctx).V(2).Info("Could not truncate history", "statefulSet", klog.KObj(set), "err", err)
 	}
+	if heal.MarkComplete && set.DeletionTimestamp == nil {
+		// The update revision completed once: never judged again (see failure.PlanSet).
+		if err := controller.MarkComplete(ctx, c.client.AppsV1().ControllerRevisions(ns), current.update); err != nil && updateErr == nil {
+			updateErr = err
+		}
+	}
 	if updateErr == nil && set.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
 		c.queue.EnqueueAfter(set, time.Duration(set.Spec.MinReadySeconds)*time.Second)
 	}
@@ -288,4 +297,13 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 		live[p.Labels[RevisionLabel]] = true
 	}
 	return controller.DeleteStaleRevisions(ctx, c.client, revs, live, set.Spec.RevisionHistoryLimit)
+}
+
+// deleted forgets the staged-rollout events reported of a StatefulSet that is gone,
+// and syncs its key (the sync finds it gone).
+func (c *Controller) deleted(obj any) {
+	if set, ok := controller.Deleted[*appsv1.StatefulSet](obj); ok {
+		c.stagedReports.Forget(set.UID)
+	}
+	c.queue.Enqueue(obj)
 }

@@ -8,11 +8,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
@@ -30,36 +29,12 @@ import (
 //	          pausePartition), with kroll.dev/partition-before-pause and
 //	          kroll.dev/paused-on-failure: "<update revision's number>".
 //
-// Then the status gets RolloutFailed, and a Warning event and the metric report it.
-
-// setWriter writes a StatefulSet itself, not only its status: kroll's failure policy
-// changes its template or partition.
-type setWriter interface {
-	Update(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error)
-	UpdateStatus(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error)
-}
-
-type clientSetWriter struct{ client kubernetes.Interface }
-
-func (w clientSetWriter) Update(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	return w.client.AppsV1().StatefulSets(set.Namespace).Update(ctx, set, metav1.UpdateOptions{})
-}
-
-func (w clientSetWriter) UpdateStatus(ctx context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	return w.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{})
-}
-
-var _ setWriter = clientSetWriter{}
+// The same Update carries the report to make, kroll.dev/rollout-failed; then the
+// status gets RolloutFailed, and a Warning event and the metric report it (see
+// controller.SetFailure: a report lost with the process is made on the next pass).
 
 // failureConditions is how the failure policy reads and writes a StatefulSet's conditions.
-var failureConditions = failure.Conditions[appsv1.StatefulSetCondition]{
-	View: func(c appsv1.StatefulSetCondition) failure.Condition {
-		return failure.Condition{Type: string(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-	Make: func(c failure.Condition) appsv1.StatefulSetCondition {
-		return appsv1.StatefulSetCondition{Type: appsv1.StatefulSetConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-	},
-}
+var failureConditions = controller.StatefulSetFailure.Conditions
 
 // planFailure is the failure policy's plan for set in this sync, from what the cache
 // shows: its pods and revisions; held tells a staged rollout held at a step's pause (no
@@ -77,11 +52,16 @@ func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, he
 		Desired:      int32(replicasOf(set)),
 		Progressed: counted.UpdatedReplicas > old.UpdatedReplicas || counted.ReadyReplicas > old.ReadyReplicas ||
 			counted.AvailableReplicas > old.AvailableReplicas,
-		Target:     revs.current.Revision,
+		Complete:   failure.IsComplete(revs.update.Annotations),
 		Held:       held,
 		Subject:    fmt.Sprintf("StatefulSet %q", set.Name),
 		Conditions: failureConditions.All(set.Status.Conditions),
 	}
+	if t := rollbackTarget(set, revs); t != nil {
+		v.Target = t.Revision
+	}
+	// Done: the update revision is the current one, every pod on it and available.
+	v.Done = !v.InProgress && v.Desired > 0 && counted.Replicas == v.Desired && counted.UpdatedReplicas >= v.Desired && counted.AvailableReplicas >= v.Desired
 	for _, p := range pods {
 		if p.Labels[RevisionLabel] == revs.update.Name {
 			v.NewPods = append(v.NewPods, p)
@@ -90,17 +70,47 @@ func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, he
 	return failure.PlanSet(v, now)
 }
 
+// rollbackTarget is the revision a rollback of set returns to: the current revision
+// while the rollout runs; once the update revision became current (a rollout done but
+// not yet complete: its pods not settled), the highest-numbered other revision, but
+// never the one kroll rolled back from before. Nil without one.
+func rollbackTarget(set *appsv1.StatefulSet, revs revisions) *appsv1.ControllerRevision {
+	if revs.current.Name != revs.update.Name {
+		return revs.current
+	}
+	failed := set.Annotations[failure.RolledBackFromAnnotation]
+	var out *appsv1.ControllerRevision
+	for _, r := range revs.all {
+		if r.Name == revs.update.Name || strconv.FormatInt(r.Revision, 10) == failed {
+			continue
+		}
+		if out == nil || r.Revision > out.Revision {
+			out = r
+		}
+	}
+	return out
+}
+
 // actOnFailure is set as plan's action leaves it (a copy), and the outcome to report.
-func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, act failure.Action) (*appsv1.StatefulSet, string) {
+// A rollback needs a target (rollbackTarget): the plan pauses without one.
+func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, act failure.Action) (*appsv1.StatefulSet, string, error) {
 	next := set.DeepCopy()
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
 	}
 	bad := strconv.FormatInt(revs.update.Revision, 10)
 	if act == failure.Rollback {
-		next.Spec.Template = *revs.currentSet.Spec.Template.DeepCopy()
+		to, template := rollbackTarget(set, revs), &revs.currentSet.Spec.Template
+		if to.Name != revs.current.Name {
+			restored, err := history.ApplyRevision(set, to)
+			if err != nil {
+				return nil, "", err
+			}
+			template = &restored.Spec.Template
+		}
+		next.Spec.Template = *template.DeepCopy()
 		next.Annotations[failure.RolledBackFromAnnotation] = bad
-		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(revs.current.Revision, 10))
+		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(to.Revision, 10)), nil
 	}
 	next.Annotations[failure.PausedOnFailureAnnotation] = bad
 	if next.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
@@ -114,7 +124,7 @@ func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, a
 			next.Annotations[failure.PartitionBeforePauseAnnotation] = strconv.Itoa(int(before))
 		}
 	}
-	return next, failure.PausedOutcome(bad)
+	return next, failure.PausedOutcome(bad), nil
 }
 
 // pausePartition is the partition that holds set's pods where they are: one above the
@@ -143,21 +153,15 @@ func pausePartition(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions)
 	return p
 }
 
-// carryOut makes the one Update of set that acts on plan, then writes its status with
-// the RolloutFailed condition, and reports the action. A conflict means the cache was
-// stale: the sync is retried, and decides afresh.
+// carryOut makes the one Update of set that acts on plan, then reports it (see
+// controller.SetFailure.Act). A conflict means the cache was stale: the sync is
+// retried, and decides afresh.
 func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, plan failure.SetPlan, now time.Time) error {
-	next, outcome := actOnFailure(set, pods, revs, plan.Act)
-	updated, err := c.setWriter.Update(ctx, next)
+	next, outcome, err := actOnFailure(set, pods, revs, plan.Act)
 	if err != nil {
 		return err
 	}
-	message := plan.Verdict.Message(outcome)
-	controller.ReportFailureAction(c.recorder, updated, "StatefulSet", plan.Act, message)
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithRolloutFailed(plan.Conditions, plan.Verdict, outcome, now))
-	_, err = c.setWriter.UpdateStatus(ctx, updated)
-	return err
+	return controller.StatefulSetFailure.Act(ctx, c.setWriter, c.recorder, next, failure.FailedReport(plan.Act, plan.Verdict, outcome), plan.Conditions, now)
 }
 
 // abort carries out kroll.dev/abort (see pkg/staging): when it names the update
@@ -175,21 +179,15 @@ func (c *Controller) abort(ctx context.Context, set *appsv1.StatefulSet, pods []
 	if !act && ignored == "" {
 		return false, nil
 	}
-	next, outcome := set.DeepCopy(), ""
+	next, r := set.DeepCopy(), failure.Report{}
 	if act {
-		next, outcome = actOnFailure(set, pods, revs, failure.Rollback)
+		var outcome string
+		var err error
+		if next, outcome, err = actOnFailure(set, pods, revs, failure.Rollback); err != nil {
+			return true, err
+		}
+		r = failure.AbortedReport(outcome)
 	}
 	delete(next.Annotations, staging.AbortAnnotation)
-	updated, err := c.setWriter.Update(ctx, next)
-	if err != nil {
-		return true, err
-	}
-	controller.ReportAbort(c.recorder, updated, "StatefulSet", ignored, outcome)
-	if !act {
-		return true, nil
-	}
-	updated = updated.DeepCopy()
-	updated.Status.Conditions = failureConditions.Merge(updated.Status.Conditions, failure.WithAborted(failureConditions.All(updated.Status.Conditions), outcome, now))
-	_, err = c.setWriter.UpdateStatus(ctx, updated)
-	return true, err
+	return true, controller.StatefulSetFailure.Answer(ctx, c.setWriter, c.recorder, next, ignored, r, now)
 }

@@ -10,23 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 )
-
-// fakeSetWriter records the set's writes and returns what it was given.
-type fakeSetWriter struct{ updates, statuses []*appsv1.StatefulSet }
-
-var _ setWriter = &fakeSetWriter{}
-
-func (f *fakeSetWriter) Update(_ context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	f.updates = append(f.updates, set)
-	return set, nil
-}
-
-func (f *fakeSetWriter) UpdateStatus(_ context.Context, set *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-	f.statuses = append(f.statuses, set)
-	return set, nil
-}
 
 // healSet is a 4-replica RollingUpdate set at partition p, rolling out from revision 1
 // (web-1, image app:1) to revision 2 (web-2, image app:crash), with the policy given.
@@ -106,16 +93,14 @@ func TestCarryOut(t *testing.T) {
 			set, revs := healSet(0, tc.annotations)
 			pods := []*corev1.Pod{setPod(set, 0, "web-1", true), setPod(set, 1, "web-1", true), setPod(set, 2, "web-1", true), crashing(setPod(set, 3, "web-2", false))}
 			plan := planFailure(set, pods, revs, false, now)
-			w := &fakeSetWriter{}
+			w := &controllertest.SetWriter[*appsv1.StatefulSet]{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{setWriter: w, recorder: rec}
 			if err := c.carryOut(context.Background(), set, pods, revs, plan, now); err != nil {
 				t.Fatal(err)
 			}
-			if len(w.updates) != 1 || len(w.statuses) != 1 {
-				t.Fatalf("%d updates and %d status writes, want 1 and 1", len(w.updates), len(w.statuses))
-			}
-			got := w.updates[0]
+			controllertest.CheckActed(t, w)
+			got := w.Updates[0]
 			if img := got.Spec.Template.Spec.Containers[0].Image; img != tc.wantImage {
 				t.Errorf("image %s, want %s", img, tc.wantImage)
 			}
@@ -127,7 +112,7 @@ func TestCarryOut(t *testing.T) {
 					t.Errorf("annotation %s=%q, want %q", k, got.Annotations[k], v)
 				}
 			}
-			conds := w.statuses[0].Status.Conditions
+			conds := w.Statuses[0].Status.Conditions
 			if len(conds) != 1 || conds[0].Type != failure.ConditionRolloutFailed || conds[0].Message != tc.wantMessage {
 				t.Errorf("conditions %+v, want RolloutFailed %q", conds, tc.wantMessage)
 			}
@@ -140,4 +125,66 @@ func TestCarryOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// One replica whose crash-looping pod was Ready long enough for the update revision
+// to become current: judged until that revision is marked complete, and rolled back
+// to the revision before it.
+func TestPlanFailureUntilComplete(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name      string
+		complete  bool
+		ready     bool
+		wantAct   failure.Action
+		wantMark  bool
+		wantImage string
+	}{
+		{name: "revision 2 current, its pod crash-looping: rolled back to revision 1", wantAct: failure.Rollback, wantImage: "app:1"},
+		{name: "revision 2 completed once, its pod crash-looping later: left alone", complete: true, wantAct: failure.None},
+		{name: "revision 2 current, its pod Ready an hour: marked complete", ready: true, wantAct: failure.None, wantMark: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, _ := healSet(0, map[string]string{failure.OnFailureAnnotation: "Rollback"})
+			one := int32(1)
+			set.Spec.Replicas = &one
+			old := set.DeepCopy()
+			old.Spec.Template.Spec.Containers[0].Image = "app:1"
+			r1, r2 := setRevision(t, old, "web-1", 1), setRevision(t, set, "web-2", 2)
+			if tc.complete {
+				r2.Annotations = map[string]string{failure.CompleteAnnotation: "true"}
+			}
+			revs := revisions{current: r2, update: r2, currentSet: set, updateSet: set, all: []*appsv1.ControllerRevision{r1, r2}}
+			pod := setPod(set, 0, "web-2", tc.ready)
+			if !tc.ready {
+				crashing(pod)
+			}
+			plan := planFailure(set, []*corev1.Pod{pod}, revs, false, now)
+			if plan.Act != tc.wantAct || plan.MarkComplete != tc.wantMark {
+				t.Fatalf("act %s, mark complete %v; want %s, %v", plan.Act, plan.MarkComplete, tc.wantAct, tc.wantMark)
+			}
+			if tc.wantImage == "" {
+				return
+			}
+			next, outcome, err := actOnFailure(set, []*corev1.Pod{pod}, revs, plan.Act)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if img := next.Spec.Template.Spec.Containers[0].Image; img != tc.wantImage || outcome != "rolled back from revision 2 to 1" {
+				t.Errorf("image %s, outcome %q; want %s, rolled back from revision 2 to 1", img, outcome, tc.wantImage)
+			}
+		})
+	}
+}
+
+// setRevision is revision n of set, named name, recording its template.
+func setRevision(t *testing.T, set *appsv1.StatefulSet, name string, n int64) *appsv1.ControllerRevision {
+	t.Helper()
+	data, err := history.TemplatePatch(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rev(name)
+	r.Revision, r.Data.Raw = n, data
+	return r
 }

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -107,17 +110,17 @@ func TestAbortStatefulSet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set, revs := healSet(3, map[string]string{staging.AbortAnnotation: tc.abort})
 			pods := []*corev1.Pod{setPod(set, 0, "web-1", true), setPod(set, 1, "web-1", true), setPod(set, 2, "web-1", true), setPod(set, 3, "web-2", true)}
-			w := &fakeSetWriter{}
+			w := &controllertest.SetWriter[*appsv1.StatefulSet]{}
 			rec := record.NewFakeRecorder(10)
 			c := &Controller{setWriter: w, recorder: rec}
 			handled, err := c.abort(context.Background(), set, pods, revs, now)
 			if err != nil || !handled {
 				t.Fatalf("handled %v, err %v", handled, err)
 			}
-			if len(w.updates) != 1 || len(w.statuses) != tc.wantStatuses {
-				t.Fatalf("%d updates and %d status writes, want 1 and %d", len(w.updates), len(w.statuses), tc.wantStatuses)
+			if len(w.Updates) != 1+tc.wantStatuses || len(w.Statuses) != tc.wantStatuses { // a rollback's report's record removed after it
+				t.Fatalf("%d updates and %d status writes, want %d and %d", len(w.Updates), len(w.Statuses), 1+tc.wantStatuses, tc.wantStatuses)
 			}
-			got := w.updates[0]
+			got := w.Updates[0]
 			if _, ok := got.Annotations[staging.AbortAnnotation]; ok {
 				t.Errorf("the request is still there")
 			}
@@ -128,7 +131,7 @@ func TestAbortStatefulSet(t *testing.T) {
 				t.Errorf("event %q, want %q", ev, tc.wantEvent)
 			}
 			if tc.wantStatuses > 0 {
-				c := w.statuses[0].Status.Conditions
+				c := w.Statuses[0].Status.Conditions
 				if len(c) != 1 || c[0].Reason+" "+c[0].Message != tc.wantConditionOrNothing {
 					t.Errorf("conditions %+v, want %s", c, tc.wantConditionOrNothing)
 				}
@@ -138,5 +141,19 @@ func TestAbortStatefulSet(t *testing.T) {
 	set, revs := healSet(0, nil)
 	if handled, _ := (&Controller{}).abort(context.Background(), set, nil, revs, now); handled {
 		t.Errorf("without a request the abort acted")
+	}
+}
+
+func TestDeletedForgetsTheStagedEventsReported(t *testing.T) {
+	set, _ := healSet(0, nil)
+	rec := record.NewFakeRecorder(10)
+	c := &Controller{recorder: rec, queue: controller.NewQueue("statefulset-test")}
+	news := controller.PlanStaged("", staging.Decision{Phase: staging.Progressing, Message: "step 0/2: rolling out to 50% (0 of 4 updated)"}, nil, time.Now())
+	c.stagedReports.Report(rec, set, set.UID, news)
+	c.stagedReports.Report(rec, set, set.UID, news) // remembered: not again
+	c.deleted(set)
+	c.stagedReports.Report(rec, set, set.UID, news) // nothing remembered of it
+	if n := len(controllertest.Drain(rec)); n != 2 {
+		t.Errorf("%d RolloutStep events, want 2: the deletion must forget the first", n)
 	}
 }

@@ -71,7 +71,7 @@ func Deployment(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1
 // update revision (both must be given; the same one when nothing rolls out). A pod
 // counts when created and not terminating: of the update revision (its
 // controller-revision-hash label) it is updated, of any other old. An update revision
-// created before the current one, or the current one itself, is a rollback. set is
+// brought back (history.RevisionBroughtBack), or the current one itself, is a rollback. set is
 // paused while kroll's failure policy holds it (kroll.dev/partition-before-pause).
 //
 // With 5 replicas, web-3 and web-4 updated (web-4 not ready yet) and web-0..2 on the
@@ -80,7 +80,7 @@ func StatefulSet(set *appsv1.StatefulSet, pods []*corev1.Pod, current, update *a
 	_, paused := set.Annotations[failure.PartitionBeforePauseAnnotation]
 	p := staging.Progress{
 		Revision: update.Name,
-		Rollback: update.Name == current.Name || update.CreationTimestamp.Before(&current.CreationTimestamp),
+		Rollback: update.Name == current.Name || history.RevisionBroughtBack(update, []*appsv1.ControllerRevision{current}),
 		Desired:  rollout.Replicas(set.Spec.Replicas),
 		Paused:   paused,
 	}
@@ -109,7 +109,7 @@ func StatefulSet(set *appsv1.StatefulSet, pods []*corev1.Pod, current, update *a
 // the pods on each node (byNode, as placement.TargetNode places them). A node running
 // a pod of the template (DaemonPodUpdated) is updated, and available when that pod
 // is; one running any other pod is old (a node in a surge has both). owned are ds's
-// revisions: newest created before another whose pods still run is a rollback. ds is
+// revisions: newest brought back among those whose pods still run is a rollback. ds is
 // paused while kroll.dev/paused is "true".
 //
 // With eligible nodes a, b, c: a running the new pod (available), b the old one and
@@ -145,11 +145,16 @@ func DaemonSet(ds *appsv1.DaemonSet, eligible []string, byNode map[string][]*cor
 			p.Old++
 		}
 	}
+	// Back to a revision that ran before (renumbered by the rollback): never staged.
+	// Its record tells (history.RevisionBroughtBack); without one, it was created
+	// before another revision whose pods still run.
+	var others []*appsv1.ControllerRevision
 	for _, r := range owned {
-		if r.Name != newest.Name && running[r.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] && newest.CreationTimestamp.Before(&r.CreationTimestamp) {
-			p.Rollback = true // back to a revision that ran before: never staged
+		if r.Name != newest.Name && running[r.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] {
+			others = append(others, r)
 		}
 	}
+	p.Rollback = history.RevisionBroughtBack(newest, others)
 	return p
 }
 
