@@ -407,11 +407,12 @@ var statefulSetScenarios = []scenario{
 		if s.mode == cluster.WorkloadControllersUpstream {
 			// Upstream waits for web-2 to become Ready, which it never will: the known
 			// issue is that it stays stuck on web-2.
-			s.waitSTS(t, "web-0=r3 web-1=r3 web-2=r2")
-			holdsFor(t, 3*time.Second, 100*time.Millisecond, "upstream stuck on web-2 after the undo", func(context.Context) (bool, string) {
+			stuck := func(context.Context) (bool, string) {
 				got := s.stsPods(t)
 				return got == "web-0=r3 web-1=r3 web-2=r2", got
-			})
+			}
+			eventually(t, 30*time.Second, "upstream's pods after the undo", stuck)
+			holdsFor(t, 3*time.Second, 100*time.Millisecond, "upstream stuck on web-2 after the undo", stuck)
 			return ""
 		}
 		s.waitSTS(t, "web-0=r3 web-1=r3 web-2=r3")
