@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,8 +105,8 @@ func checkTinyRun(t *testing.T, dir string, want []Scenario) {
 		}
 	}
 	for _, s := range results.Samples {
-		if s.Seconds <= 0 && s.ControllerMiB <= 0 {
-			t.Errorf("sample %s/%s measured nothing: %+v", s.Scenario, s.Arm, s)
+		if missing := missingFigures(s); len(missing) > 0 {
+			t.Errorf("sample %s/%s measured no %s: %+v", s.Scenario, s.Arm, strings.Join(missing, ", no "), s)
 		}
 		if strings.HasPrefix(s.Scenario, "rollback-") && s.Arm != upstreamArm.Name && s.FailingToReadySeconds <= 0 {
 			t.Errorf("sample %s/%s: kroll did not roll back to every pod Ready within the window: %+v", s.Scenario, s.Arm, s)
@@ -135,6 +136,51 @@ func checkTinyRun(t *testing.T, dir string, want []Scenario) {
 		if hasArm(s, krollArm.Name) && hasArm(s, upstreamArm.Name) && !strings.Contains(string(text), "kroll / upstream") {
 			t.Errorf("README's results compare no kroll / upstream (%s has both arms):\n%s", s.Name, text)
 			break
+		}
+	}
+}
+
+// missingFigures names the figures a sample should have measured and has not: every
+// sample measures a time and a memory. The time is the change's (Seconds), or the
+// window upstream's rollback arm watched without a recovery; a steady-state sample
+// measures over its window, and its CPU at rest may round to zero ticks in the tiny
+// run's 3 s, so it has no time figure to check. The memory is the controllers'
+// process's, or, for the API arm that runs none, the harness's own.
+func missingFigures(s Sample) []string {
+	var missing []string
+	steady := strings.HasPrefix(s.Scenario, "steady-")
+	if !steady && s.Seconds <= 0 && s.NotRecoveredWithinSeconds <= 0 {
+		missing = append(missing, "time")
+	}
+	if s.Arm == apiArm.Name {
+		if s.ClusterMiB <= 0 {
+			missing = append(missing, "memory")
+		}
+	} else if s.ControllerMiB <= 0 {
+		missing = append(missing, "memory")
+	}
+	return missing
+}
+
+func TestMissingFigures(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Sample
+		want []string
+	}{
+		{"a rollout with its time and memory", Sample{Scenario: "rolling-1000-qps20", Arm: "kroll", Seconds: 41, ControllerMiB: 60}, nil},
+		{"a rollout that measured its time only", Sample{Scenario: "rolling-1000-qps20", Arm: "kroll", Seconds: 41}, []string{"memory"}},
+		{"a rollout that measured its memory only", Sample{Scenario: "rolling-1000-qps20", Arm: "upstream", ControllerMiB: 60}, []string{"time"}},
+		{"a rollout that measured nothing", Sample{Scenario: "many-200x10", Arm: "kroll"}, []string{"time", "memory"}},
+		{"upstream's rollback arm: the window it watched is its time", Sample{Scenario: "rollback-1000", Arm: "upstream", NotRecoveredWithinSeconds: 150, ControllerMiB: 55}, nil},
+		{"the API arm runs no controllers: the harness's memory", Sample{Scenario: "ceiling-1000", Arm: "api", Seconds: 12, ClusterMiB: 300}, nil},
+		{"the API arm without the harness's memory", Sample{Scenario: "ceiling-1000", Arm: "api", Seconds: 12, ControllerMiB: 1}, []string{"memory"}},
+		{"steady state: its window is its time", Sample{Scenario: "steady-10000", Arm: "kroll", ControllerMiB: 120}, nil},
+		{"steady state without memory", Sample{Scenario: "steady-10000", Arm: "kroll", ControllerCores: 0.01}, []string{"memory"}},
+	}
+	for _, tt := range tests {
+		if got := missingFigures(tt.s); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }

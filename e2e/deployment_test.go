@@ -95,6 +95,15 @@ func (s *scene) waitRS(t *testing.T, want string) {
 	})
 }
 
+// rsHold checks that the ReplicaSets stay want (as rsSizes writes them) for window.
+func (s *scene) rsHold(t *testing.T, window time.Duration, want string) {
+	t.Helper()
+	holdsFor(t, window, 100*time.Millisecond, "ReplicaSets "+want, func(context.Context) (bool, string) {
+		got := rsSizes(s.replicaSets(t))
+		return got == want, got
+	})
+}
+
 func rsSizes(rss []*appsv1.ReplicaSet) string {
 	var parts []string
 	for _, rs := range rss {
@@ -180,8 +189,7 @@ var deploymentScenarios = []scenario{
 		s.kubectl(t, "set", "image", "deployment/nginx-deployment", "nginx=nginx:1.161")
 		s.kubectl(t, "annotate", "--overwrite", "deployment/nginx-deployment", "kubernetes.io/change-cause=image updated to 1.161")
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=3 nginx:1.161=1")
-		time.Sleep(2 * time.Second) // stuck: stays so
-		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=3 nginx:1.161=1")
+		s.rsHold(t, 2*time.Second, "nginx:1.14.2=0 nginx:1.16.1=3 nginx:1.161=1") // stuck: stays so
 		// As the page shows it: rollout status waits on 1 of 3 new replicas, and the one
 		// new pod is stuck in an image pull loop beside 3 running old ones.
 		if out, err := s.tryKubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=3s"); err == nil ||
@@ -249,8 +257,7 @@ var deploymentScenarios = []scenario{
 		s.waitRS(t, "nginx:1.14.2=8 nginx:1.161=5")
 		s.kubectl(t, "scale", "deployment/nginx-deployment", "--replicas=15")
 		s.waitRS(t, "nginx:1.14.2=11 nginx:1.161=7")
-		time.Sleep(time.Second)
-		s.waitRS(t, "nginx:1.14.2=11 nginx:1.161=7")
+		s.rsHold(t, time.Second, "nginx:1.14.2=11 nginx:1.161=7")
 		return s.summary(t, "nginx-deployment")
 	}, progressReasonRaces: true},
 
@@ -287,10 +294,7 @@ var deploymentScenarios = []scenario{
 		s.kubectl(t, "set", "resources", "deployment/nginx-deployment", "-c=nginx", "--limits=cpu=200m,memory=512Mi")
 		s.kubectl(t, "scale", "deployment/nginx-deployment", "--replicas=5")
 		s.waitRS(t, "nginx:1.14.2=5")
-		time.Sleep(time.Second)
-		if rss := s.replicaSets(t); len(rss) != 1 {
-			t.Fatalf("a paused Deployment made a new ReplicaSet: %s", rsSizes(rss))
-		}
+		s.rsHold(t, time.Second, "nginx:1.14.2=5") // paused: no new ReplicaSet
 		s.kubectl(t, "rollout", "resume", "deployment/nginx-deployment")
 		s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=60s")
 		s.waitRS(t, "nginx:1.14.2=0 nginx:1.16.1=5")
@@ -371,10 +375,10 @@ var deploymentScenarios = []scenario{
 			rs := s.replicaSets(t)[0]
 			return rs.Status.Replicas == 2, fmt.Sprintf("%d pods", rs.Status.Replicas)
 		})
-		time.Sleep(time.Second) // and no more
-		if rs := s.replicaSets(t)[0]; rs.Status.Replicas != 2 {
-			t.Errorf("the ReplicaSet runs %d pods under a quota of 2", rs.Status.Replicas)
-		}
+		holdsFor(t, time.Second, 100*time.Millisecond, "the ReplicaSet's 2 pods under a quota of 2", func(context.Context) (bool, string) {
+			rs := s.replicaSets(t)[0]
+			return rs.Status.Replicas == 2, fmt.Sprintf("%d pods", rs.Status.Replicas)
+		})
 		events := s.kubectl(t, "get", "events", "--field-selector", "reason=FailedCreate", "-o", "custom-columns=M:.message", "--no-headers")
 		if !strings.Contains(events, "exceeded quota") {
 			t.Errorf("no FailedCreate event naming the quota:\n%s", events)

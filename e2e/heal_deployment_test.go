@@ -268,10 +268,12 @@ func testDeploymentHealsItself(t *testing.T) {
 			s.waitRS(t, "app:1=3 app:crash=1") // stopped where it was
 
 			s.kubectl(t, "rollout", "resume", "deployment/web")
-			time.Sleep(3 * time.Second) // the failing pod is seen again: not paused again
-			if d := s.deployment(t, "web"); d.Spec.Paused {
-				t.Fatalf("paused again after the user resumed it")
-			}
+			// The resume is a change of the Deployment: its sync, within the window,
+			// sees the failing pod again, and must not pause again.
+			holdsFor(t, 3*time.Second, 100*time.Millisecond, "resumed by the user, not paused again", func(context.Context) (bool, string) {
+				d := s.deployment(t, "web")
+				return !d.Spec.Paused, fmt.Sprintf("paused %v, condition %q", d.Spec.Paused, rolloutFailed(d))
+			})
 			s.kubectl(t, "rollout", "undo", "deployment/web")
 			s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
 			s.expectAllReady(t, "web", 3, "app:1")
@@ -332,10 +334,13 @@ func testDeploymentHealsItself(t *testing.T) {
 			for _, name := range newPods[:4] {
 				crash(name)
 			}
-			time.Sleep(3 * time.Second) // 4 failed pods seen: still rolling out
-			if d := s.deployment(t, "web"); d.Spec.Template.Spec.Containers[0].Image != "app:slower" || rolloutFailed(d) != "" {
-				t.Fatalf("rolled back at the 4th failed pod: image %s, condition %q", d.Spec.Template.Spec.Containers[0].Image, rolloutFailed(d))
-			}
+			// Each crash is a pod change the controller syncs on within the window: 4
+			// failed pods seen, under the threshold of 5, and still rolling out.
+			holdsFor(t, 3*time.Second, 100*time.Millisecond, "no rollback at the 4th failed pod", func(context.Context) (bool, string) {
+				d := s.deployment(t, "web")
+				return d.Spec.Template.Spec.Containers[0].Image == "app:slower" && rolloutFailed(d) == "",
+					fmt.Sprintf("image %s, condition %q", d.Spec.Template.Spec.Containers[0].Image, rolloutFailed(d))
+			})
 			crash(newPods[4])
 			d := s.expectRolledBack(t, "web", 20, newPods[0]+": ") // CrashLoopBackOff, or restarted 3 times by now
 			if cond := rolloutFailed(d); !strings.HasPrefix(cond, "True/PodsFailing: 5 of 20 new pods failed, threshold 5 (") {
@@ -356,12 +361,14 @@ func testDeploymentHealsItself(t *testing.T) {
 			s.expectEvent(t, failure.EventInvalidFailurePolicy, want)
 			s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.161")
 			s.waitRS(t, "app:1=2 nginx:1.161=1")
-			time.Sleep(3 * time.Second) // ImagePullBackOff: as upstream, it waits
-			s.waitRS(t, "app:1=2 nginx:1.161=1")
-			d := s.deployment(t, "web")
-			if d.Spec.Paused || rolloutFailed(d) != "" || d.Spec.Template.Spec.Containers[0].Image != "nginx:1.161" {
-				t.Errorf("an invalid policy acted: paused %v, condition %q, image %s", d.Spec.Paused, rolloutFailed(d), d.Spec.Template.Spec.Containers[0].Image)
-			}
+			// ImagePullBackOff: as upstream, it waits. The pull fails within the first
+			// second; a valid policy would act on it within the window.
+			holdsFor(t, 3*time.Second, 100*time.Millisecond, "the invalid policy not acting", func(context.Context) (bool, string) {
+				d := s.deployment(t, "web")
+				got := rsSizes(s.replicaSets(t))
+				return got == "app:1=2 nginx:1.161=1" && !d.Spec.Paused && rolloutFailed(d) == "" && d.Spec.Template.Spec.Containers[0].Image == "nginx:1.161",
+					fmt.Sprintf("ReplicaSets %s, paused %v, condition %q, image %s", got, d.Spec.Paused, rolloutFailed(d), d.Spec.Template.Spec.Containers[0].Image)
+			})
 			if n := s.eventCount(t, "web", failure.EventInvalidFailurePolicy); n != 1 {
 				t.Errorf("%d InvalidFailurePolicy events, want 1 (once per message)", n)
 			}
@@ -375,9 +382,10 @@ func testDeploymentHealsItself(t *testing.T) {
 	})
 
 	// Alone, since it stops the controllers: exactly one rollback however often they are
-	// stopped and started again around the decision (a decision is made afresh from the
-	// cache; once the template is restored there is nothing left to decide).
-	t.Run("controllers restarted 5 times around the rollback decision roll back once", func(t *testing.T) {
+	// stopped and started again around the decision, with stops proven on both sides of
+	// it (a decision is made afresh from the cache; once the template is restored there
+	// is nothing left to decide).
+	t.Run("controllers restarted around the rollback decision roll back once", func(t *testing.T) {
 		s := newScene(t, c, "heal-restart", cluster.WorkloadControllersKroll)
 		// No minReadySeconds: the crash-looping pods look available for a moment, and the
 		// rollout may even look complete before the first crash; it is judged still.
@@ -391,19 +399,36 @@ func testDeploymentHealsItself(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The new pod crashes about 1.2s in (startup 0.2s, a second running): restarts
-		// from 0.4s to 3s straddle the decision.
-		for i := 0; i < 5; i++ {
+		// every 0.55s straddle the decision. Each stop is placed by what the controllers
+		// left behind it: after the bad revision's pod exists and before the rollback,
+		// or after the rollback. Restarts go on (at most 20) until both sides have at
+		// least two, so that a loaded machine, where the decision comes later, still
+		// puts stops on both sides; a run with none on one side proves nothing and fails.
+		stopsBefore, stopsAfter := 0, 0
+		for i := 0; i < 20 && (stopsBefore < 2 || stopsAfter < 2); i++ {
 			time.Sleep(400 * time.Millisecond)
 			stop()
-			t.Logf("restart %d: controllers stopped at %s", i+1, strconv.Quote(s.deployment(t, "web").Annotations[failure.RolledBackFromAnnotation]))
+			from := s.deployment(t, "web").Annotations[failure.RolledBackFromAnnotation]
+			badPods := len(s.podsRunning(t, "app=web", "app:crash"))
+			switch {
+			case from != "":
+				stopsAfter++
+			case badPods > 0:
+				stopsBefore++
+			}
+			t.Logf("restart %d: controllers stopped with rolled-back-from %s, %d pods of the bad revision", i+1, strconv.Quote(from), badPods)
 			time.Sleep(150 * time.Millisecond)
 			stop = startKrollControllers(t, c)
 		}
-		s.expectRolledBack(t, "web", 4, ": CrashLoopBackOff)")
-		time.Sleep(2 * time.Second) // a second rollback would show by now
-		if n := rolledBack() - before; n != 1 {
-			t.Errorf("kroll_rollouts_rolled_back_total{kind=Deployment} went up by %v, want exactly 1", n)
+		if stopsBefore == 0 || stopsAfter == 0 {
+			t.Errorf("%d stops came with the bad revision's pods before the rollback and %d after it; the restarts did not straddle the decision", stopsBefore, stopsAfter)
 		}
+		s.expectRolledBack(t, "web", 4, ": CrashLoopBackOff)")
+		// A second rollback would follow the first within a sync or two.
+		holdsFor(t, 2*time.Second, 100*time.Millisecond, "exactly one rollback", func(context.Context) (bool, string) {
+			n := rolledBack() - before
+			return n == 1, fmt.Sprintf("kroll_rollouts_rolled_back_total{kind=Deployment} went up by %v", n)
+		})
 		if n := s.eventCount(t, "web", failure.EventRolledBack); n != 1 {
 			t.Errorf("%d RolledBack events, want 1", n)
 		}
@@ -411,4 +436,16 @@ func testDeploymentHealsItself(t *testing.T) {
 			t.Errorf("ReplicaSets %s, want revision 1's and the bad one's only", rsSizes(rss))
 		}
 	})
+}
+
+// podsRunning are the pods of selector whose first container's spec image is image.
+func (s *scene) podsRunning(t *testing.T, selector, image string) []*corev1.Pod {
+	t.Helper()
+	var out []*corev1.Pod
+	for _, p := range s.pods(t, selector) {
+		if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == image {
+			out = append(out, p)
+		}
+	}
+	return out
 }

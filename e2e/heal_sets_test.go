@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -248,10 +249,11 @@ func testHealSets(t *testing.T) {
 		w.Verify(t, 3)
 		// No loop: the restored revision is not judged, the bad one not retried.
 		gen := s.statefulSet(t).Generation
-		time.Sleep(2 * time.Second)
-		if set := s.statefulSet(t); set.Generation != gen || set.Spec.Template.Spec.Containers[0].Image != "nginx:1.14.2" {
-			t.Errorf("after the rollback: generation %d→%d, image %s", gen, set.Generation, set.Spec.Template.Spec.Containers[0].Image)
-		}
+		holdsFor(t, 2*time.Second, 100*time.Millisecond, "the restored revision, untouched", func(context.Context) (bool, string) {
+			set := s.statefulSet(t)
+			return set.Generation == gen && set.Spec.Template.Spec.Containers[0].Image == "nginx:1.14.2",
+				fmt.Sprintf("generation %d→%d, image %s", gen, set.Generation, set.Spec.Template.Spec.Containers[0].Image)
+		})
 	}
 	// dsRollback: logs on 3 nodes with on-failure Rollback, then image: back on
 	// fluentd:v1 after one failed pod.
@@ -267,10 +269,10 @@ func testHealSets(t *testing.T) {
 		s.expectSetRolledBack(t, "daemonset/logs", iw, image)
 		w.Verify(t, 3)
 		gen := s.daemonSet(t).Generation
-		time.Sleep(2 * time.Second)
-		if ds := s.daemonSet(t); ds.Generation != gen {
-			t.Errorf("after the rollback the generation moved %d→%d", gen, ds.Generation)
-		}
+		holdsFor(t, 2*time.Second, 100*time.Millisecond, "the restored revision, untouched", func(context.Context) (bool, string) {
+			ds := s.daemonSet(t)
+			return ds.Generation == gen, fmt.Sprintf("generation %d→%d", gen, ds.Generation)
+		})
 	}
 
 	t.Run("scenarios", func(t *testing.T) {
@@ -337,10 +339,11 @@ func testHealSets(t *testing.T) {
 					t.Fatalf("partition %v, annotations %v; want 2, partition-before-pause 0, paused-on-failure 2", deref(p), set.Annotations)
 				}
 				s.expectEvent(t, failure.EventRolloutPaused, "paused on revision 2")
-				time.Sleep(7 * time.Second) // web-2 is Ready by now: the rollout still stays
-				if got := s.stsPods(t); got != "web-0=r1 web-1=r1 web-2=r2" {
-					t.Errorf("paused, the pods moved: %s", got)
-				}
+				// app:slow's pod turns Ready within the 7s: the rollout still stays.
+				holdsFor(t, 7*time.Second, 200*time.Millisecond, "paused, the pods where they were", func(context.Context) (bool, string) {
+					got := s.stsPods(t)
+					return got == "web-0=r1 web-1=r1 web-2=r2", got
+				})
 				s.krollResume(t, "statefulset/web")
 				s.waitSTS(t, "web-0=r2 web-1=r2 web-2=r2")
 				if p := s.statefulSet(t).Spec.UpdateStrategy.RollingUpdate.Partition; deref(p) != 0 {
@@ -357,10 +360,11 @@ func testHealSets(t *testing.T) {
 					t.Fatalf("annotations %v; want paused true, paused-on-failure 2", ds.Annotations)
 				}
 				s.expectEvent(t, failure.EventRolloutPaused, "paused on revision 2")
-				time.Sleep(7 * time.Second)
-				if got := s.dsPods(t); strings.Count(got, "app:slow") != 1 || strings.Count(got, "fluentd:v1") != 2 {
-					t.Errorf("paused, the pods moved: %s", got)
-				}
+				// app:slow's pod turns Ready within the 7s: the rollout still stays.
+				holdsFor(t, 7*time.Second, 200*time.Millisecond, "paused, the pods where they were", func(context.Context) (bool, string) {
+					got := s.dsPods(t)
+					return strings.Count(got, "app:slow") == 1 && strings.Count(got, "fluentd:v1") == 2, got
+				})
 				s.krollResume(t, "daemonset/logs")
 				s.waitDS(t, onNodes("app:slow", 0, 1, 2))
 			}},
@@ -377,10 +381,12 @@ func testHealSets(t *testing.T) {
 				s.expectEvent(t, failure.EventInvalidFailurePolicy, `kroll.dev/on-failure="Sometimes"`)
 				s.waitSTS(t, "web-0=r1")
 				s.kubectl(t, "set", "image", "statefulset/web", "nginx=nginx:nonexistent")
-				time.Sleep(3 * time.Second)
-				if got := s.setsAnnotation(t, "statefulset/web", failure.RolledBackFromAnnotation); got != "" {
-					t.Errorf("rolled back with an invalid policy: rolled-back-from %q", got)
-				}
+				// The pull fails within the first second; a valid policy would act on it
+				// within the window.
+				holdsFor(t, 3*time.Second, 100*time.Millisecond, "no rollback under an invalid policy", func(context.Context) (bool, string) {
+					got := s.setsAnnotation(t, "statefulset/web", failure.RolledBackFromAnnotation)
+					return got == "", "rolled-back-from " + strconv.Quote(got)
+				})
 				s.kubectl(t, "annotate", "statefulset/web", failure.ThresholdAnnotation+"-")
 				s.waitSetsCondition(t, "statefulset/web", failure.ConditionRolloutFailed, `^True/PodsFailing: `)
 				if got := s.setsCondition(t, "statefulset/web", failure.ConditionFailurePolicy); got != "/: " {

@@ -158,8 +158,7 @@ func TestInPlaceTemplateChangesWithoutImages(t *testing.T) {
 			s.kubectl(t, "annotate", "--overwrite", workload, inplace.StrategyAnnotation+"="+string(inplace.Only))
 			s.kubectl(t, "rollout", "restart", workload)
 			s.waitInPlaceCondition(t, workload, "False/"+inplace.ReasonBlocked+": the change to "+restart)
-			time.Sleep(2 * time.Second) // and it stays so
-			s.expectUpdatedInPlace(t, k.app, replaced, k.image, 0)
+			s.stayUpdatedInPlace(t, 2*time.Second, k.app, replaced, k.image, 0) // blocked: no pod touched
 			s.expectEvent(t, inplace.ReasonBlocked, "kubectl.kubernetes.io/restartedAt")
 		})
 	}

@@ -75,26 +75,45 @@ func (s *scene) podRecords(t *testing.T, name string) map[string]podRecord {
 // service or mid-update.
 func (s *scene) expectUpdatedInPlace(t *testing.T, name string, before map[string]podRecord, image string, restarts int32) {
 	t.Helper()
+	for _, problem := range s.notUpdatedInPlace(t, name, before, image, restarts) {
+		t.Error(problem)
+	}
+}
+
+// stayUpdatedInPlace is expectUpdatedInPlace checked every 200ms for window.
+func (s *scene) stayUpdatedInPlace(t *testing.T, window time.Duration, name string, before map[string]podRecord, image string, restarts int32) {
+	t.Helper()
+	holdsFor(t, window, 200*time.Millisecond, "the pods of "+name+" kept, running "+image, func(context.Context) (bool, string) {
+		problems := s.notUpdatedInPlace(t, name, before, image, restarts)
+		return len(problems) == 0, strings.Join(problems, "; ")
+	})
+}
+
+// notUpdatedInPlace says how the pods of name differ from expectUpdatedInPlace's want.
+func (s *scene) notUpdatedInPlace(t *testing.T, name string, before map[string]podRecord, image string, restarts int32) []string {
+	t.Helper()
+	var problems []string
 	after := s.podRecords(t, name)
 	if len(after) != len(before) {
-		t.Errorf("%d pods now, %d before", len(after), len(before))
+		problems = append(problems, fmt.Sprintf("%d pods now, %d before", len(after), len(before)))
 	}
 	for uid, b := range before {
 		a, kept := after[uid]
 		switch {
 		case !kept:
-			t.Errorf("pod %s (uid %s) was replaced", b.name, uid)
+			problems = append(problems, fmt.Sprintf("pod %s (uid %s) was replaced", b.name, uid))
 		case a.name != b.name || a.node != b.node:
-			t.Errorf("pod %s moved: now %s on %s, was on %s", b.name, a.name, a.node, b.node)
+			problems = append(problems, fmt.Sprintf("pod %s moved: now %s on %s, was on %s", b.name, a.name, a.node, b.node))
 		case a.image != image || a.restarts != b.restarts+restarts:
-			t.Errorf("pod %s: image %s, %d restarts; want %s, %d", b.name, a.image, a.restarts, image, b.restarts+restarts)
+			problems = append(problems, fmt.Sprintf("pod %s: image %s, %d restarts; want %s, %d", b.name, a.image, a.restarts, image, b.restarts+restarts))
 		}
 	}
 	for _, p := range s.pods(t, "app="+name) {
 		if _, mid := inplace.StateOf(p); mid || (inplace.HasGate(p) && inplace.GateStatus(p) != corev1.ConditionTrue) {
-			t.Errorf("pod %s left mid-update: gate %q, state %q", p.Name, inplace.GateStatus(p), p.Annotations[inplace.StateAnnotation])
+			problems = append(problems, fmt.Sprintf("pod %s left mid-update: gate %q, state %q", p.Name, inplace.GateStatus(p), p.Annotations[inplace.StateAnnotation]))
 		}
 	}
+	return problems
 }
 
 // inPlaceCondition is the InPlaceUpdate condition of a workload ("deployment/web") as
@@ -220,8 +239,7 @@ var inPlaceDeploymentScenarios = []scenario{
 		s.kubectl(t, "annotate", "--overwrite", "deployment/api", "kroll.dev/update-strategy=InPlaceOnly")
 		s.kubectl(t, "set", "env", "deployment/api", "LEVEL=info")
 		s.waitInPlaceCondition(t, "deployment/api", "False/"+inplace.ReasonBlocked+": the change to spec.containers[app].env cannot be made in place; InPlaceOnly touches no pod")
-		time.Sleep(2 * time.Second) // and it stays so
-		s.expectUpdatedInPlace(t, "api", unchanged, unchanged[firstKey(unchanged)].image, 0)
+		s.stayUpdatedInPlace(t, 2*time.Second, "api", unchanged, unchanged[firstKey(unchanged)].image, 0) // InPlaceOnly touches no pod
 		s.expectEvent(t, inplace.ReasonBlocked, "spec.containers[app].env")
 		return ""
 	}},
@@ -292,7 +310,7 @@ func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
 	s.apply(t, withRequests(strings.Replace(inPlaceDeployment("web", 4, inplace.IfPossible, "1", "0", ""), "    kroll.dev/update-strategy: InPlaceIfPossible\n", "    note: rolling\n", 1)))
 	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
 	s.kubectl(t, "set", "image", "deployment/web", "app=nginx:1.16.1")
-	eventually(t, time.Minute, "a Pending surge pod", func(context.Context) (bool, string) {
+	pendingSurge := func(context.Context) (bool, string) {
 		var states []string
 		pending := false
 		for _, p := range s.pods(t, "app=web") {
@@ -300,8 +318,11 @@ func TestDeploymentInPlaceOnFullNodes(t *testing.T) {
 			pending = pending || (p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" && p.Spec.Containers[0].Image == "nginx:1.16.1")
 		}
 		return pending, strings.Join(states, " ")
-	})
-	time.Sleep(3 * time.Second)
+	}
+	eventually(t, time.Minute, "a Pending surge pod", pendingSurge)
+	// The surge pod cannot be scheduled: for the whole window the rollout stays where
+	// it is, the surge pod Pending and unscheduled.
+	holdsFor(t, 3*time.Second, 200*time.Millisecond, "the rolling update on full nodes stuck on its Pending surge pod", pendingSurge)
 	if out, err := s.tryKubectl(t, "rollout", "status", "deployment/web", "--timeout=2s"); err == nil {
 		t.Errorf("the rolling update on full nodes finished: %s", out)
 	}

@@ -203,7 +203,13 @@ func TestControllerManagerFailover(t *testing.T) {
 	before := lease()
 	killed := time.Now()
 	leader.kill()
-	t.Logf("leader (pid %d) killed mid-rollout", leader.cmd.Process.Pid)
+	// Nothing scales the ReplicaSets until the standby leads: the state now is where
+	// the kill landed, and it must be mid-rollout for the failover to prove anything.
+	mid, state := midRollout(listReplicaSets(t, c, "default"), "nginx:1.16.1", replicas)
+	t.Logf("leader (pid %d) killed at %s", leader.cmd.Process.Pid, state)
+	if !mid {
+		t.Errorf("the leader was killed after the rollout had finished (%s): the failover proves nothing", state)
+	}
 	eventually(t, 30*time.Second, "the standby to lead", func(context.Context) (bool, string) {
 		v := standby.scrape(t, `leader_election_master_status{name="kroll-controller-manager"}`)
 		return v == 1, fmt.Sprint(v)
@@ -302,7 +308,7 @@ func TestControllerManagerChaos(t *testing.T) {
 		w := clustertest.WatchDeployment(t, c.Client, "default", "big")
 		setImage(t, c, "default", "big", "nginx:1.16.1")
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 8))
-		midRollout := 0
+		midKills := 0
 		for i := 0; i < 20; i++ {
 			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
 			d := must(c.Client.AppsV1().Deployments("default").Get(context.Background(), "big", metav1.GetOptions{}))
@@ -310,14 +316,14 @@ func TestControllerManagerChaos(t *testing.T) {
 			// status written for the old one still says 500 updated and available).
 			st := d.Status
 			if st.ObservedGeneration < d.Generation || st.UpdatedReplicas < replicas || st.AvailableReplicas < replicas || st.Replicas > replicas {
-				midRollout++
+				midKills++
 			}
 			m.kill()
 			m = startManager(t, bin, c, args...)
 		}
-		t.Logf("20 kills, %d of them mid-rollout", midRollout)
-		if midRollout < 10 {
-			t.Errorf("only %d of the 20 kills came mid-rollout", midRollout)
+		t.Logf("20 kills, %d of them mid-rollout", midKills)
+		if midKills < 10 {
+			t.Errorf("only %d of the 20 kills came mid-rollout", midKills)
 		}
 		expectExactRollout(t, c, ledger, "default", "big", replicas, "nginx:1.16.1")
 		w.Verify(t, 100)
@@ -428,12 +434,8 @@ func TestControllerManagerConcurrentEdits(t *testing.T) {
 		s.kubectl(t, "rollout", "pause", "deployment/web")
 		// What was under way may finish (pods already created become ready); then
 		// nothing moves.
-		time.Sleep(3 * time.Second)
-		paused := rsSizes(s.replicaSets(t))
-		time.Sleep(3 * time.Second)
-		if now := rsSizes(s.replicaSets(t)); now != paused {
-			t.Errorf("ReplicaSets changed while paused: %s, then %s", paused, now)
-		}
+		time.Sleep(3 * time.Second) // a pass under way when the pause was written ends
+		s.rsHold(t, 3*time.Second, rsSizes(s.replicaSets(t)))
 		if cond := s.deployment(t, "web").Status.Conditions; !strings.Contains(fmt.Sprint(cond), "DeploymentPaused") {
 			t.Errorf("conditions while paused: %v, want Progressing with reason DeploymentPaused", cond)
 		}

@@ -188,13 +188,17 @@ func TestRolloutPlanMatchesTheControllers(t *testing.T) {
 			container, image, _ := strings.Cut(sc.image, "=")
 			s.kubectl(t, "set", "image", sc.workload, container+"="+image)
 			s.kubectl(t, "rollout", "status", sc.workload, "--timeout=2m")
+			creates, deletes, inPlace := plan.Counts()
+			planned := creates + deletes + inPlace
+			recorded := func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.ops) }
 			eventually(t, 30*time.Second, "every planned operation", func(context.Context) (bool, string) {
-				rec.mu.Lock()
-				defer rec.mu.Unlock()
-				creates, deletes, inPlace := plan.Counts()
-				return len(rec.ops) >= creates+deletes+inPlace, fmt.Sprint(len(rec.ops), " operations")
+				return recorded() >= planned, fmt.Sprint(recorded(), " operations")
 			})
-			time.Sleep(time.Second) // and no more
+			// The rollout is complete: a controller acting on it again would do so within
+			// a sync of its last status write.
+			holdsFor(t, time.Second, 50*time.Millisecond, fmt.Sprint("no operation beyond the plan's ", planned), func(context.Context) (bool, string) {
+				return recorded() == planned, fmt.Sprint(recorded(), " operations")
+			})
 			rec.expectBatches(t, plan, sc.named, sc.onNodes)
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,7 +21,22 @@ import (
 type readmeCommand struct {
 	line int // in README.md, 1-based
 	text string
+	// shown is the output the README shows for it, each a line its output must have,
+	// in this order: the `#   ` comment lines right after it in a ```sh block (a `#`
+	// and three or more spaces; a comment with one space is prose), or a bare ```
+	// block right after the block it ends. Empty when the README shows none.
+	shown []shownLine
 }
+
+// shownLine is one line of output the README shows.
+type shownLine struct {
+	line int // in README.md, 1-based
+	text string
+}
+
+// exitCodeEcho ends a README command whose failure is the point: the shell prints the
+// exit code instead of stopping, and the README shows it (`#   exit code 1`).
+const exitCodeEcho = `|| echo "exit code $?"`
 
 // parseReadmeCommands reads the commands of README's shell blocks in order. Comment
 // lines and blank lines are not commands; a line ending in a backslash continues on
@@ -29,25 +45,41 @@ func parseReadmeCommands(readme string) []readmeCommand {
 	var out []readmeCommand
 	lines := strings.Split(readme, "\n")
 	lang := "" // the open block's language; "" outside blocks, "-" for other blocks
+	// outputOf is the command a bare ``` block opened now would show the output of:
+	// the last one of a shell block that ended on the line before or the one before it.
+	outputOf, endedAt := -1, -10
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if strings.HasPrefix(line, "```") {
 			switch {
 			case lang != "":
+				if lang == "sh" || lang == "console" {
+					endedAt = i
+				}
 				lang = ""
 			case line == "```sh" || line == "```bash":
 				lang = "sh"
 			case line == "```console":
 				lang = "console"
+			case line == "```" && i-endedAt <= 2 && len(out) > 0:
+				lang, outputOf = "output", len(out)-1
 			default:
 				lang = "-"
 			}
+			continue
+		}
+		if lang == "output" {
+			out[outputOf].shown = append(out[outputOf].shown, shownLine{i + 1, line})
 			continue
 		}
 		if lang == "" || lang == "-" {
 			continue
 		}
 		text := strings.TrimSpace(line)
+		if lang == "sh" && strings.HasPrefix(text, "#   ") && len(out) > 0 {
+			out[len(out)-1].shown = append(out[len(out)-1].shown, shownLine{i + 1, strings.TrimSpace(strings.TrimPrefix(text, "#"))})
+			continue
+		}
 		if lang == "console" {
 			if !strings.HasPrefix(text, "$ ") {
 				continue // output
@@ -76,6 +108,54 @@ func parseReadmeCommands(readme string) []readmeCommand {
 	return out
 }
 
+// missingShown is the first line of shown that out lacks, or "" when out has them
+// all, in order. A shown line matches an output line that holds its pieces between
+// "…" in order, runs of spaces counting as one (a table's columns are as wide as
+// its longest cell); a shown line that is only "…" stands for any lines.
+func missingShown(out string, shown []shownLine) (shownLine, bool) {
+	outLines := strings.Split(out, "\n")
+	at := 0
+	for _, want := range shown {
+		pieces := strings.Split(strings.Join(strings.Fields(want.text), " "), "…")
+		if strings.TrimSpace(strings.Join(pieces, "")) == "" {
+			continue
+		}
+		found := false
+		for ; at < len(outLines) && !found; at++ {
+			found = holdsInOrder(strings.Join(strings.Fields(outLines[at]), " "), pieces)
+		}
+		if !found {
+			return want, true
+		}
+	}
+	return shownLine{}, false
+}
+
+// holdsInOrder tells whether line holds each of pieces, one after the other.
+func holdsInOrder(line string, pieces []string) bool {
+	for _, p := range pieces {
+		p = strings.TrimSpace(p)
+		i := strings.Index(line, p)
+		if i < 0 {
+			return false
+		}
+		line = line[i+len(p):]
+	}
+	return true
+}
+
+// shownExitCode is the exit code the README shows for c (`#   exit code N`), or -1.
+func shownExitCode(c readmeCommand) int {
+	for _, s := range c.shown {
+		if n, ok := strings.CutPrefix(s.text, "exit code "); ok {
+			if code, err := strconv.Atoi(n); err == nil {
+				return code
+			}
+		}
+	}
+	return -1
+}
+
 // hereDocDelimiter is the delimiter of a here-document the command opens: EOF for
 // `cat <<EOF`, `<<'EOF'` or `<<-EOF`.
 func hereDocDelimiter(cmd string) (string, bool) {
@@ -102,12 +182,19 @@ var readmeNotRun = []struct{ prefix, why string }{
 	{"kroll bench ", "takes hours and starts some twenty clusters of its own"},
 }
 
+// readmeOutputNotChecked are the README commands whose shown output the test does
+// not check, each with why; matched and required as readmeNotRun's are.
+var readmeOutputNotChecked = []struct{ prefix, why string }{
+	{"kroll rollout status deployment/web          # in a terminal", "the live progress bar is drawn only in a terminal, which the test's output is not; elsewhere the command prints kubectl's lines"},
+}
+
 // readmeCommandTimeout bounds each command; rollouts in the README are 10 pods at most.
 const readmeCommandTimeout = 3 * time.Minute
 
 // Given a fresh `kroll up`, when a user runs every command of README.md's shell blocks
 // in order, in one shell session (what one block exports, the next has), then each
-// succeeds. `go run ./cmd/kroll` and `kroll` are this checkout's kroll command (the
+// succeeds (or fails with the exit code the README shows) and prints the lines the
+// README shows for it. `go run ./cmd/kroll` and `kroll` are this checkout's kroll command (the
 // package's test binary running cmd/kroll's cli.Main, krollBinary); `kubectl` is the
 // one the package drives.
 func TestReadme(t *testing.T) {
@@ -136,15 +223,20 @@ func TestReadme(t *testing.T) {
 	// what a block exports.
 	env := append(withoutEnv(os.Environ(), "PATH", "KUBECONFIG"), "PATH="+pathDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 
-	skipped := map[string]bool{}
+	skipped, unchecked := map[string]bool{}, map[string]bool{}
 	var exports []string
-	ran := 0
+	ran, checked := 0, 0
 	for _, c := range commands {
 		text := strings.ReplaceAll(c.text, "go run ./cmd/kroll", "kroll")
 		if why := notRun(text); why != "" {
 			skipped[why] = true
 			t.Logf("README.md:%d: not run: %s (%s)", c.line, firstLineOf(text), why)
 			continue
+		}
+		// A failure the README shows must be the one shown: its exit code, printed by
+		// the echo, is one of the lines checked below.
+		if strings.HasSuffix(strings.TrimSpace(stripComment(text)), exitCodeEcho) && shownExitCode(c) < 0 {
+			t.Fatalf("README.md:%d: %s ends in %s but shows no `#   exit code N` line after it", c.line, firstLineOf(text), exitCodeEcho)
 		}
 		script := strings.Join(append(append([]string{"set -euo pipefail"}, exports...), text), "\n")
 		out, err := runShell(work, env, script)
@@ -156,13 +248,30 @@ func TestReadme(t *testing.T) {
 			exports = append(exports, text)
 		}
 		ran++
+		if why := outputNotChecked(text); why != "" {
+			unchecked[why] = true
+			t.Logf("README.md:%d: shown output not checked (%s)", c.line, why)
+			continue
+		}
+		if want, missing := missingShown(out, c.shown); missing {
+			t.Errorf("README.md:%d: %s printed no line like README.md:%d's\n\t%s\nit printed:\n%s", c.line, firstLineOf(text), want.line, want.text, out)
+		}
+		checked += len(c.shown)
 	}
 	for _, n := range readmeNotRun {
 		if !skipped[n.why] {
 			t.Errorf("no README command starts with %q any more; drop it from readmeNotRun", n.prefix)
 		}
 	}
-	t.Logf("ran %d README commands, left out %d", ran, len(commands)-ran)
+	for _, n := range readmeOutputNotChecked {
+		if !unchecked[n.why] {
+			t.Errorf("no README command starts with %q any more; drop it from readmeOutputNotChecked", n.prefix)
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked %d lines of output the README shows; the parser lost some", checked)
+	}
+	t.Logf("ran %d README commands, left out %d; checked %d lines of their output", ran, len(commands)-ran, checked)
 }
 
 // notRun is why text is not run, or "".
@@ -173,6 +282,24 @@ func notRun(text string) string {
 		}
 	}
 	return ""
+}
+
+// outputNotChecked is why text's shown output is not checked, or "".
+func outputNotChecked(text string) string {
+	for _, n := range readmeOutputNotChecked {
+		if strings.HasPrefix(text, n.prefix) {
+			return n.why
+		}
+	}
+	return ""
+}
+
+// stripComment is a one-line command without its trailing `  # comment`.
+func stripComment(text string) string {
+	if i := strings.Index(text, "  #"); i >= 0 && !strings.Contains(text, "\n") {
+		return text[:i]
+	}
+	return text
 }
 
 // runShell runs script with bash in dir and returns its combined output; the whole
@@ -216,23 +343,62 @@ func TestParseReadmeCommands(t *testing.T) {
 	readme := strings.Join([]string{
 		"Run it:", "", "```sh", "go run ./cmd/kroll up   # comment", "```", "",
 		"```sh", "# a comment", "export A=$PWD/x", "", "kubectl create -f - <<EOF", "kind: X", "  name: y", "EOF",
-		"kubectl get \\", "  pods", "#   output shown as a comment", "```",
+		"kubectl get \\", "  pods", "#   output shown as a comment", "#     indented", "```",
 		"```", "Created web", "```",
 		"```console", "$ kubectl get nodes", "NAME STATUS", "$ kubectl rollout status deployment/web   # waits", "```",
+		"", "Prose.", "", "```", "a layout, not output", "```",
 	}, "\n")
 	var got []string
 	for _, c := range parseReadmeCommands(readme) {
-		got = append(got, fmt.Sprintf("%d:%s", c.line, c.text))
+		line := fmt.Sprintf("%d:%s", c.line, c.text)
+		for _, s := range c.shown {
+			line += fmt.Sprintf(" [%d:%s]", s.line, s.text)
+		}
+		got = append(got, line)
 	}
 	want := []string{
 		"4:go run ./cmd/kroll up   # comment",
 		"9:export A=$PWD/x",
 		"11:kubectl create -f - <<EOF\nkind: X\n  name: y\nEOF",
-		"15:kubectl get \n  pods",
-		"23:kubectl get nodes",
-		"25:kubectl rollout status deployment/web   # waits",
+		"15:kubectl get \n  pods [17:output shown as a comment] [18:indented] [21:Created web]",
+		"24:kubectl get nodes",
+		"26:kubectl rollout status deployment/web   # waits",
 	}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("parsed\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestMissingShown(t *testing.T) {
+	t.Parallel()
+	out := "deployment/web: RollingUpdate (maxSurge 3, maxUnavailable 2), revision 1 → 2\n" +
+		"  1. create 3 pods of web-777f9fc55f\n" +
+		"  2. delete 5 pods of web-7b46c4b544: web-7b46c4b544-2xk9p, web-7b46c4b544-x7q2z\n" +
+		"NAME              STATUS   DETAIL\n" +
+		"deployment/nginx  succeeded\n" +
+		"exit code 1\n"
+	tests := []struct {
+		name    string
+		shown   []string
+		missing string
+	}{
+		{"every line, in order", []string{"deployment/web: RollingUpdate (maxSurge 3, maxUnavailable 2), revision 1 → 2", "1. create 3 pods of web-777f9fc55f", "exit code 1"}, ""},
+		{"… stands for a pod name", []string{"2. delete 5 pods of web-7b46c4b544: web-7b46c4b544-…, …"}, ""},
+		{"a line of only … stands for any lines", []string{"1. create 3 pods of web-777f9fc55f", "…", "exit code 1"}, ""},
+		{"columns as wide as they come", []string{"NAME STATUS DETAIL", "deployment/nginx  succeeded"}, ""},
+		{"another exit code", []string{"exit code 2"}, "exit code 2"},
+		{"a stale hash", []string{"1. create 3 pods of web-5d9c8f7b6"}, "1. create 3 pods of web-5d9c8f7b6"},
+		{"out of order", []string{"2. delete 5 pods of web-7b46c4b544: …", "1. create 3 pods of web-777f9fc55f"}, "1. create 3 pods of web-777f9fc55f"},
+		{"pieces out of order within a line", []string{"revision 1 → 2 … RollingUpdate"}, "revision 1 → 2 … RollingUpdate"},
+	}
+	for _, tt := range tests {
+		var shown []shownLine
+		for i, s := range tt.shown {
+			shown = append(shown, shownLine{i + 1, s})
+		}
+		got, missing := missingShown(out, shown)
+		if missing != (tt.missing != "") || got.text != tt.missing {
+			t.Errorf("%s: missing %q (%v), want %q", tt.name, got.text, missing, tt.missing)
+		}
 	}
 }

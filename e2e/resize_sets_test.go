@@ -409,10 +409,9 @@ func TestResizeSets(t *testing.T) {
 		blocked := fmt.Sprintf("False/%s: pod strict-0: the resize cannot be made on node %s: needs cpu 1, 800m free", inplace.ReasonBlocked, strict.Spec.NodeName)
 		s.waitInPlaceCondition(t, "statefulset/strict", blocked)
 		s.waitInPlaceCondition(t, "statefulset/strict", "; InPlaceOnly recreates no pod")
-		time.Sleep(2 * time.Second) // and it stays so
-		if p := waitPod(t, c.Client, s.ns, "strict-0", "ready", isPodReady); p.UID != strict.UID || p.Generation != strict.Generation || p.Labels[appsv1.StatefulSetRevisionLabel] != strict.Labels[appsv1.StatefulSetRevisionLabel] {
-			t.Errorf("strict-0 was written to or replaced under InPlaceOnly: uid %s generation %d revision %s", p.UID, p.Generation, p.Labels[appsv1.StatefulSetRevisionLabel])
-		}
+		podHolds(t, c.Client, s.ns, "strict-0", 2*time.Second, "Ready, neither written to nor replaced under InPlaceOnly", func(p *corev1.Pod) bool {
+			return isPodReady(p) && p.UID == strict.UID && p.Generation == strict.Generation && p.Labels[appsv1.StatefulSetRevisionLabel] == strict.Labels[appsv1.StatefulSetRevisionLabel]
+		})
 		s.expectEvent(t, inplace.ReasonBlocked, "pod strict-0: the resize cannot be made")
 		s.kubectl(t, "delete", "statefulset/strict", "pod/hog-b", "--wait=true")
 

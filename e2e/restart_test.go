@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func startKrollControllers(t *testing.T, c *cluster.Cluster) (stop func()) {
 }
 
 // Given a 200-replica rollout in progress, when kroll's controllers are stopped and
-// started again several times, then the rollout finishes, every observed state keeps
+// started again several times, each stop at a point where the rollout is unfinished, then the rollout finishes, every observed state keeps
 // the bounds, and no pod is created twice: the new ReplicaSet's pods were created
 // exactly 200 times and none of them was deleted as surplus.
 func TestControllersRestartMidRollout(t *testing.T) {
@@ -90,10 +91,23 @@ func TestControllersRestartMidRollout(t *testing.T) {
 	if _, err := c.Client.AppsV1().Deployments("default").Patch(context.Background(), "big", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Each stop comes once the ReplicaSets have moved since the last one (a scaling
+	// step of the controllers just started), so the four stops land at four points of
+	// the rollout; with the controllers stopped, its state is frozen, and each stop
+	// must find it unfinished, or the restarts prove nothing.
+	last := "nginx:1.14.2=200"
 	for i := 0; i < 4; i++ {
-		time.Sleep(2 * time.Second)
+		eventually(t, 30*time.Second, "the ReplicaSets to move on from "+last, func(context.Context) (bool, string) {
+			got := rsSizes(listReplicaSets(t, c, "default"))
+			return got != last, got
+		})
 		stop()
-		t.Logf("restart %d: controllers stopped mid-rollout", i+1)
+		mid, state := midRollout(listReplicaSets(t, c, "default"), "nginx:1.16.1", replicas)
+		last = rsSizes(listReplicaSets(t, c, "default"))
+		t.Logf("restart %d: controllers stopped at %s", i+1, state)
+		if !mid {
+			t.Errorf("restart %d: the controllers were stopped after the rollout had finished (%s): the restart proves nothing", i+1, state)
+		}
 		time.Sleep(500 * time.Millisecond)
 		stop = startKrollControllers(t, c)
 	}
@@ -101,6 +115,33 @@ func TestControllersRestartMidRollout(t *testing.T) {
 	d := waitDeploymentAvailable(t, c, "default", "big", replicas, "nginx:1.16.1", 2*time.Minute)
 	w.Verify(t, 100)
 	ledger.expectCreatedOnce(t, newReplicaSetHash(t, c, d, "nginx:1.16.1"), replicas)
+}
+
+// listReplicaSets lists the ReplicaSets of namespace.
+func listReplicaSets(t *testing.T, c *cluster.Cluster, namespace string) []*appsv1.ReplicaSet {
+	t.Helper()
+	list := must(c.Client.AppsV1().ReplicaSets(namespace).List(context.Background(), metav1.ListOptions{}))
+	var out []*appsv1.ReplicaSet
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out
+}
+
+// midRollout tells whether a rollout to image over rss is under way and unfinished:
+// the new ReplicaSet (running image) has pods, and an old one still has pods or the new
+// one has fewer than replicas available. state says what it saw.
+func midRollout(rss []*appsv1.ReplicaSet, image string, replicas int32) (bool, string) {
+	var newSize, newAvailable, old int32
+	for _, rs := range rss {
+		if rs.Spec.Template.Spec.Containers[0].Image == image {
+			newSize, newAvailable = *rs.Spec.Replicas, rs.Status.AvailableReplicas
+		} else {
+			old += *rs.Spec.Replicas
+		}
+	}
+	state := fmt.Sprintf("new ReplicaSet %d (%d available), old %d", newSize, newAvailable, old)
+	return newSize > 0 && (old > 0 || newAvailable < replicas), state
 }
 
 // newReplicaSetHash is the pod-template-hash of d's ReplicaSet running image.

@@ -169,7 +169,18 @@ func (s *scene) images(t *testing.T, name string) map[string]int {
 // available, and old pods on other images.
 func (s *scene) waitStep(t *testing.T, name, step, image string, updated, old int) {
 	t.Helper()
-	eventually(t, time.Minute, fmt.Sprintf("%s at step %s with %d on %s, %d old", name, step, updated, image, old), func(context.Context) (bool, string) {
+	eventually(t, time.Minute, fmt.Sprintf("%s at step %s with %d on %s, %d old", name, step, updated, image, old), s.atStep(t, name, step, image, updated, old))
+}
+
+// holdStep checks that Deployment name stays at waitStep's state for window.
+func (s *scene) holdStep(t *testing.T, window time.Duration, name, step, image string, updated, old int) {
+	t.Helper()
+	holdsFor(t, window, 100*time.Millisecond, fmt.Sprintf("%s at step %s with %d on %s, %d old", name, step, updated, image, old), s.atStep(t, name, step, image, updated, old))
+}
+
+// atStep is the condition of waitStep and holdStep.
+func (s *scene) atStep(t *testing.T, name, step, image string, updated, old int) func(context.Context) (bool, string) {
+	return func(context.Context) (bool, string) {
 		d := s.deployment(t, name)
 		imgs := s.images(t, name)
 		others := 0
@@ -182,7 +193,7 @@ func (s *scene) waitStep(t *testing.T, name, step, image string, updated, old in
 		ok := (step == "" || got == step) && imgs[image] == updated && others == old && d.Status.UpdatedReplicas == int32(updated) &&
 			d.Status.AvailableReplicas == d.Status.Replicas
 		return ok, fmt.Sprintf("step %q, pods %v, status %d updated %d available of %d", got, imgs, d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.Replicas)
-	})
+	}
 }
 
 // waitRecord waits until Deployment name records step (kroll.dev/rollout-step).
@@ -279,8 +290,7 @@ func TestStagedDeployment(t *testing.T) {
 		restart(t, s, "web", "0/5", "step 0/5: rolling out to 10%")
 		s.waitStep(t, "web", "1/5", "app:2", 2, 18)
 		restart(t, s, "web", "1/5", "step 1/5: 10% (2 of 20 updated), paused until promoted")
-		time.Sleep(2 * time.Second) // held: nothing moves on without promote
-		s.waitStep(t, "web", "1/5", "app:2", 2, 18)
+		s.holdStep(t, 2*time.Second, "web", "1/5", "app:2", 2, 18) // held: nothing moves on without promote
 		d := s.deployment(t, "web")
 		if got, want := condition(d, staging.ConditionType), "True/StepPaused: step 1/5: 10% (2 of 20 updated), paused until promoted"; got != want {
 			t.Errorf("Staged condition %q, want %q", got, want)
@@ -344,8 +354,7 @@ func TestStagedDeployment(t *testing.T) {
 			w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
 			s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
 			s.waitStep(t, "web", "1/5", "app:2", 2, 18)
-			time.Sleep(2 * time.Second)
-			s.waitStep(t, "web", "1/5", "app:2", 2, 18)
+			s.holdStep(t, 2*time.Second, "web", "1/5", "app:2", 2, 18) // paused until promoted
 			krollIn(t, s).must("rollout", "promote", "deployment/web")
 			s.waitStep(t, "web", "3/5", "app:2", 10, 10)
 			s.waitStep(t, "web", "5/5", "app:2", 20, 0)
@@ -414,17 +423,22 @@ func TestStagedDeployment(t *testing.T) {
 			})
 			s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
 			s.waitStep(t, "web", "", "app:2", 10, 10)
-			time.Sleep(500 * time.Millisecond) // and no more
-			rec.mu.Lock()
-			ops := map[rolloutplan.Op]int{}
-			for _, op := range rec.ops {
-				ops[op.Op]++
+			creates, deletes, _ := plan.Counts()
+			if creates != 10 || deletes != 10 {
+				t.Errorf("the plan printed before creates %d pods and deletes %d, want 10 and 10", creates, deletes)
 			}
-			rec.mu.Unlock()
-			if creates, deletes, _ := plan.Counts(); ops[rolloutplan.Create] != creates || ops[rolloutplan.Delete] != deletes || creates != 10 {
-				t.Errorf("the controller created %d pods and deleted %d; the plan printed before: %d and %d, want 10 and 10",
-					ops[rolloutplan.Create], ops[rolloutplan.Delete], creates, deletes)
-			}
+			// Held at the partition: the controller's operations are the plan's, and no
+			// more come while it holds.
+			holdsFor(t, time.Second, 50*time.Millisecond, "the controller's operations, the plan's", func(context.Context) (bool, string) {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				ops := map[rolloutplan.Op]int{}
+				for _, op := range rec.ops {
+					ops[op.Op]++
+				}
+				return ops[rolloutplan.Create] == creates && ops[rolloutplan.Delete] == deletes,
+					fmt.Sprintf("the controller created %d pods and deleted %d; the plan: %d and %d", ops[rolloutplan.Create], ops[rolloutplan.Delete], creates, deletes)
+			})
 			w.hold(10, 10)
 			eventually(t, 30*time.Second, "Staged PartitionReached", func(context.Context) (bool, string) {
 				got := condition(s.deployment(t, "web"), staging.ConditionType)
@@ -432,8 +446,7 @@ func TestStagedDeployment(t *testing.T) {
 			})
 			s.kubectl(t, "scale", "deployment/web", "--replicas=40")
 			s.waitStep(t, "web", "", "app:2", 30, 10)
-			time.Sleep(time.Second)
-			s.waitStep(t, "web", "", "app:2", 30, 10)
+			s.holdStep(t, time.Second, "web", "", "app:2", 30, 10) // the partition holds 10 old
 			ledger.mu.Lock()
 			created := len(ledger.created[oldHash])
 			ledger.mu.Unlock()

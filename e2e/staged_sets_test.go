@@ -168,10 +168,10 @@ func TestStagedSets(t *testing.T) {
 		want := onNodes("fluentd:v1", 0, 1, 2, 3, 4, 5, 6) + " " + onNodes("fluentd:v2", 7, 8, 9)
 		s.waitSetsCondition(t, "daemonset/logs", staging.ConditionType,
 			`^True/PartitionReached: partition 7 reached: 3 of 10 updated, 7 kept on the old revisions$`)
-		time.Sleep(2 * time.Second) // held: nothing more moves
-		if got := s.dsPods(t); got != want {
-			t.Fatalf("at partition 7: %s, want %s", got, want)
-		}
+		holdsFor(t, 2*time.Second, 100*time.Millisecond, "held at partition 7: "+want, func(context.Context) (bool, string) {
+			got := s.dsPods(t)
+			return got == want, got
+		})
 		if st := s.daemonSet(t).Status; st.UpdatedNumberScheduled != 3 || st.NumberAvailable != 10 {
 			t.Errorf("status at partition 7: %s", dsStatus(s.daemonSet(t)))
 		}

@@ -381,12 +381,15 @@ var statefulSetScenarios = []scenario{
 		s.kubectl(t, "annotate", "--overwrite", "statefulset/web", "kroll.dev/update-strategy=InPlaceOnly")
 		s.kubectl(t, "set", "env", "statefulset/web", "LEVEL=debug")
 		s.waitInPlaceCondition(t, "statefulset/web", "False/"+inplace.ReasonBlocked+": the change to spec.containers[nginx].env cannot be made in place; InPlaceOnly touches no pod")
-		time.Sleep(2 * time.Second) // and it stays so
-		for _, p := range s.pods(t, "app=nginx") {
-			if uids[p.Name] != string(p.UID) {
-				t.Errorf("%s was replaced under InPlaceOnly", p.Name)
+		holdsFor(t, 2*time.Second, 100*time.Millisecond, "no pod replaced under InPlaceOnly", func(context.Context) (bool, string) {
+			var replaced []string
+			for _, p := range s.pods(t, "app=nginx") {
+				if uids[p.Name] != string(p.UID) {
+					replaced = append(replaced, p.Name)
+				}
 			}
-		}
+			return len(replaced) == 0, fmt.Sprint("replaced: ", replaced)
+		})
 		return ""
 	}},
 	{name: "a stuck rollout is undone without deleting the stuck pod", krollOnly: true, run: func(t *testing.T, s *scene) string {
@@ -402,11 +405,14 @@ var statefulSetScenarios = []scenario{
 		}
 		s.kubectl(t, "rollout", "undo", "statefulset/web")
 		if s.mode == cluster.WorkloadControllersUpstream {
-			// Upstream waits for web-2 to become Ready, which it never will.
-			time.Sleep(3 * time.Second)
-			if got := s.stsPods(t); got != "web-0=r3 web-1=r3 web-2=r2" {
-				t.Errorf("upstream after undo: %s; the known issue is that it stays stuck on web-2", got)
+			// Upstream waits for web-2 to become Ready, which it never will: the known
+			// issue is that it stays stuck on web-2.
+			stuck := func(context.Context) (bool, string) {
+				got := s.stsPods(t)
+				return got == "web-0=r3 web-1=r3 web-2=r2", got
 			}
+			eventually(t, 30*time.Second, "upstream's pods after the undo", stuck)
+			holdsFor(t, 3*time.Second, 100*time.Millisecond, "upstream stuck on web-2 after the undo", stuck)
 			return ""
 		}
 		s.waitSTS(t, "web-0=r3 web-1=r3 web-2=r3")

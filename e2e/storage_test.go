@@ -264,11 +264,14 @@ spec:
 			}
 			return got.Status.Phase == corev1.VolumeReleased, string(got.Status.Phase)
 		})
-		time.Sleep(2 * time.Second) // and it stays: Retain
-		kept, err := s.c.Client.CoreV1().PersistentVolumes().Get(context.Background(), pv.Name, metav1.GetOptions{})
-		if err != nil || kept.Status.Phase != corev1.VolumeReleased {
-			t.Errorf("a Retain volume after its claim was deleted: %v %v", err, kept)
-		}
+		var kept *corev1.PersistentVolume
+		holdsFor(t, 2*time.Second, 100*time.Millisecond, "the Retain volume kept, Released", func(ctx context.Context) (bool, string) {
+			var err error
+			if kept, err = s.c.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{}); err != nil {
+				return false, err.Error()
+			}
+			return kept.Status.Phase == corev1.VolumeReleased, string(kept.Status.Phase)
+		})
 		mustKubectl(t, s.c.KubeconfigPath, "delete", "pv/"+pv.Name, "storageclass/"+class)
 		return fmt.Sprintf("claim bound before its pod; pod on its volume's node: %v; volume %s after the claim was deleted",
 			pod.Spec.NodeName == node, kept.Status.Phase)
@@ -316,16 +319,18 @@ spec:
 				return strings.Contains(ev, "FailedMount: "+notBound), ev
 			})
 		}
-		time.Sleep(time.Second) // and they stay so
-		for _, name := range []string{"early", "misplaced"} {
-			pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(context.Background(), name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
+		holdsFor(t, time.Second, 100*time.Millisecond, "early and misplaced Pending in ContainerCreating, without an IP, while the claim is Pending", func(ctx context.Context) (bool, string) {
+			for _, name := range []string{"early", "misplaced"} {
+				pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				if pod.Status.Phase != corev1.PodPending || !strings.Contains(podState(pod), " 0/1 ContainerCreating ") || pod.Status.PodIP != "" {
+					return false, fmt.Sprintf("%s: %s, pod IP %q", name, podState(pod), pod.Status.PodIP)
+				}
 			}
-			if pod.Status.Phase != corev1.PodPending || !strings.Contains(podState(pod), " 0/1 ContainerCreating ") || pod.Status.PodIP != "" {
-				t.Errorf("%s while its claim is Pending: %s, pod IP %q", name, podState(pod), pod.Status.PodIP)
-			}
-		}
+			return true, ""
+		})
 
 		// A volume on kroll-node-0, made for the claim (its UID too, so that the PV
 		// controller binds at once rather than at its next 15s resync): early starts;

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,9 +179,65 @@ func TestParseWorkloadControllers(t *testing.T) {
 	}
 }
 
+// goModKubernetesVersion is the version of k8s.io/kubernetes that go.mod requires, read
+// from the file itself (a test binary's build information lists no dependencies).
+func goModKubernetesVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "k8s.io/kubernetes" && strings.HasPrefix(f[1], "v") {
+			return f[1]
+		}
+	}
+	t.Fatal("go.mod requires no k8s.io/kubernetes")
+	return ""
+}
+
+// The fallback is what a build without module information reports; kept equal to the
+// module kroll is built from, it is never a stale version.
+func TestKubernetesVersion_fallbackIsGoModsVersion(t *testing.T) {
+	if want := goModKubernetesVersion(t); fallbackKubernetesVersion != want {
+		t.Errorf("fallbackKubernetesVersion = %q, go.mod requires k8s.io/kubernetes %s", fallbackKubernetesVersion, want)
+	}
+}
+
+// The components' version variables carry KubernetesVersion, split as the Kubernetes
+// build splits it ("v1.36.3": major "1", minor "36"), worked out here from go.mod's.
 func TestKubernetesVersionIsStamped(t *testing.T) {
-	if !strings.HasPrefix(KubernetesVersion, "v1.36.") || gitVersion != KubernetesVersion || gitMajor != "1" || gitMinor != "36" {
-		t.Errorf("version %q, gitVersion %q, major %q, minor %q", KubernetesVersion, gitVersion, gitMajor, gitMinor)
+	want := goModKubernetesVersion(t)
+	parts := strings.Split(strings.TrimPrefix(want, "v"), ".")
+	if KubernetesVersion != want || gitVersion != want || gitMajor != parts[0] || gitMinor != parts[1] || gitTreeState != "clean" {
+		t.Errorf("version %q, gitVersion %q, major %q, minor %q, tree %q; want %s, major %s, minor %s, clean",
+			KubernetesVersion, gitVersion, gitMajor, gitMinor, gitTreeState, want, parts[0], parts[1])
+	}
+}
+
+func TestKubernetesModuleVersion(t *testing.T) {
+	deps := func(mods ...[2]string) *debug.BuildInfo {
+		info := &debug.BuildInfo{}
+		for _, m := range mods {
+			info.Deps = append(info.Deps, &debug.Module{Path: m[0], Version: m[1]})
+		}
+		return info
+	}
+	tests := []struct {
+		name string
+		info *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"the module's release among the dependencies", deps([2]string{"k8s.io/api", "v0.36.3"}, [2]string{"k8s.io/kubernetes", "v1.37.0"}), true, "v1.37.0"},
+		{"no module information: the fallback", nil, false, fallbackKubernetesVersion},
+		{"a test binary lists no dependencies: the fallback", deps(), true, fallbackKubernetesVersion},
+		{"a pseudo-version of another major is not a release: the fallback", deps([2]string{"k8s.io/kubernetes", "v0.0.0-20260101000000-abcdef123456"}), true, fallbackKubernetesVersion},
+	}
+	for _, tt := range tests {
+		if got := kubernetesModuleVersion(tt.info, tt.ok); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

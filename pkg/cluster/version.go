@@ -23,14 +23,19 @@ var (
 	gitTreeState string
 )
 
-// fallbackKubernetesVersion is used when the build carries no module information.
-const fallbackKubernetesVersion = "v1.36.3"
+// fallbackKubernetesVersion is used when the build carries no module information (a
+// test binary's has none of its dependencies). A variable, not a constant, so that a
+// test can build kroll with it set to something else (-ldflags -X) and see the module's
+// version reported instead; a unit test keeps it equal to go.mod's.
+var fallbackKubernetesVersion = "v1.36.3"
 
 // KubernetesVersion is the version of the embedded Kubernetes components, "v1.36.3".
-var KubernetesVersion = kubernetesModuleVersion()
+var KubernetesVersion = kubernetesModuleVersion(debug.ReadBuildInfo())
 
-func kubernetesModuleVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
+// kubernetesModuleVersion is the version of k8s.io/kubernetes among the build's
+// dependencies, or fallbackKubernetesVersion when the build lists no release of it.
+func kubernetesModuleVersion(info *debug.BuildInfo, ok bool) string {
+	if ok {
 		for _, dep := range info.Deps {
 			if dep.Path == "k8s.io/kubernetes" && strings.HasPrefix(dep.Version, "v1.") {
 				return dep.Version

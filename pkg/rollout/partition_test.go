@@ -85,25 +85,47 @@ func TestPartitionedScale(t *testing.T) {
 	}
 }
 
-func TestPartitionedScale_withoutAChangeOfReplicasIsProportional(t *testing.T) {
-	// Paused mid-surge at partition 10 (old 12, new 10, both sized for 20): nothing moves.
-	d := newDeployment(20, "5", "5")
-	old := []*appsv1.ReplicaSet{annotated(newRS("a", 12, 12, 0), "20", "25")}
-	n := annotated(newRS("n", 10, 10, 1), "20", "25")
-	got, _ := PartitionedScale(d, n, old, 10)
-	want, _ := ProportionalScale(d, n, old)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %+v, want %+v", got, want)
+// Where PartitionedScale has nothing to hold (no partition, no new ReplicaSet, no old
+// pods, or no change of replicas), it spreads replicas as ProportionalScale does; the
+// numbers are worked by hand from that rule, not by calling it.
+func TestPartitionedScale_fallsBackToTheProportionalRule(t *testing.T) {
+	tests := []struct {
+		name      string
+		replicas  int32
+		old       []*appsv1.ReplicaSet
+		newRS     *appsv1.ReplicaSet
+		partition int32
+		want      []Scale
+		wantOK    bool
+	}{
+		// Sized for 20 (max 25) and still 20: not resized, so the partition holds
+		// nothing. 25 allowed − (12+10) = 3 to add; each was sized for 25, so its share
+		// is round(size·25/25) − size = 0, and the 3 left over go to the largest, a.
+		{"paused mid-surge at partition 10, replicas unchanged: the 3 surge pods left go to the largest",
+			20, []*appsv1.ReplicaSet{annotated(newRS("a", 12, 12, 0), "20", "25")}, annotated(newRS("n", 10, 10, 1), "20", "25"), 10,
+			[]Scale{{"a", 12, 15}, {"n", 10, 10}}, true},
+		// 20→40, surge 5: 45 allowed − 20 = 25 to add. Equal sizes, so the newer, n,
+		// comes first: round(10·45/25) − 10 = 8 each, 25 − 16 = 9 left to n → 27 and 18.
+		{"no partition, 20→40: 8 each in proportion, the 9 left to the newer of the two largest",
+			40, []*appsv1.ReplicaSet{annotated(newRS("a", 10, 10, 0), "20", "25")}, annotated(newRS("n", 10, 10, 1), "20", "25"), 0,
+			[]Scale{{"n", 10, 27}, {"a", 10, 18}}, true},
+		// No old pods: the new ReplicaSet is the only one with pods and takes replicas.
+		{"partition 10 but no old pods: the new ReplicaSet takes all 30",
+			30, []*appsv1.ReplicaSet{newRS("a", 0, 0, 0)}, annotated(newRS("n", 20, 20, 1), "20", "25"), 10,
+			[]Scale{{"n", 20, 30}}, true},
+		// No new ReplicaSet yet: the only old one with pods takes replicas.
+		{"partition 10 but no new ReplicaSet: the one old ReplicaSet takes all 30",
+			30, []*appsv1.ReplicaSet{annotated(newRS("a", 20, 20, 0), "20", "25")}, nil, 10,
+			[]Scale{{"a", 20, 30}}, true},
+		{"one ReplicaSet already at replicas: nothing to do",
+			20, []*appsv1.ReplicaSet{newRS("a", 0, 0, 0)}, annotated(newRS("n", 20, 20, 1), "20", "25"), 10,
+			nil, false},
 	}
-}
-
-func TestPartitionedScale_withoutPartitionIsProportional(t *testing.T) {
-	d := newDeployment(40, "5", "5")
-	old := []*appsv1.ReplicaSet{annotated(newRS("a", 10, 10, 0), "20", "25")}
-	n := annotated(newRS("n", 10, 10, 1), "20", "25")
-	got, _ := PartitionedScale(d, n, old, 0)
-	want, _ := ProportionalScale(d, n, old)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %+v, want %+v", got, want)
+	for _, tt := range tests {
+		d := newDeployment(tt.replicas, "5", "5")
+		got, ok := PartitionedScale(d, tt.newRS, tt.old, tt.partition)
+		if ok != tt.wantOK || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: got %+v (%v), want %+v (%v)", tt.name, got, ok, tt.want, tt.wantOK)
+		}
 	}
 }
