@@ -195,8 +195,9 @@ func (k *Kubelet) forget(obj any) {
 
 // admitExisting admits the pods already bound to our nodes when the simulator starts
 // (a resumed cluster), oldest first, as a restarted kubelet does, so that their age and
-// not the order in which workers happen to reach them decides which ones fit. A pod
-// being deleted is among them: until its containers have stopped it holds its resources.
+// not the order in which workers happen to reach them decides which ones fit, and keeps
+// the addresses they report for them (ipam.reserve). A pod being deleted is among them:
+// until its containers have stopped it holds its resources and its address.
 func (k *Kubelet) admitExisting() {
 	all, err := k.podLister.List(labels.Everything())
 	if err != nil {
@@ -211,6 +212,9 @@ func (k *Kubelet) admitExisting() {
 	byCreation(pods)
 	for _, p := range pods {
 		k.pods[p.Spec.NodeName].admitOnce(k.node(p.Spec.NodeName), p)
+		if !p.Spec.HostNetwork {
+			k.ipam.reserve(p.Spec.NodeName, p.UID, p.Status.PodIP)
+		}
 	}
 }
 
@@ -232,8 +236,14 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 	after, err := k.syncPod(ctx, key)
 	switch {
 	case err != nil:
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).V(2).Info("Pod sync failed, will retry", "pod", key, "err", err)
+		// The fifth failure in a row is logged at the default verbosity, once: a pod
+		// whose status cannot be written never becomes Ready, and holds a rollout.
+		if failures := k.queue.NumRequeues(key) + 1; ctx.Err() == nil {
+			level := 2
+			if failures == 5 {
+				level = 0
+			}
+			klog.FromContext(ctx).V(level).Info("Pod sync failed, will retry", "pod", key, "failures", failures, "err", err)
 		}
 		k.queue.AddRateLimited(key)
 	default:
@@ -457,9 +467,9 @@ type statusPatch struct {
 	Message               string                   `json:"message,omitempty"`
 	Conditions            []map[string]any         `json:"conditions,omitempty"`
 	HostIP                string                   `json:"hostIP,omitempty"`
-	HostIPs               []corev1.HostIP          `json:"hostIPs,omitempty"`
+	HostIPs               []any                    `json:"hostIPs,omitempty"`
 	PodIP                 string                   `json:"podIP,omitempty"`
-	PodIPs                []corev1.PodIP           `json:"podIPs,omitempty"`
+	PodIPs                []any                    `json:"podIPs,omitempty"`
 	StartTime             *metav1.Time             `json:"startTime,omitempty"`
 	InitContainerStatuses []corev1.ContainerStatus `json:"initContainerStatuses,omitempty"`
 	ContainerStatuses     []corev1.ContainerStatus `json:"containerStatuses,omitempty"`
@@ -485,7 +495,7 @@ func (k *Kubelet) patchStatus(ctx context.Context, pod *corev1.Pod, status *core
 func statusPatchBody(pod *corev1.Pod, status *corev1.PodStatus) ([]byte, error) {
 	p := statusPatch{
 		Phase: status.Phase, Reason: status.Reason, Message: status.Message,
-		HostIP: status.HostIP, HostIPs: status.HostIPs, PodIP: status.PodIP, PodIPs: status.PodIPs,
+		HostIP: status.HostIP, HostIPs: ipList(status.HostIPs, pod.Status.HostIPs), PodIP: status.PodIP, PodIPs: ipList(status.PodIPs, pod.Status.PodIPs),
 		StartTime: status.StartTime, InitContainerStatuses: status.InitContainerStatuses,
 		ContainerStatuses: status.ContainerStatuses, ObservedGeneration: status.ObservedGeneration,
 	}

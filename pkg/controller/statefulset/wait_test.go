@@ -30,22 +30,22 @@ func TestSetWait(t *testing.T) {
 		message string // a part of the message; "" for any
 	}{
 		{name: "3 of 3 ready and updated: at rest",
-			pods: []*corev1.Pod{setPod(set, 0, "web-b", true), setPod(set, 1, "web-b", true), setPod(set, 2, "web-b", true)},
+			pods:   []*corev1.Pod{setPod(set, 0, "web-b", true), setPod(set, 1, "web-b", true), setPod(set, 2, "web-b", true)},
 			status: st(3, 3, 3), want: ""},
 		{name: "rolling update at ordinal 1: web-1 not ready",
-			pods: []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 1, "web-b", false), setPod(set, 2, "web-b", true)},
+			pods:   []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 1, "web-b", false), setPod(set, 2, "web-b", true)},
 			status: st(3, 2, 2), want: "PodNotReady", message: "web-1 (ordinal 1): Running, not ready"},
 		{name: "ordinal 1 deleted for its update, not recreated yet",
-			pods: []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 2, "web-b", true)},
+			pods:   []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 2, "web-b", true)},
 			status: st(2, 2, 1), want: "PodNotReady", message: "web-1 (ordinal 1): not created yet"},
 		{name: "ordinal 1 terminating",
-			pods: []*corev1.Pod{setPod(set, 0, "web-a", true), terminating, setPod(set, 2, "web-b", true)},
+			pods:   []*corev1.Pod{setPod(set, 0, "web-a", true), terminating, setPod(set, 2, "web-b", true)},
 			status: st(3, 2, 1), want: "PodNotReady", message: "terminating"},
 		{name: "all ready but one still on the old revision, and none to wait for: no known wait",
-			pods: []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 1, "web-b", true), setPod(set, 2, "web-b", true)},
+			pods:   []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 1, "web-b", true), setPod(set, 2, "web-b", true)},
 			status: st(3, 3, 2), want: "NoWaitKnown"},
 		{name: "held at a staged partition",
-			pods: []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 1, "web-a", true), setPod(set, 2, "web-b", true)},
+			pods:   []*corev1.Pod{setPod(set, 0, "web-a", true), setPod(set, 1, "web-a", true), setPod(set, 2, "web-b", true)},
 			status: st(3, 3, 1), staged: staging.Decision{Phase: staging.PartitionReached, Partition: 2}, want: "StagedStepHeld"},
 	}
 	for _, c := range cases {
