@@ -3,8 +3,10 @@ package kubelet
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -103,6 +105,34 @@ func (a *ipam) podIP(node string, uid types.UID, current string) (string, bool) 
 	return "", false
 }
 
+// reserve leases ip to pod uid on node if it is in the node's CIDR and free: the
+// address a pod already reports when the simulator starts (a resumed cluster). It is
+// done for every existing pod before any pod is synced, oldest first, as a restarted
+// kubelet finds its sandboxes with their addresses: learnt lazily instead, as each pod
+// was synced, a pod created meanwhile took the lowest free address — one an existing
+// pod not yet synced reported — and that pod had to change address. It reports whether
+// the pod holds ip now.
+func (a *ipam) reserve(node string, uid types.UID, ip string) bool {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.nodes[node]
+	if !ok || !p.net.podCIDR.Contains(addr) {
+		return false
+	}
+	if l, leased := a.byPod[uid]; leased {
+		return l.ip == addr
+	}
+	if _, taken := p.used[addr]; taken {
+		return false
+	}
+	a.lease(p, node, uid, addr)
+	return true
+}
+
 func (a *ipam) lease(p *nodePool, node string, uid types.UID, ip netip.Addr) string {
 	p.used[ip] = uid
 	a.byPod[uid] = podLease{node: node, ip: ip}
@@ -117,4 +147,23 @@ func (a *ipam) release(uid types.UID) {
 		delete(a.nodes[l.node].used, l.ip)
 		delete(a.byPod, uid)
 	}
+}
+
+// ipList is the patch of a list of addresses (podIPs, hostIPs: lists merged by ip)
+// from was to want. The lists are merged by address: a pod that reported 10.244.0.2
+// and is given 10.244.0.3 would report both, two addresses of one family, which the
+// API server refuses — every status write of that pod, for good. So a list that
+// differs from the pod's replaces it.
+func ipList[T corev1.PodIP | corev1.HostIP](want, was []T) []any {
+	if len(want) == 0 {
+		return nil
+	}
+	out := make([]any, 0, len(want)+1)
+	for _, ip := range want {
+		out = append(out, ip)
+	}
+	if len(was) > 0 && !slices.Equal(want, was) {
+		out = append(out, map[string]any{"$patch": "replace"})
+	}
+	return out
 }

@@ -42,6 +42,20 @@ func TestIPAM(t *testing.T) {
 	if other, _ := a.podIP("n0", types.UID("c"), "10.244.0.2"); other == "10.244.0.2" {
 		t.Error("a pod claiming an IP another pod holds got it")
 	}
+	// A resumed pod's address is reserved before any pod is synced: kept, not handed
+	// out again; one taken, or outside the node's CIDR, is not reserved.
+	if !a.reserve("n0", types.UID("r"), "10.244.0.9") {
+		t.Error("a free address a resumed pod reports was not reserved")
+	}
+	if !a.reserve("n0", types.UID("r"), "10.244.0.9") {
+		t.Error("reserving a pod's own address again failed")
+	}
+	if a.reserve("n0", types.UID("s"), "10.244.0.9") || a.reserve("n0", types.UID("s"), "10.245.0.9") || a.reserve("n0", types.UID("s"), "") {
+		t.Error("a taken, foreign or empty address was reserved")
+	}
+	if got, _ := a.podIP("n0", types.UID("r"), ""); got != "10.244.0.9" {
+		t.Errorf("the reserved pod got %q on its sync, want 10.244.0.9", got)
+	}
 	a.release(types.UID("a"))
 	if reused, _ := a.podIP("n0", types.UID("d"), ""); reused != "10.244.0.2" {
 		t.Errorf("a released IP was not reused: got %q", reused)

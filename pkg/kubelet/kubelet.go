@@ -192,8 +192,9 @@ func (k *Kubelet) forget(obj any) {
 
 // admitExisting admits the pods already bound to our nodes when the simulator starts
 // (a resumed cluster), oldest first, as a restarted kubelet does, so that their age and
-// not the order in which workers happen to reach them decides which ones fit. A pod
-// being deleted is among them: until its containers have stopped it holds its resources.
+// not the order in which workers happen to reach them decides which ones fit, and keeps
+// the addresses they report for them (ipam.reserve). A pod being deleted is among them:
+// until its containers have stopped it holds its resources and its address.
 func (k *Kubelet) admitExisting() {
 	all, err := k.podLister.List(labels.Everything())
 	if err != nil {
@@ -208,6 +209,9 @@ func (k *Kubelet) admitExisting() {
 	byCreation(pods)
 	for _, p := range pods {
 		k.pods[p.Spec.NodeName].admitOnce(k.node(p.Spec.NodeName), p)
+		if !p.Spec.HostNetwork {
+			k.ipam.reserve(p.Spec.NodeName, p.UID, p.Status.PodIP)
+		}
 	}
 }
 
@@ -229,8 +233,14 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 	after, err := k.syncPod(ctx, key)
 	switch {
 	case err != nil:
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).V(2).Info("Pod sync failed, will retry", "pod", key, "err", err)
+		// The fifth failure in a row is logged at the default verbosity, once: a pod
+		// whose status cannot be written never becomes Ready, and holds a rollout.
+		if failures := k.queue.NumRequeues(key) + 1; ctx.Err() == nil {
+			level := 2
+			if failures == 5 {
+				level = 0
+			}
+			klog.FromContext(ctx).V(level).Info("Pod sync failed, will retry", "pod", key, "failures", failures, "err", err)
 		}
 		k.queue.AddRateLimited(key)
 	default:

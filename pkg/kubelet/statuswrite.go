@@ -67,9 +67,9 @@ type statusPatch struct {
 	Message               string                   `json:"message,omitempty"`
 	Conditions            []map[string]any         `json:"conditions,omitempty"`
 	HostIP                string                   `json:"hostIP,omitempty"`
-	HostIPs               []corev1.HostIP          `json:"hostIPs,omitempty"`
+	HostIPs               []any                    `json:"hostIPs,omitempty"`
 	PodIP                 string                   `json:"podIP,omitempty"`
-	PodIPs                []corev1.PodIP           `json:"podIPs,omitempty"`
+	PodIPs                []any                    `json:"podIPs,omitempty"`
 	StartTime             *metav1.Time             `json:"startTime,omitempty"`
 	InitContainerStatuses []corev1.ContainerStatus `json:"initContainerStatuses,omitempty"`
 	ContainerStatuses     []corev1.ContainerStatus `json:"containerStatuses,omitempty"`
@@ -95,7 +95,7 @@ func (k *Kubelet) patchStatus(ctx context.Context, pod *corev1.Pod, status *core
 func statusPatchBody(pod *corev1.Pod, status *corev1.PodStatus) ([]byte, error) {
 	p := statusPatch{
 		Phase: status.Phase, Reason: status.Reason, Message: status.Message,
-		HostIP: status.HostIP, HostIPs: status.HostIPs, PodIP: status.PodIP, PodIPs: status.PodIPs,
+		HostIP: status.HostIP, HostIPs: ipList(status.HostIPs, pod.Status.HostIPs), PodIP: status.PodIP, PodIPs: ipList(status.PodIPs, pod.Status.PodIPs),
 		StartTime: status.StartTime, InitContainerStatuses: status.InitContainerStatuses,
 		ContainerStatuses: status.ContainerStatuses, ObservedGeneration: status.ObservedGeneration,
 	}

@@ -161,24 +161,12 @@ func TestStatusPatchBody_clearsReasonAndMessageOfAConditionTurningTrue(t *testin
 	if c := podCondition(pod.Status, corev1.PodReady); c.Status != corev1.ConditionFalse || c.Reason != "ContainersNotReady" {
 		t.Fatalf("during the in-place restart Ready is %s/%s, want False/ContainersNotReady", c.Status, c.Reason)
 	}
-	stored, err := json.Marshal(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	next, _ := sim.podStatus(pod, clk, addrs, t0.Add(3*time.Second))
 	body, err := statusPatchBody(pod, &next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := strategicpatch.StrategicMergePatch(stored, body, &corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var after corev1.Pod
-	if err := json.Unmarshal(merged, &after); err != nil {
-		t.Fatal(err)
-	}
+	after := patchedWith(t, pod, &next)
 	for _, ct := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
 		if c := podCondition(after.Status, ct); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "" || c.Message != "" {
 			t.Errorf("%s after the patch: %+v; want True without reason or message", ct, c)
@@ -186,10 +174,12 @@ func TestStatusPatchBody_clearsReasonAndMessageOfAConditionTurningTrue(t *testin
 	}
 	// A condition someone else owns is neither written nor removed.
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Time{Time: t0}})
-	if stored, err = json.Marshal(pod); err != nil {
+	stored, err := json.Marshal(pod)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if merged, err = strategicpatch.StrategicMergePatch(stored, body, &corev1.Pod{}); err != nil {
+	merged, err := strategicpatch.StrategicMergePatch(stored, body, &corev1.Pod{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	after = corev1.Pod{}

@@ -78,6 +78,8 @@ type Controller struct {
 	awaited awaitedRevisions
 	// stagedReports keeps the events of staged rollouts to one per step or problem.
 	stagedReports controller.StagedReports
+	// waits logs what rollouts in progress wait on (see daemonWait).
+	waits *controller.WaitLog
 }
 
 // New builds the controller on shared informers (start them after).
@@ -98,6 +100,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		}),
 		failedBackoff: flowcontrol.NewBackOff(time.Second, 15*time.Minute),
 	}
+	c.waits = controller.NewWaitLog("daemonSet", func() time.Time { return c.now() })
 	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
 		return nil, err
 	}
@@ -328,6 +331,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		placeCreated(byNode, made, removed)
 	}
 	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition)
+	c.observeWait(ctx, key, ds, nodes, fits, byNode, hash, stage.decision)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.
 		c.queue.EnqueueAfter(ds, time.Until(at)+10*time.Millisecond)
@@ -349,6 +353,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 func (c *Controller) deleted(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.expectations.Forget(key)
+		c.waits.Forget(key)
 	}
 	if ds, ok := controller.Deleted[*appsv1.DaemonSet](obj); ok {
 		c.awaited.forget(ds.UID)

@@ -83,6 +83,8 @@ type Controller struct {
 	// resizePasses is when each Deployment's last pass woken to resize arrivals (by UID)
 	// was to run (see resizePassAfter).
 	resizePasses sync.Map
+	// waits logs what rollouts in progress wait on (see observeWait).
+	waits *controller.WaitLog
 }
 
 // New builds the controller on shared informers (start them after).
@@ -107,6 +109,7 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 		}),
 	}
 	c.writes = fencedWriter{writer: c.writes, fence: c.fence}
+	c.waits = controller.NewWaitLog("deployment", func() time.Time { return c.now() })
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	cached, err := c.dLister.Deployments(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.fence.Forget(key)
+		c.waits.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -84,6 +85,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	defer c.observeWait(ctx, p, rsList)
 	policy := failure.PolicyOf(d.Annotations)
 	c.announcePolicyProblem(d, policy)
 	// The report of a failure's action a stopped controller did not make is made

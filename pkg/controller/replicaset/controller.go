@@ -54,6 +54,8 @@ type Controller struct {
 	// statusWaits bounds the status writes put off for an in-place hand-over (putOff).
 	statusWaits statusWaits
 	burst       int
+	// waits logs what keeps ReplicaSets from being resized (see observeWait).
+	waits *controller.WaitLog
 }
 
 // New builds the ReplicaSet controller on shared informers (which it adds handlers and
@@ -84,6 +86,7 @@ func newController(client kubernetes.Interface, k *kind, podInformer coreinforme
 		}),
 		burst: BurstReplicas,
 	}
+	c.waits = controller.NewWaitLog(logKey(k.name), func() time.Time { return c.now() })
 	if err := controller.AddPodControllerIndex(podInformer.Informer()); err != nil {
 		return nil, err
 	}
@@ -119,6 +122,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	c.expectations.Forget(key)
 	c.fence.Forget(key)
 	c.statusWaits.forget(key)
+	c.waits.Forget(key)
 	c.queue.Add(key)
 }
 

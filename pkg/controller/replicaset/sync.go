@@ -56,6 +56,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil // rejected by validation; nothing sensible to do
 	}
 	needsResize := c.expectations.Satisfied(key) && rs.DeletionTimestamp == nil
+	c.observeWait(ctx, key, rs)
 
 	// Pods handed over to rs by an in-place update (see pkg/inplace): counted already,
 	// taken over below. They are read before rs's own pods: a take-over the cache shows

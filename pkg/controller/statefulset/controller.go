@@ -59,6 +59,8 @@ type Controller struct {
 	stagedReports controller.StagedReports
 	// templates applies the current and update revisions of every sync.
 	templates history.Templates
+	// waits logs what rollouts in progress wait on (see setWait).
+	waits *controller.WaitLog
 }
 
 // New builds the controller on shared informers (start them after).
@@ -80,6 +82,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 			"pods": pods.Informer().GetStore(), "statefulsets": sets.Informer().GetStore(),
 		}),
 	}
+	c.waits = controller.NewWaitLog("statefulSet", func() time.Time { return c.now() })
 	if err := controller.AddPodControllerIndex(pods.Informer()); err != nil {
 		return nil, err
 	}
@@ -173,6 +176,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	set, err := c.sets.StatefulSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.fence.Forget(key)
+		c.waits.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -229,6 +233,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status.Conditions = controller.WithStaged(failureConditions, failureConditions.Merge(status.Conditions, heal.Conditions), staged.Condition)
 	status.CollisionCount = &collisions
 	completeRollingUpdate(set, &status)
+	c.observeWait(ctx, set, pods, status, stage.decision, now)
 	if statusChanged(set, &status) || set.Status.CollisionCount == nil || *set.Status.CollisionCount != collisions {
 		next := set.DeepCopy()
 		next.Status = status
