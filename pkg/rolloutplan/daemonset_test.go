@@ -3,11 +3,15 @@ package rolloutplan
 import (
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 func dsImage(image string) func(*appsv1.DaemonSet) {
@@ -133,5 +137,50 @@ func TestDaemonSetRefusesUndefaulted(t *testing.T) {
 	_, err := DaemonSet(cur, newNodes("node-a"), nil, nil, next, now)
 	if want := "daemonset/agent: the changed object lacks spec.updateStrategy.type"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want one with %q", err, want)
+	}
+}
+
+// A staged DaemonSet whose change goes back to a revision that ran before is not
+// staged, as its controller tells it (progress.DaemonSet): every node updates, and
+// the plan says why. The same change to a revision never seen holds its partition.
+func TestDaemonSetRollbackIsNotStaged(t *testing.T) {
+	nodes := []string{"node-1", "node-2", "node-3"}
+	cur := newDaemonSet("logs", "1", "0")
+	cur.Spec.Template.Spec.Containers[0].Image = "fluentd:v2"
+	next := changed(cur, func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Image = "fluentd:v1"
+		ds.Annotations = map[string]string{staging.PartitionAnnotation: "2"}
+	})
+	revision := func(ds *appsv1.DaemonSet, age time.Duration) *appsv1.ControllerRevision {
+		hash := history.TemplateHash(&ds.Spec.Template, nil)
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: history.RevisionName(ds.Name, hash),
+			CreationTimestamp: metav1.NewTime(now.Add(-age)), Labels: map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: hash}}}
+	}
+	for _, tt := range []struct {
+		name      string
+		revisions []*appsv1.ControllerRevision
+		updated   int
+		note      string
+	}{
+		{"back to v1, which ran before v2: all 3 nodes update", []*appsv1.ControllerRevision{revision(next, 2*time.Hour), revision(cur, time.Hour)}, 3,
+			"back to a revision that ran before: a rollback is not staged, every node updates"},
+		{"v1 never ran: the partition keeps 2 nodes", []*appsv1.ControllerRevision{revision(cur, time.Hour)}, 1,
+			"the first 2 nodes by name keep"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := DaemonSet(cur, newNodes(nodes...), daemonPods(cur, nodes), tt.revisions, next, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, n := plan.Counts(); n != 0 {
+				t.Fatalf("%d in place, want none", n)
+			}
+			if creates, _, _ := plan.Counts(); creates != tt.updated {
+				t.Errorf("%d nodes updated, want %d\n%s", creates, tt.updated, plan.Text())
+			}
+			if !strings.Contains(strings.Join(plan.Notes, "\n"), tt.note) {
+				t.Errorf("notes %q, want one with %q", plan.Notes, tt.note)
+			}
+		})
 	}
 }

@@ -63,8 +63,9 @@ func (s *Staged) Where() string {
 
 // stagedOf derives the staged state of the workload in s from what its controller
 // decides: the Staged condition while it describes the revision and step recorded
-// now, else staging.Decide over the snapshot's pods — the same decision, made from
-// the same counts, so the view never tells another step than the controller takes.
+// now, else staging.Decide over the progress its controller reads (pkg/staging/progress,
+// on the snapshot) — the same decision, made by the same functions from the same
+// counts, so the view never tells another step than the controller takes.
 // nil when nothing stages the rollout (no settings, invalid ones, a rollback, a
 // workload's first revision, a partition of 0, another kind).
 //
