@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/failure"
@@ -194,6 +195,8 @@ func (k SetFailure[T, C]) clear(ctx context.Context, w SetWriter[T], set T) erro
 type RevisionWriter interface {
 	Update(ctx context.Context, rev *appsv1.ControllerRevision, opts metav1.UpdateOptions) (*appsv1.ControllerRevision, error)
 }
+
+var _ RevisionWriter = typedappsv1.ControllerRevisionInterface(nil)
 
 // MarkComplete records on rev that its revision completed once
 // (failure.CompleteAnnotation: see failure.PlanSet's MarkComplete). A conflict means

@@ -14,6 +14,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/metrics"
 )
 
@@ -135,4 +136,28 @@ func recorded(r failure.Report) string {
 	a := map[string]string{}
 	r.Record(a)
 	return a[failure.RolloutFailedAnnotation]
+}
+
+// revisionWriter records the revisions written.
+type revisionWriter struct{ written []*appsv1.ControllerRevision }
+
+func (w *revisionWriter) Update(_ context.Context, rev *appsv1.ControllerRevision, _ metav1.UpdateOptions) (*appsv1.ControllerRevision, error) {
+	w.written = append(w.written, rev)
+	return rev, nil
+}
+
+var _ controller.RevisionWriter = &revisionWriter{}
+
+func TestMarkComplete(t *testing.T) {
+	cached := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "logs-5d8f", Annotations: map[string]string{history.ControllerRevisionHistoryAnnotation: "1"}}, Revision: 3}
+	w := &revisionWriter{}
+	if err := controller.MarkComplete(context.Background(), w, cached); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.written) != 1 || !failure.IsComplete(w.written[0].Annotations) || w.written[0].Annotations[history.ControllerRevisionHistoryAnnotation] != "1" {
+		t.Fatalf("written %+v: want one write, marked complete, its other annotations kept", w.written)
+	}
+	if failure.IsComplete(cached.Annotations) {
+		t.Errorf("the cached revision was changed in place")
+	}
 }
