@@ -146,6 +146,9 @@ func deref(p *int32) int32 {
 // annotated is no longer the same object in p). A pass that moved one is followed by
 // another once the caches show the write, which looks again.
 func (c *Controller) observeWait(ctx context.Context, p *pass, rsList []*appsv1.ReplicaSet) {
+	if c.waits == nil {
+		return
+	}
 	began := make(map[*appsv1.ReplicaSet]bool, len(rsList))
 	for _, rs := range rsList {
 		began[rs] = true
