@@ -69,6 +69,9 @@ func daemonWait(ds *appsv1.DaemonSet, st appsv1.DaemonSetStatus, staged staging.
 // deletes still unobserved (past the grace), or daemonWait of its status. A sync that
 // just made changes, whose pods' events are on their way, logs nothing.
 func (c *Controller) observeWait(ctx context.Context, key string, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, staged staging.Decision) {
+	if c.waits == nil {
+		return
+	}
 	now := c.now()
 	if creates, deletes, since, ok := c.expectations.Pending(key); ok {
 		if w := controller.ExpectationsWait(creates, deletes, since, now, expectationsGrace); w.Reason != "" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -116,7 +117,7 @@ func deploymentWait(v waitView) controller.Wait {
 		} else if !recreate {
 			budget = "maxSurge spent (no room to grow) and " + budget
 		}
-		return wait("NewPodsUnavailable", "waiting for %d new pods to become available (%d of %d created; minReadySeconds %d): %s",
+		return wait(reasonNewPodsUnavailable, "waiting for %d new pods to become available (%d of %d created; minReadySeconds %d): %s",
 			newMissing, newPods, newSpec, d.Spec.MinReadySeconds, budget)
 	case !recreate && oldMayGo && len(unobserved) > 0:
 		return wait("ReplicaSetNotObserved", "old ReplicaSets %v have not acted on their last size; not scaled down again until they have", unobserved)
@@ -145,6 +146,9 @@ func deref(p *int32) int32 {
 // annotated is no longer the same object in p). A pass that moved one is followed by
 // another once the caches show the write, which looks again.
 func (c *Controller) observeWait(ctx context.Context, p *pass, rsList []*appsv1.ReplicaSet) {
+	if c.waits == nil {
+		return
+	}
 	began := make(map[*appsv1.ReplicaSet]bool, len(rsList))
 	for _, rs := range rsList {
 		began[rs] = true
@@ -154,6 +158,32 @@ func (c *Controller) observeWait(ctx context.Context, p *pass, rsList []*appsv1.
 			return
 		}
 	}
-	c.waits.Observe(ctx, p.d, deploymentWait(waitView{d: p.d, newRS: p.newRS, oldRSs: p.oldRSs, staged: p.staged,
-		draining: rollout.Draining(p.oldRSs, c.seenPods), now: c.now()}))
+	now := c.now()
+	wait := deploymentWait(waitView{d: p.d, newRS: p.newRS, oldRSs: p.oldRSs, staged: p.staged,
+		draining: rollout.Draining(p.oldRSs, c.seenPods), now: now})
+	if wait.Reason == reasonNewPodsUnavailable {
+		active, _ := controller.SplitPodsOf(c.podIndexer, string(p.newRS.UID))
+		wait.Details = append(wait.Details, firstUnavailable(active, p.d.Spec.MinReadySeconds, now)...)
+	}
+	c.waits.Observe(ctx, p.d, wait)
+}
+
+// reasonNewPodsUnavailable is deploymentWait's reason for new pods not yet available.
+const reasonNewPodsUnavailable = "NewPodsUnavailable"
+
+// firstUnavailable names the oldest of pods that is not available at now, with its
+// phase and whether it is ready, as details of a wait on new pods: one pod to look at
+// (kubectl describe), not a line per pod. None when all are available.
+func firstUnavailable(pods []*corev1.Pod, minReadySeconds int32, now time.Time) []any {
+	var first *corev1.Pod
+	for _, p := range pods {
+		if !rollout.IsPodAvailable(p, minReadySeconds, now) && (first == nil || p.CreationTimestamp.Before(&first.CreationTimestamp)) {
+			first = p
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return []any{"firstUnavailablePod", first.Name, "podPhase", string(first.Status.Phase), "podReady", rollout.IsPodReady(first),
+		"podCreated", first.CreationTimestamp.UTC().Format(time.RFC3339)}
 }

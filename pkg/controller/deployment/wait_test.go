@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -81,6 +82,40 @@ func TestDeploymentWait(t *testing.T) {
 			got := deploymentWait(waitView{d: dd, newRS: c.newRS, oldRSs: c.oldRSs, staged: c.staged, draining: c.draining, now: now})
 			if got.Reason != c.want {
 				t.Fatalf("reason %q (%s), want %q", got.Reason, got.Message, c.want)
+			}
+		})
+	}
+}
+
+func TestFirstUnavailable(t *testing.T) {
+	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	pod := func(name string, age time.Duration, readyFor time.Duration) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))},
+			Status: corev1.PodStatus{Phase: corev1.PodPending}}
+		if readyFor >= 0 {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-readyFor))}}
+		}
+		return p
+	}
+	cases := []struct {
+		name     string
+		pods     []*corev1.Pod
+		minReady int32
+		want     string // "" for none
+	}{
+		{"all available: none", []*corev1.Pod{pod("a", time.Minute, time.Minute), pod("b", time.Minute, time.Minute)}, 0, ""},
+		{"two pending: the oldest", []*corev1.Pod{pod("young", time.Second, -1), pod("old", time.Hour, -1), pod("ok", time.Hour, time.Minute)}, 0, "old"},
+		{"ready 3 s with minReadySeconds 10: not yet available", []*corev1.Pod{pod("a", time.Minute, time.Minute), pod("b", time.Minute, 3*time.Second)}, 10, "b"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := firstUnavailable(c.pods, c.minReady, now)
+			switch {
+			case c.want == "" && got != nil:
+				t.Fatalf("got %v, want none", got)
+			case c.want != "" && (len(got) < 2 || got[1] != c.want):
+				t.Fatalf("got %v, want %s first", got, c.want)
 			}
 		})
 	}
