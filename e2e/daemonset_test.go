@@ -257,6 +257,9 @@ var daemonSetScenarios = []scenario{
 		}
 		return ""
 	}},
+	// Before a node is added: it waits for the pods on the five nodes the cluster
+	// starts with.
+	clientRevisionScenario,
 	{name: "a node added gets a pod", run: func(t *testing.T, s *scene) string {
 		s.apply(t, logDaemonSet)
 		s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2, 3, 4))
@@ -268,7 +271,6 @@ var daemonSetScenarios = []scenario{
 		s.waitDS(t, onNodes("fluentd:v1", 0, 1, 2, 3, 4, 5))
 		return s.dsSummary(t)
 	}},
-	clientRevisionScenario,
 }
 
 func TestDaemonSetScenarios(t *testing.T) {

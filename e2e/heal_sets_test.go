@@ -80,9 +80,14 @@ func (s *scene) setsAnnotation(t *testing.T, workload, key string) string {
 
 // deploymentRollbacks is held by a test while it expects
 // kroll_rollouts_rolled_back_total{kind="Deployment"} to go up by an exact number, and
-// by any other test whose in-process controllers roll a Deployment back. (No other test
-// rolls back or pauses a StatefulSet or DaemonSet in this process.)
+// by any other test whose in-process controllers roll a Deployment back.
 var deploymentRollbacks sync.Mutex
+
+// setRollbacks is held by testHealSets for its whole run, as it counts how much the
+// StatefulSet and DaemonSet rollback and pause counters go up, and by any other test
+// while its in-process controllers roll back or pause a StatefulSet or DaemonSet (an
+// abort counts as a rollback).
+var setRollbacks sync.Mutex
 
 // setsCounter is the value of kroll's counter name{kind} in this process.
 func setsCounter(t *testing.T, name, kind string) float64 {
@@ -226,6 +231,8 @@ func testHealSets(t *testing.T) {
 		k.Faults = rules
 		k.CrashLoopBackOff = 500 * time.Millisecond
 	}))
+	setRollbacks.Lock()
+	defer setRollbacks.Unlock()
 	before := map[string]float64{}
 	for _, kind := range []string{"StatefulSet", "DaemonSet"} {
 		before["rb"+kind] = setsCounter(t, "kroll_rollouts_rolled_back_total", kind)

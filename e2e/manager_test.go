@@ -592,6 +592,8 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 
 	// Both roll back an image that does not pull by themselves (kroll.dev/on-failure:
 	// an update of the workload, then of its status).
+	setRollbacks.Lock()
+	defer setRollbacks.Unlock()
 	for _, w := range []struct{ workload, container string }{{"statefulset/web", "nginx"}, {"daemonset/logs", "agent"}} {
 		s.kubectl(t, "annotate", w.workload, failure.OnFailureAnnotation+"=Rollback")
 		s.kubectl(t, "set", "image", w.workload, w.container+"=nginx:nonexistent")

@@ -238,6 +238,8 @@ func TestStagedSets(t *testing.T) {
 		// kroll rollout abort writes kroll.dev/abort naming the update revision; a
 		// StatefulSet held at a step is not complete, so the verb takes it.
 		update := s.statefulSet(t).Status.UpdateRevision
+		setRollbacks.Lock()
+		defer setRollbacks.Unlock()
 		if got, want := kroll(t, s).must("rollout", "abort", "statefulset/web"), "statefulset.apps/web abort of revision "+update+" requested\n"; got != want {
 			t.Errorf("kroll rollout abort: %q, want %q", got, want)
 		}
