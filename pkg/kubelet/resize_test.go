@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 )
 
 // resized is a copy of pod whose first container now asks for cpu and memory requests
@@ -341,18 +343,6 @@ func testKubelet(t *testing.T, node *corev1.Node) (*Kubelet, *record.FakeRecorde
 	return k, rec
 }
 
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func TestKubelet_resizeEventsAndTheDelayAnnotation(t *testing.T) {
 	k, rec := testKubelet(t, testNode("4", "4Gi", 110))
 	web := requesting("web", "1", "")
@@ -368,7 +358,7 @@ func TestKubelet_resizeEventsAndTheDelayAnnotation(t *testing.T) {
 	if rs.delay != DefaultResizeDelay || rs.acceptedGen != 2 || !rs.acceptedAt.Equal(t0) || rs.pending != nil {
 		t.Errorf("state after an accepted resize = %+v", rs)
 	}
-	events := drain(rec)
+	events := controllertest.Drain(rec)
 	want := []string{
 		`Normal ResizeStarted Pod resize started: {"containers":[{"name":"c0","resources":{"requests":{"cpu":"2"}}}],"generation":2}`,
 		`Warning InvalidAnnotation kroll.dev/resize-delay="soon" is not valid: want a Go duration of 0 or more ("500ms"); the resize takes 200ms`,
@@ -384,13 +374,13 @@ func TestKubelet_resizeEventsAndTheDelayAnnotation(t *testing.T) {
 	if rs.pending == nil || rs.pending.pendingReason() != corev1.PodReasonDeferred {
 		t.Fatalf("2 → 5 CPUs on a 4-CPU node: pending %+v, want Deferred", rs.pending)
 	}
-	if got := drain(rec); len(got) != 1 || !strings.HasPrefix(got[0], `Warning ResizeDeferred Pod resize OutOfcpu: {"containers"`) ||
+	if got := controllertest.Drain(rec); len(got) != 1 || !strings.HasPrefix(got[0], `Warning ResizeDeferred Pod resize OutOfcpu: {"containers"`) ||
 		!strings.HasSuffix(got[0], `"generation":3,"error":"Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000"}`) {
 		t.Errorf("events of a deferred resize = %q", got)
 	}
 	huge.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, ObservedGeneration: 3}}
 	k.resizeStateOf(huge, "default/web", clk, t0.Add(2*time.Second))
-	if got := drain(rec); len(got) != 0 {
+	if got := controllertest.Drain(rec); len(got) != 0 {
 		t.Errorf("the same deferred resize again recorded %q", got)
 	}
 }

@@ -1,5 +1,5 @@
 // Package controllertest holds what the controllers' tests share: fakes of the narrow
-// writers and readers of what a controller recorded.
+// writers and readers of what a controller (or a simulated kubelet) recorded.
 package controllertest
 
 import "k8s.io/client-go/tools/record"

@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -165,15 +166,7 @@ func (f *fixture) lastReplicaSetWrite() *appsv1.ReplicaSet {
 }
 
 func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
+	return strings.Join(controllertest.Drain(f.recorder), "\n")
 }
 
 func TestSync_newDeploymentCreatesItsReplicaSet(t *testing.T) {
