@@ -83,7 +83,7 @@ func TestFilesChangeOverTheProcessLife(t *testing.T) {
 func TestHTTPAndExec(t *testing.T) {
 	c := Start(Spec{Image: "nginx:1.14.2", Hostname: "web-0"}, t0)
 	get := func(port int32, p string) (int, error) {
-		code, _, err := c.HTTPGet(t0.Add(time.Second), port, p)
+		code, _, err := c.HTTPGet(t0.Add(time.Second), "http", port, p)
 		return code, err
 	}
 	if code, err := get(80, "/"); code != 200 || err != nil {
@@ -150,20 +150,20 @@ func TestImages(t *testing.T) {
 				t.Fatalf("dial %d = %v, want %v", tc.port, err, tc.dial)
 			}
 			if tc.code != 0 {
-				if code, _, err := c.HTTPGet(now, tc.port, tc.path); code != tc.code || err != nil {
+				if code, _, err := c.HTTPGet(now, "http", tc.port, tc.path); code != tc.code || err != nil {
 					t.Errorf("GET %s = %d, %v; want %d", tc.path, code, err, tc.code)
 				}
 			}
 		})
 	}
-	if _, _, err := Start(Spec{Image: "redis"}, t0).HTTPGet(t0, 6379, "/"); !errors.Is(err, ErrNotHTTP) {
+	if _, _, err := Start(Spec{Image: "redis"}, t0).HTTPGet(t0, "http", 6379, "/"); !errors.Is(err, ErrNotHTTP) {
 		t.Errorf("HTTP GET of redis = %v, want a malformed response", err)
 	}
 	live := Start(Spec{Image: "registry.k8s.io/e2e-test-images/agnhost:2.53", Args: []string{"liveness"}}, t0)
-	if code, _, _ := live.HTTPGet(t0.Add(9*time.Second), 8080, "/healthz"); code != 200 {
+	if code, _, _ := live.HTTPGet(t0.Add(9*time.Second), "http", 8080, "/healthz"); code != 200 {
 		t.Errorf("agnhost liveness at 9s = %d, want 200", code)
 	}
-	if code, _, _ := live.HTTPGet(t0.Add(10*time.Second), 8080, "/healthz"); code != 500 {
+	if code, _, _ := live.HTTPGet(t0.Add(10*time.Second), "http", 8080, "/healthz"); code != 500 {
 		t.Errorf("agnhost liveness at 10s = %d, want 500", code)
 	}
 }

@@ -196,15 +196,22 @@ func (c *Instance) Dial(now time.Time, port int32) error {
 // ErrNotHTTP is the error of an HTTP request to a port that speaks something else.
 var ErrNotHTTP = errors.New("net/http: HTTP/1.x transport connection broken: malformed HTTP response")
 
-// HTTPGet requests path on port: the status code and body, or ErrRefused / ErrNotHTTP.
-// A query string is ignored.
-func (c *Instance) HTTPGet(now time.Time, port int32, p string) (int, string, error) {
+// ErrNotTLS is the error of an HTTPS request to a port that speaks plain HTTP.
+var ErrNotTLS = errors.New("http: server gave HTTP response to HTTPS client")
+
+// HTTPGet requests path on port with scheme "http" or "https": the status code and
+// body, or ErrRefused / ErrNotHTTP / ErrNotTLS. A query string is ignored. The model's
+// servers speak plain HTTP, except a server that answers every port (an image kroll has
+// no model of), which is taken to speak whatever it is asked.
+func (c *Instance) HTTPGet(now time.Time, scheme string, port int32, p string) (int, string, error) {
 	l := c.listener(now, port)
 	switch {
 	case l == nil:
 		return 0, "", ErrRefused
 	case l.Protocol != HTTP || l.Serve == nil:
 		return 0, "", ErrNotHTTP
+	case scheme == "https" && !c.server.AnyPort:
+		return 0, "", ErrNotTLS
 	}
 	p, _, _ = strings.Cut(p, "?")
 	if p == "" {
