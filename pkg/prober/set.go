@@ -49,6 +49,17 @@ func NewSet(c *corev1.Container, started time.Time) *Set {
 // Empty tells a container without probes.
 func (s *Set) Empty() bool { return s.probes == [3]*corev1.Probe{} }
 
+// Resume moves every probe due before now to now: the probes of an instance that was
+// already running when it was first seen (a restarted node) start at once, as a
+// restarted kubelet's do, rather than replaying the runs it missed.
+func (s *Set) Resume(now time.Time) {
+	for i := range s.state {
+		if d := s.state[i].Due; s.probes[i] != nil && !d.IsZero() && d.Before(now) {
+			s.state[i].Due = now
+		}
+	}
+}
+
 // Status is what the probes report now.
 func (s *Set) Status(container string) Status {
 	st := Status{Started: s.probes[0] == nil || s.state[0].Result == Success}
@@ -120,11 +131,7 @@ func (s *Set) Advance(now time.Time, c *corev1.Container, podIP string, t Target
 		}
 	}
 	if i, due := s.earliest(); i >= 0 && now.Sub(due) > s.timing[i].Period {
-		for j := range s.state {
-			if d := s.state[j].Due; s.probes[j] != nil && !d.IsZero() && d.Before(now) {
-				s.state[j].Due = now
-			}
-		}
+		s.Resume(now)
 	}
 	return events, s.Status(c.Name) != before
 }
