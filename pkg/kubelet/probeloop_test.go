@@ -54,3 +54,25 @@ func TestProbeLoopEnqueuesOnlyOnAChange(t *testing.T) {
 		t.Error("the passing run is not ready")
 	}
 }
+
+// BenchmarkProbeFire is the probe loop's cost for one due run of a pod at rest, with a
+// readiness httpGet and a liveness tcpSocket probe (both due at once), result
+// unchanged: 10,000 such pods at periodSeconds 10 are 1,000 of these a second.
+func BenchmarkProbeFire(b *testing.B) {
+	p := newPod("nginx:1.25")
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(80)}}}
+	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
+	now := time.Now()
+	r := newRun(p, p.Spec.Containers[0], "id", "10.244.0.2", now, now)
+	loop := newProbeLoop(func(string) { b.Fatal("a pod at rest was synced") })
+	r.observe(now)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(10 * time.Second)
+		loop.fire(r, now)
+		loop.mu.Lock()
+		loop.due = loop.due[:0]
+		r.queued = time.Time{}
+		loop.mu.Unlock()
+	}
+}
