@@ -193,3 +193,39 @@ func TestParseScript(t *testing.T) {
 		}
 	}
 }
+
+func TestShellSubset(t *testing.T) {
+	cases := []struct {
+		script string
+		out    string
+		code   int
+	}{
+		{"echo a > /tmp/f; echo b >> /tmp/f; cat /tmp/f", "a\nb\n", 0},
+		{"mkdir -p /data/x/y && touch /data/x/y/z && ls /data/x", "y\n", 0},
+		{"mkdir /tmp", "mkdir: can't create directory '/tmp': File exists\n", 1},
+		{"cp /etc/hostname /tmp/h && cat /tmp/h", "pod-0\n", 0},
+		{"rm /nope", "rm: can't remove '/nope': No such file or directory\n", 1},
+		{"rm -f /nope", "", 0},
+		{"mkdir /d && touch /d/f && rm /d", "rm: '/d' is a directory\n", 1},
+		{"mkdir /d && touch /d/f && rm -rf /d && test -e /d", "", 1},
+		{"[ 3 -gt 2 ] && [ abc != abd ] && test -n x && ! test -z x", "", 0},
+		{"test ! -f /etc/hostname", "", 1},
+		{"[ 1 -lt", "sh: missing ]\n", 2},
+		{"X=1; export Y=2; echo $X$Y ${Z:-3}", "12 3\n", 0},
+		{"false; echo $?", "1\n", 0},
+		{"echo -n a; echo b", "ab\n", 0},
+		{"hostname", "pod-0\n", 0},
+		{"exit 3; echo never", "", 3},
+		{"mv /a /b", "mv: can't rename '/a': No such file or directory\n", 1},
+		{"cat /tmp", "cat: read error: Is a directory\n", 1},
+		{"sleep x", "sleep: invalid number 'x'\n", 1},
+		{"echo 'single $X' \"double $HOSTNAME\" esc\\ aped", "single $X double pod-0 esc aped\n", 0},
+	}
+	for _, tc := range cases {
+		c := Start(Spec{Image: "busybox", Command: []string{"sleep", "infinity"}, Hostname: "pod-0"}, t0)
+		r := c.Exec(t0, []string{"sh", "-c", tc.script}, nil)
+		if r.Output != tc.out || r.ExitCode != tc.code {
+			t.Errorf("sh -c %q = %q, exit %d; want %q, exit %d", tc.script, r.Output, r.ExitCode, tc.out, tc.code)
+		}
+	}
+}

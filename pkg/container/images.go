@@ -158,7 +158,7 @@ func init() {
 	}, "registry.k8s.io/e2e-test-images/httpd")
 
 	shells := map[string]func([]string) result{}
-	register(&Image{Repository: "docker.io/library/busybox", Cmd: []string{"sh"}, Files: map[string]string{"/etc/hostname": ""}, programs: shells},
+	register(&Image{Repository: "docker.io/library/busybox", Cmd: []string{"sh"}, programs: shells},
 		"registry.k8s.io/e2e-test-images/busybox", "registry.k8s.io/busybox")
 	register(&Image{Repository: "docker.io/library/alpine", Cmd: []string{"/bin/sh"}, Files: map[string]string{"/etc/alpine-release": "3.20.0\n"}, programs: shells})
 
@@ -233,7 +233,7 @@ func flagPort(flags []string, name string, def int32) int32 {
 func netexec(fs *FS, p string, _ time.Duration) (int, string) {
 	switch p {
 	case "/", "/healthz", "/readyz", "/echo", "/clientip", "/header", "/serverport", "/dial", "/shell", "/redirect", "/upload", "/exit", "/shutdown":
-		return 200, "NOW: " + "\n"
+		return 200, "ok"
 	case "/hostname", "/hostName":
 		return hostnameOnly(fs, p, 0)
 	}

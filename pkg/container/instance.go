@@ -55,10 +55,11 @@ var ErrRefused = errors.New("connect: connection refused")
 // Start starts an instance of spec at now and runs its main process up to now.
 func Start(spec Spec, now time.Time) *Instance {
 	img := Lookup(spec.Image)
-	files := map[string]string{"/etc/hostname": spec.Hostname + "\n"}
+	files := map[string]string{}
 	for k, v := range img.Files {
 		files[k] = v
 	}
+	files["/etc/hostname"] = spec.Hostname + "\n"
 	env := map[string]string{"HOSTNAME": spec.Hostname, "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root"}
 	for k, v := range spec.Env {
 		env[k] = v
@@ -103,7 +104,7 @@ func (c *Instance) AdvanceTo(now time.Time) {
 func (c *Instance) step(at time.Time) {
 	c.now = at
 	b := c.proc.run(shellEnv{fs: c.fs, image: c.image})
-	c.write(at, b.output...)
+	c.write(at, logLines(b.output)...)
 	switch {
 	case b.forever:
 		note := b.note
@@ -265,7 +266,7 @@ func (c *Instance) Exec(now time.Time, argv []string, env map[string]string) Exe
 	if forever {
 		took = Forever
 	}
-	return ExecResult{Output: joinLines(out), ExitCode: code, Took: took}
+	return ExecResult{Output: out, ExitCode: code, Took: took}
 }
 
 func (c *Instance) hostname() string {

@@ -22,7 +22,7 @@ type process struct {
 
 // burst is what one run of a process did.
 type burst struct {
-	output  []string      // lines written to the log (standard output and error)
+	output  string        // what it wrote to standard output and error, as written
 	ended   bool          // the script ended; exitCode is its status
 	code    int           // exit code, when ended
 	sleep   time.Duration // the script sleeps this long, then resumes; 0 when ended or forever
@@ -108,7 +108,7 @@ func (p *process) run(sh shellEnv) burst {
 		r := p.command(sh, argv)
 		if r.exit {
 			b.ended, b.code = true, r.code
-			b.output = append(b.output, r.lines()...)
+			b.output += r.out + errLines(r.errs)
 			p.pc = len(p.steps)
 			return b
 		}
@@ -119,12 +119,12 @@ func (p *process) run(sh shellEnv) burst {
 			}
 			if !sh.fs.Write(s.redirect, prev+r.out) {
 				r.code = 1
-				b.output = append(b.output, "sh: can't create "+s.redirect+": Is a directory")
+				b.output += "sh: can't create " + s.redirect + ": Is a directory\n"
 			}
 		} else if s.redirect == "" {
-			b.output = append(b.output, r.lines()...)
+			b.output += r.out
 		}
-		b.output = append(b.output, r.errs...)
+		b.output += errLines(r.errs)
 		p.last = r.code
 		switch {
 		case r.forever:
@@ -143,10 +143,10 @@ func (p *process) run(sh shellEnv) burst {
 
 // runToEnd runs the process through its sleeps: the whole output, the exit code and
 // how long it took; forever when it does not end.
-func (p *process) runToEnd(sh shellEnv) (out []string, code int, took time.Duration, forever bool) {
+func (p *process) runToEnd(sh shellEnv) (out string, code int, took time.Duration, forever bool) {
 	for {
 		b := p.run(sh)
-		out = append(out, b.output...)
+		out += b.output
 		switch {
 		case b.forever:
 			return out, 0, Forever, true
@@ -188,11 +188,21 @@ type result struct {
 	note    string
 }
 
-func (r result) lines() []string {
-	if r.out == "" {
+// errLines is standard error lines as written.
+func errLines(errs []string) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	return strings.Join(errs, "\n") + "\n"
+}
+
+// logLines splits output into the lines a log shows (a last line without its newline
+// is a line too).
+func logLines(output string) []string {
+	if output == "" {
 		return nil
 	}
-	return strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(output, "\n"), "\n")
 }
 
 // command runs one simple command.
@@ -225,9 +235,9 @@ func (p *process) command(sh shellEnv, argv []string) result {
 		sub := &process{steps: steps, env: p.env}
 		out, code, took, forever := sub.runToEnd(sh)
 		if forever {
-			return result{out: joinLines(out), forever: true, note: "a nested shell that does not end"}
+			return result{out: out, forever: true, note: "a nested shell that does not end"}
 		}
-		return result{out: joinLines(out), code: code, sleep: took}
+		return result{out: out, code: code, sleep: took}
 	}
 	if b, ok := builtins[name]; ok {
 		return b(p, sh, argv[1:])
@@ -238,11 +248,4 @@ func (p *process) command(sh shellEnv, argv []string) result {
 		}
 	}
 	return result{forever: true, note: "the simulated node does not interpret " + strconv.Quote(strings.Join(argv, " ")) + "; it is taken as a process that runs until stopped"}
-}
-
-func joinLines(lines []string) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	return strings.Join(lines, "\n") + "\n"
 }
