@@ -115,6 +115,13 @@ func TestHTTPAndExec(t *testing.T) {
 	if r := c.Exec(t0, []string{"curl", "localhost"}, nil); r.Took != Forever {
 		t.Errorf("exec of an unknown program took %v, want Forever", r.Took)
 	}
+	shop := Start(Spec{Image: "example.com/shop:v2"}, t0)
+	if r := shop.Exec(t0, []string{"/app/healthcheck", "--ready"}, nil); r.ExitCode != 0 || r.Took != 0 {
+		t.Errorf("exec of its own tool in an image without a model = %+v, want success", r)
+	}
+	if r := shop.Exec(t0, []string{"cat", "/nope"}, nil); r.ExitCode != 1 {
+		t.Errorf("cat of a missing file in an image without a model = %+v, want exit 1", r)
+	}
 	if again := Start(Spec{Image: "nginx"}, t0); !again.FS().Exists("/usr/share/nginx/html/index.html") {
 		t.Error("a new instance did not start from the image's files")
 	}

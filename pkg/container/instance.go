@@ -262,7 +262,7 @@ func (c *Instance) Exec(now time.Time, argv []string, env map[string]string) Exe
 	if p == nil {
 		return ExecResult{Took: Forever}
 	}
-	out, code, took, forever := p.runToEnd(shellEnv{fs: c.fs, image: c.image})
+	out, code, took, forever := p.runToEnd(shellEnv{fs: c.fs, image: c.image, exec: true})
 	if forever {
 		took = Forever
 	}
