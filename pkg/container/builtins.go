@@ -1,7 +1,9 @@
 package container
 
 import (
+	"fmt"
 	"math"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +37,8 @@ func init() {
 		"hostname": func(p *process, _ shellEnv, _ []string) result { return result{out: p.env["HOSTNAME"] + "\n"} },
 		"export":   exportCmd,
 		"tail":     tailCmd,
+		"curl":     curlCmd,
+		"wget":     wgetCmd,
 	}
 }
 
@@ -363,4 +367,107 @@ func operands(a []string) []string {
 		}
 	}
 	return out
+}
+
+// localURL splits an http URL on the container itself (localhost, 127.0.0.1 or no
+// host) into port and path; ok false for any other.
+func localURL(raw string) (port int32, path, host string, ok bool) {
+	rest, found := strings.CutPrefix(raw, "http://")
+	if !found && strings.Contains(raw, "://") {
+		return 0, "", "", false
+	}
+	hostPort, path, _ := strings.Cut(rest, "/")
+	path = "/" + path
+	host, p, hasPort := strings.Cut(hostPort, ":")
+	port = 80
+	if hasPort {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return 0, "", "", false
+		}
+		port = int32(n)
+	}
+	return port, path, host, host == "localhost" || host == "127.0.0.1" || host == ""
+}
+
+// curlCmd is curl of the container's own HTTP server: -f fails on an error status
+// (exit 22), -o writes the body to a file, -s/-S/-L are accepted. A host other than
+// the container itself cannot be resolved (exit 6).
+func curlCmd(_ *process, sh shellEnv, a []string) result {
+	var url, outFile string
+	fail := false
+	for i := 0; i < len(a); i++ {
+		switch f := a[i]; {
+		case f == "-o" || f == "--output":
+			if i+1 < len(a) {
+				i++
+				outFile = a[i]
+			}
+		case strings.HasPrefix(f, "--fail") || (strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.ContainsRune(f, 'f')):
+			fail = true
+		case !strings.HasPrefix(f, "-"):
+			url = f
+		}
+	}
+	port, path, host, ok := localURL(url)
+	if !ok || sh.get == nil {
+		return result{code: 6, errs: []string{"curl: (6) Could not resolve host: " + host}}
+	}
+	code, body, err := sh.get(port, path)
+	if err != nil {
+		return result{code: 7, errs: []string{fmt.Sprintf("curl: (7) Failed to connect to %s port %d after 0 ms: Couldn't connect to server", host, port)}}
+	}
+	if fail && code >= 400 {
+		return result{code: 22, errs: []string{fmt.Sprintf("curl: (22) The requested URL returned error: %d", code)}}
+	}
+	if outFile != "" && outFile != "/dev/null" {
+		sh.fs.Write(outFile, body)
+		return result{}
+	}
+	if outFile == "/dev/null" {
+		return result{}
+	}
+	return result{out: body}
+}
+
+// wgetCmd is busybox wget of the container's own HTTP server: -O- prints the body,
+// -O file writes it, --spider only checks; an error status fails with exit 1.
+func wgetCmd(_ *process, sh shellEnv, a []string) result {
+	var url, outFile string
+	spider := false
+	for i := 0; i < len(a); i++ {
+		switch f := a[i]; {
+		case f == "-O" && i+1 < len(a):
+			i++
+			outFile = a[i]
+		case strings.HasPrefix(f, "-O"):
+			outFile = strings.TrimPrefix(f, "-O")
+		case f == "--spider":
+			spider = true
+		case !strings.HasPrefix(f, "-"):
+			url = f
+		}
+	}
+	port, path, host, ok := localURL(url)
+	if !ok || sh.get == nil {
+		return result{code: 1, errs: []string{"wget: bad address '" + host + "'"}}
+	}
+	code, body, err := sh.get(port, path)
+	switch {
+	case err != nil:
+		return result{code: 1, errs: []string{"wget: can't connect to remote host (127.0.0.1): Connection refused"}}
+	case code >= 400:
+		return result{code: 1, errs: []string{fmt.Sprintf("wget: server returned error: HTTP/1.1 %d %s", code, http.StatusText(code))}}
+	case spider:
+		return result{}
+	case outFile == "-":
+		return result{out: body}
+	case outFile == "":
+		outFile = "index.html"
+		if base := path[strings.LastIndexByte(path, '/')+1:]; base != "" {
+			outFile = base
+		}
+	}
+	sh.fs.Write(outFile, body)
+	return result{}
 }

@@ -112,8 +112,25 @@ func TestHTTPAndExec(t *testing.T) {
 	if r := c.Exec(t0, []string{"sh", "-c", "sleep 2; true"}, nil); r.Took != 2*time.Second {
 		t.Errorf("exec sleep 2 took %v", r.Took)
 	}
-	if r := c.Exec(t0, []string{"curl", "localhost"}, nil); r.Took != Forever {
+	if r := c.Exec(t0, []string{"nc", "-z", "localhost", "80"}, nil); r.Took != Forever {
 		t.Errorf("exec of an unknown program took %v, want Forever", r.Took)
+	}
+	for _, tc := range []struct {
+		argv []string
+		code int
+		out  string
+	}{
+		{[]string{"curl", "-sf", "http://localhost/"}, 0, "Welcome to nginx!"},
+		{[]string{"curl", "-f", "http://127.0.0.1:80/healthz"}, 22, "curl: (22) The requested URL returned error: 404"},
+		{[]string{"curl", "http://localhost/healthz"}, 0, "404 Not Found"},
+		{[]string{"curl", "-s", "http://localhost:8080/"}, 7, "Failed to connect to localhost port 8080"},
+		{[]string{"curl", "http://example.com/"}, 6, "Could not resolve host: example.com"},
+		{[]string{"wget", "-q", "-O-", "http://localhost/"}, 0, "Welcome to nginx!"},
+		{[]string{"wget", "--spider", "http://localhost/healthz"}, 1, "wget: server returned error: HTTP/1.1 404 Not Found"},
+	} {
+		if r := c.Exec(t0.Add(4*time.Second), tc.argv, nil); r.ExitCode != tc.code || !strings.Contains(r.Output, tc.out) {
+			t.Errorf("exec %v = exit %d %q; want %d with %q", tc.argv, r.ExitCode, r.Output, tc.code, tc.out)
+		}
 	}
 	shop := Start(Spec{Image: "example.com/shop:v2"}, t0)
 	if r := shop.Exec(t0, []string{"/app/healthcheck", "--ready"}, nil); r.ExitCode != 0 || r.Took != 0 {

@@ -103,7 +103,8 @@ func (c *Instance) AdvanceTo(now time.Time) {
 // step runs one burst of the main process at instant at.
 func (c *Instance) step(at time.Time) {
 	c.now = at
-	b := c.proc.run(shellEnv{fs: c.fs, image: c.image})
+	get := func(port int32, path string) (int, string, error) { return c.HTTPGet(at, "http", port, path) }
+	b := c.proc.run(shellEnv{fs: c.fs, image: c.image, get: get})
 	c.write(at, logLines(b.output)...)
 	switch {
 	case b.forever:
@@ -262,7 +263,8 @@ func (c *Instance) Exec(now time.Time, argv []string, env map[string]string) Exe
 	if p == nil {
 		return ExecResult{Took: Forever}
 	}
-	out, code, took, forever := p.runToEnd(shellEnv{fs: c.fs, image: c.image, exec: true})
+	get := func(port int32, path string) (int, string, error) { return c.HTTPGet(now, "http", port, path) }
+	out, code, took, forever := p.runToEnd(shellEnv{fs: c.fs, image: c.image, exec: true, get: get})
 	if forever {
 		took = Forever
 	}

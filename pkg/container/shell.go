@@ -36,6 +36,9 @@ type shellEnv struct {
 	fs    *FS
 	image *Image
 	exec  bool // an exec into the container, not its main process
+	// get requests path on one of the container's own ports (curl and wget of
+	// localhost); nil when there is nothing to ask.
+	get func(port int32, path string) (int, string, error)
 }
 
 // newProcess is argv (the container's command and args, or an exec's command) as a
