@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
 
@@ -159,6 +160,46 @@ func TestProbes(t *testing.T) {
 		eventually(t, 30*time.Second, "Killing events", func(ctx context.Context) (bool, string) {
 			evs := podEvents(ctx, c.Client, pod, "Killing")
 			return len(evs) > 0 && strings.HasPrefix(evs[0], "Container web failed liveness probe, will be restarted"), strings.Join(evs, "; ")
+		})
+	})
+
+	t.Run("a self-healing rollout rolls back from a template whose liveness probe fails", func(t *testing.T) {
+		mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "heal.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: heal
+  annotations:
+    kroll.dev/on-failure: Rollback
+spec:
+  replicas: 2
+  minReadySeconds: 2
+  selector:
+    matchLabels:
+      app: heal
+  strategy:
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  template:
+    metadata:
+      labels:
+        app: heal
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+`))
+		mustKubectl(t, c.KubeconfigPath, "rollout", "status", "deployment/heal", "--timeout=2m")
+		// This cluster's in-process controllers count the rollback (heal_sets_test.go).
+		deploymentRollbacks.Lock()
+		defer deploymentRollbacks.Unlock()
+		mustKubectl(t, c.KubeconfigPath, "patch", "deployment", "heal", "-p",
+			`{"spec":{"template":{"spec":{"containers":[{"name":"web","livenessProbe":{"exec":{"command":["false"]},"periodSeconds":1,"failureThreshold":1}}]}}}}`)
+		eventually(t, 2*time.Minute, "heal rolled back", func(ctx context.Context) (bool, string) {
+			d, err := c.Client.AppsV1().Deployments(ns).Get(ctx, "heal", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return d.Annotations[failure.RolledBackFromAnnotation] == "2" && d.Spec.Template.Spec.Containers[0].LivenessProbe == nil,
+				fmt.Sprintf("annotations %v, %s", d.Annotations, rolloutFailed(d))
 		})
 	})
 
