@@ -50,14 +50,19 @@ func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now 
 			env[e.Name] = e.Value
 		}
 	}
+	fieldPath := fmt.Sprintf("spec.containers{%s}", c.Name)
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.Name == c.Name {
+			fieldPath = fmt.Sprintf("spec.initContainers{%s}", c.Name)
+		}
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		hostname = pod.Spec.Hostname
 	}
 	r := &run{
 		id: id, key: pod.Namespace + "/" + pod.Name, spec: *c.DeepCopy(), podIP: podIP,
-		ref: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-			FieldPath: fmt.Sprintf("spec.containers{%s}", c.Name)},
+		ref:    corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, FieldPath: fieldPath},
 		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Hostname: hostname}, started),
 		probes: prober.NewSet(&c, started),
 	}
@@ -188,4 +193,30 @@ func (s *simulator) ended(pod *corev1.Pod, c corev1.Container, old *corev1.Conta
 	clk.since[c.Name] = at
 	w.offer(at.Add(backOff))
 	return next
+}
+
+func isSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// probeSidecar lets a running sidecar's (restartable init container's) probes decide
+// its started and ready: the app containers start once it has started, and the pod is
+// not ready while it is not. What a failed liveness probe or an ended command does to
+// a sidecar (a restart) is not modelled yet: it keeps running.
+func (s *simulator) probeSidecar(pod *corev1.Pod, c corev1.Container, cs *corev1.ContainerStatus, clk *podClock, started, now time.Time, w *wake) {
+	if c.StartupProbe == nil && c.ReadinessProbe == nil {
+		return
+	}
+	c.LivenessProbe = nil // it would kill, and a kill is not modelled for sidecars
+	r := s.runOf(pod, c, cs, clk, started, now)
+	if r == nil {
+		return
+	}
+	o := r.observe(now)
+	cs.Ready, cs.Started = o.probes.Ready, ptrBool(o.probes.Started)
+	if s.onRun == nil {
+		if t, ok := r.next(); ok {
+			w.offer(t)
+		}
+	}
 }

@@ -133,3 +133,38 @@ func TestPodStatus_livenessKillIsReportedAsTheKubeletDoes(t *testing.T) {
 		t.Fatalf("container status after the kill: %+v", cs)
 	}
 }
+
+func TestPodStatus_sidecarProbes(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := func(probe func(c *corev1.Container)) *corev1.Pod {
+		p := newPod("nginx:1.25")
+		sc := corev1.Container{Name: "proxy", Image: "nginx:1.25", RestartPolicy: &always}
+		probe(&sc)
+		p.Spec.InitContainers = []corev1.Container{sc}
+		return p
+	}
+	ms := time.Millisecond
+	t.Run("a sidecar whose readiness probe fails keeps the pod unready; the app runs", func(t *testing.T) {
+		pod := sidecar(func(c *corev1.Container) {
+			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(80)}}}
+		})
+		runSteps(t, newSimulator(t), pod, []step{
+			{at: 0, phase: corev1.PodPending, reason: "PodInitializing", wake: 500 * ms},
+			{at: 500 * ms, phase: corev1.PodRunning, reason: "Running", wake: 10500 * ms},
+			{at: 10500 * ms, phase: corev1.PodRunning, reason: "Running", wake: 20500 * ms},
+		})
+		if c := podCondition(pod.Status, corev1.ContainersReady); c == nil || c.Message != "containers with unready status: [proxy]" {
+			t.Errorf("ContainersReady %+v", c)
+		}
+	})
+	t.Run("a sidecar whose startup probe never passes holds the app containers back", func(t *testing.T) {
+		pod := sidecar(func(c *corev1.Container) {
+			c.StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/started"}}}, FailureThreshold: 100}
+		})
+		runSteps(t, newSimulator(t), pod, []step{
+			{at: 0, phase: corev1.PodPending, reason: "PodInitializing", wake: 500 * ms},
+			{at: 500 * ms, phase: corev1.PodPending, reason: "PodInitializing", wake: 10500 * ms},
+			{at: time.Minute, phase: corev1.PodPending, reason: "PodInitializing", wake: 60500 * ms},
+		})
+	})
+}

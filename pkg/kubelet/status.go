@@ -187,7 +187,7 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 	// Init containers run to completion, in order, once the sandbox is created; a
 	// restartable one (a sidecar) keeps running instead.
 	initDone, initResizing := true, false
-	var incomplete []string
+	var incomplete, unreadySidecars []string
 	initStatuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.InitContainers))
 	for _, c := range pod.Spec.InitContainers {
 		old := findStatus(st.InitContainerStatuses, c.Name)
@@ -201,6 +201,7 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 			cs = s.pullFailure(c, plan.pull, old, clk, now, &w)
 		case c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways:
 			cs = runningStatus(pod, c.Name, image, created, true, 0, old)
+			s.probeSidecar(pod, c, &cs, clk, created, now, &w)
 		default:
 			cs = completedStatus(pod, c.Name, image, created, old)
 		}
@@ -210,7 +211,10 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 		if s.resources(pod, c, findStatus(st.InitContainerStatuses, c.Name), &cs, clk, rs, delay, false, now, &w) {
 			initResizing = true
 		}
-		if cs.State.Terminated == nil && !(cs.State.Running != nil && cs.Ready) {
+		if isSidecar(c) && !cs.Ready {
+			unreadySidecars = append(unreadySidecars, c.Name)
+		}
+		if cs.State.Terminated == nil && !(cs.State.Running != nil && (cs.Ready || (isSidecar(c) && cs.Started != nil && *cs.Started))) {
 			if initDone {
 				incomplete = append(incomplete, c.Name)
 			}
@@ -224,7 +228,8 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 
 	statuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
 	everRan, allTerminated, anyFailed := false, true, false
-	var unready []string
+	// An unready sidecar makes the pod unready too, listed before the app containers.
+	unready := unreadySidecars
 	resizing := initResizing
 	for _, c := range pod.Spec.Containers {
 		old := findStatus(st.ContainerStatuses, c.Name)
