@@ -27,8 +27,10 @@
 //     failed liveness or startup probe kills it (exit code 137, Killing event) and it
 //     restarts with back-off. Failed probes post the kubelet's Unhealthy events. One
 //     goroutine runs every due probe from a heap, and syncs a pod only when a result
-//     changes. Not modelled yet: init and sidecar containers' commands and probes (init
-//     containers complete at once, sidecars run ready), exec from outside, logs.
+//     changes. A sidecar's startup and readiness probes decide its started and ready.
+//     Not modelled yet: init containers' commands (they complete at once), a sidecar's
+//     liveness probe and command, probe-level terminationGracePeriodSeconds (a kill is
+//     immediate), exec from outside, logs.
 //   - Termination (termination.go): a deleted pod serves until its grace period (capped)
 //     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
 //     and is deleted with a zero grace period; a finalizer keeps it with that status.
