@@ -311,6 +311,11 @@ func (c *Cluster) newKubelet(cfg kubelet.Config) (*kubelet.Kubelet, error) {
 		return nil, err
 	}
 	cfg.KubeletVersion = KubernetesVersion
+	ca, caKey, err := loadPair(c.pki.caCert(), c.pki.caKey())
+	if err != nil {
+		return nil, err
+	}
+	cfg.API = &kubelet.APIConfig{CA: ca, CAKey: caKey}
 	return kubelet.New(cfg, podClient, heartbeatClient)
 }
 

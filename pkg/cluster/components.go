@@ -102,8 +102,12 @@ func apiServerRunner(ctx context.Context, listener net.Listener, etcdURL string,
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
 		"--allow-privileged=true",
 		"--profiling=false",
-		// Simulated nodes have no kubelet server; their loopback-range InternalIP refuses at once.
+		// The simulated nodes serve the kubelet API on their loopback-range InternalIP,
+		// with a serving certificate the cluster CA signed for it.
 		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate=" + p.clientCert(identityAPIServerKubeletClient),
+		"--kubelet-client-key=" + p.clientKey(identityAPIServerKubeletClient),
+		"--kubelet-certificate-authority=" + p.caCert(),
 		// The kubernetes Service cannot have a loopback endpoint, and nothing in a
 		// simulated cluster dials it: leave its endpoints alone.
 		"--endpoint-reconciler-type=none",

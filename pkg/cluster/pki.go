@@ -34,6 +34,9 @@ var (
 	identityKubelet = identity{file: "kubelet", cn: "kroll:kubelet", orgs: []string{"system:masters"}}
 	// kroll's workload controllers.
 	identityControllers = identity{file: "kroll-controllers", cn: "kroll:controller-manager", orgs: []string{"system:masters"}}
+	// kube-apiserver's client certificate to the nodes' kubelet API (logs, exec,
+	// port-forward); the nodes authorize it by SubjectAccessReview on nodes/proxy.
+	identityAPIServerKubeletClient = identity{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}}
 	// The simulated storage provisioner: no group, only the ClusterRole storage.go binds.
 	identityStorage = identity{file: "storage-provisioner", cn: "kroll:storage-provisioner"}
 )
@@ -87,7 +90,7 @@ func (p pki) ensure(serviceIP net.IP) error {
 	if err := p.ensureSigned(p.servingCert(), p.servingKey(), serving, ca, caKey); err != nil {
 		return err
 	}
-	for _, id := range []identity{identityAdmin, identityControllerManager, identityScheduler, identityKubelet, identityControllers, identityStorage} {
+	for _, id := range []identity{identityAdmin, identityControllerManager, identityScheduler, identityKubelet, identityControllers, identityStorage, identityAPIServerKubeletClient} {
 		tmpl := &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.cn, Organization: id.orgs},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

@@ -253,3 +253,20 @@ func TestShellSubset(t *testing.T) {
 		}
 	}
 }
+
+func TestLogFrom(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	c := Start(Spec{Image: "busybox", Command: []string{"sh", "-c", "echo a; echo b; sleep 5; echo c; sleep 3600"}}, t0)
+	lines, next := c.LogFrom(0)
+	if len(lines) != 2 || lines[1].Text != "b" || next != 2 {
+		t.Fatalf("LogFrom(0) at start = %v, %d; want a, b and 2", lines, next)
+	}
+	c.AdvanceTo(t0.Add(6 * time.Second))
+	lines, next = c.LogFrom(next)
+	if len(lines) != 1 || lines[0].Text != "c" || next != 3 {
+		t.Fatalf("LogFrom(2) after the sleep = %v, %d; want c and 3", lines, next)
+	}
+	if lines, _ := c.LogFrom(next); len(lines) != 0 {
+		t.Fatalf("LogFrom(3) = %v, want nothing new", lines)
+	}
+}

@@ -41,6 +41,7 @@ type Instance struct {
 	wakeAt  time.Time // when the sleeping main process resumes; zero when not sleeping
 	server  *Server   // what the main process serves, once it runs one
 	log     []LogLine
+	written int // lines ever written (log holds the last of them)
 	ended   bool
 	code    int
 	endedAt time.Time
@@ -135,6 +136,7 @@ func (c *Instance) write(at time.Time, lines ...string) {
 	for _, l := range lines {
 		c.log = append(c.log, LogLine{At: at, Text: l})
 	}
+	c.written += len(lines)
 	if n := len(c.log) - maxLogLines; n > 0 {
 		c.log = append(c.log[:0], c.log[n:]...)
 	}
@@ -153,6 +155,14 @@ func (c *Instance) Exited() (code int, at time.Time, ok bool) {
 
 // Log is what the instance wrote, oldest first.
 func (c *Instance) Log() []LogLine { return append([]LogLine(nil), c.log...) }
+
+// LogFrom is what the instance wrote after its first seq lines (those still kept),
+// and the count to ask from next time: how a follower reads only what is new.
+func (c *Instance) LogFrom(seq int) ([]LogLine, int) {
+	skip := seq - (c.written - len(c.log))
+	skip = max(0, min(skip, len(c.log)))
+	return append([]LogLine(nil), c.log[skip:]...), c.written
+}
 
 // FS is the instance's file system (for inspection; writes through Exec).
 func (c *Instance) FS() *FS { return c.fs }

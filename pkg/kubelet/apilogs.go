@@ -2,10 +2,14 @@ package kubelet
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kroll-dev/kroll/pkg/container"
 )
@@ -106,4 +110,68 @@ func formatLogLine(l container.LogLine, timestamps bool) string {
 		return l.At.UTC().Format(time.RFC3339Nano) + " " + l.Text + "\n"
 	}
 	return l.Text + "\n"
+}
+
+// followPoll is how often a followed log is checked for new lines.
+const followPoll = 200 * time.Millisecond
+
+// serveLogs answers /containerLogs: the lines the query selects and, with follow, what
+// the instance writes after them until it ends or the client goes.
+func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, name string) {
+	o, err := parseLogOptions(r.URL.Query(), time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	run, err := k.instanceOf(pod, name, o.previous)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	run.mu.Lock()
+	run.inst.AdvanceTo(time.Now())
+	lines, next := run.inst.LogFrom(0)
+	run.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, selectLog(lines, o))
+	if !o.follow || o.previous {
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	for {
+		if flusher != nil {
+			flusher.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case now := <-tick.C:
+			run.mu.Lock()
+			run.inst.AdvanceTo(now)
+			lines, next = run.inst.LogFrom(next)
+			_, _, exited := run.inst.Exited()
+			run.mu.Unlock()
+			for _, l := range lines {
+				if _, err := io.WriteString(w, formatLogLine(l, o.timestamps)); err != nil {
+					return
+				}
+			}
+			if exited || k.restarted(pod, name, run.id) {
+				return
+			}
+		}
+	}
+}
+
+// restarted tells whether container name of pod runs an instance other than id now
+// (or the pod is gone): a followed log then ends, as the kubelet's does.
+func (k *Kubelet) restarted(pod *corev1.Pod, name, id string) bool {
+	cur, err := k.podLister.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil || cur.UID != pod.UID {
+		return true
+	}
+	_, cs, _ := containerSpec(cur, name)
+	return cs == nil || cs.ContainerID != id || cs.State.Running == nil
 }

@@ -57,6 +57,9 @@ type Config struct {
 	NodeStatusInterval time.Duration
 	// KubeletVersion is reported in each node's nodeInfo.
 	KubeletVersion string
+	// API, when set, serves the kubelet API (logs, exec, attach, port-forward) on every
+	// node's address; nil advertises port 10250 with nothing listening.
+	API *APIConfig
 }
 
 // DefaultConfig returns three roomy nodes with the kubelet's heartbeat timings.

@@ -55,6 +55,10 @@ type Kubelet struct {
 	recorders map[string]record.EventRecorder
 	// probes runs the containers' probes when due (probeloop.go).
 	probes *probeLoop
+	// apiRuns are the container instances the kubelet API serves (apiinstances.go);
+	// apiPort is the port the nodes advertise for it.
+	apiRuns apiRuns
+	apiPort int32
 
 	mu     sync.Mutex
 	clocks map[types.UID]*podClock
@@ -94,6 +98,7 @@ func New(cfg Config, podClient, heartbeatClient kubernetes.Interface) (*Kubelet,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-pods"}),
 		pods:      map[string]*nodePods{},
+		apiPort:   defaultKubeletPort,
 		events:    record.NewBroadcaster(),
 		recorders: map[string]record.EventRecorder{},
 	}
@@ -133,6 +138,11 @@ func New(cfg Config, podClient, heartbeatClient kubernetes.Interface) (*Kubelet,
 func (k *Kubelet) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer k.queue.ShutDown()
+	if k.cfg.API != nil {
+		if err := k.startAPI(ctx); err != nil {
+			return err
+		}
+	}
 	if err := k.registerNodes(ctx); err != nil {
 		return err
 	}
@@ -191,6 +201,7 @@ func (k *Kubelet) forget(obj any) {
 	delete(k.clocks, pod.UID)
 	delete(k.writtenFrom, pod.UID)
 	k.mu.Unlock()
+	k.apiRuns.forget(pod.UID)
 	k.ipam.release(pod.UID)
 	k.volumes.forget(pod.UID)
 	if n, ours := k.pods[pod.Spec.NodeName]; ours {

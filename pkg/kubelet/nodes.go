@@ -56,7 +56,7 @@ func (k *Kubelet) desiredNode(i int) *corev1.Node {
 				{Type: corev1.NodeInternalIP, Address: n.hostIP},
 				{Type: corev1.NodeHostName, Address: name},
 			},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.apiPort}},
 			// As a node with a current container runtime (containerd 2) declares.
 			Features: &corev1.NodeFeatures{SupplementalGroupsPolicy: ptrBool(true)},
 			NodeInfo: corev1.NodeSystemInfo{

@@ -133,6 +133,7 @@ func (h *runHeap) Pop() any {
 // trackRun is the simulator's onRun: the run's probe events come from its node's
 // kubelet. The loop takes the run once the sync that created it has kept it (syncPod).
 func (k *Kubelet) trackRun(pod *corev1.Pod, r *run) {
+	k.apiRuns.add(pod.UID, r.spec.Name, r)
 	rec := k.recorders[pod.Spec.NodeName]
 	r.emit = func(ref *corev1.ObjectReference, e prober.Event) {
 		if rec != nil {

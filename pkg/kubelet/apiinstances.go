@@ -1,0 +1,131 @@
+package kubelet
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// apiRuns keeps, per pod and container, the last two instances the kubelet API has
+// used or the pod's sync has modelled (current and previous), so that an exec's changes
+// to files last for the instance's life and `logs --previous` reads the instance
+// before. An instance the sync models (it has probes, or its command may end) is the
+// same run its probes see; any other is modelled here when first asked for, from its
+// start time: the model is deterministic, so its log is the one it wrote.
+type apiRuns struct {
+	mu   sync.Mutex
+	pods map[types.UID]map[string][]*run
+}
+
+func (a *apiRuns) add(uid types.UID, name string, r *run) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pods == nil {
+		a.pods = map[types.UID]map[string][]*run{}
+	}
+	byName := a.pods[uid]
+	if byName == nil {
+		byName = map[string][]*run{}
+		a.pods[uid] = byName
+	}
+	list := append(byName[name], r)
+	if len(list) > 2 {
+		list = list[len(list)-2:]
+	}
+	byName[name] = list
+}
+
+func (a *apiRuns) find(uid types.UID, name, id string) *run {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.pods[uid][name] {
+		if r.id == id {
+			return r
+		}
+	}
+	return nil
+}
+
+func (a *apiRuns) forget(uid types.UID) {
+	a.mu.Lock()
+	delete(a.pods, uid)
+	a.mu.Unlock()
+}
+
+// apiError is an error of a kubelet API request with its HTTP status.
+type apiError struct {
+	code int
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// containerSpec finds container name among pod's containers, init containers and
+// ephemeral containers.
+func containerSpec(pod *corev1.Pod, name string) (corev1.Container, *corev1.ContainerStatus, bool) {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return c, findStatus(pod.Status.ContainerStatuses, name), true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c, findStatus(pod.Status.InitContainerStatuses, name), true
+		}
+	}
+	return corev1.Container{}, nil, false
+}
+
+// instanceOf is the run of container name of pod: its current instance, or with
+// previous the one before; an error names why there is none, as the kubelet words it.
+func (k *Kubelet) instanceOf(pod *corev1.Pod, name string, previous bool) (*run, error) {
+	c, cs, ok := containerSpec(pod, name)
+	if !ok {
+		return nil, &apiError{http.StatusNotFound, fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name)}
+	}
+	var id string
+	var started, ended time.Time
+	switch {
+	case previous:
+		if cs == nil || cs.LastTerminationState.Terminated == nil {
+			return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("previous terminated container %q in pod %q not found", name, pod.Name)}
+		}
+		t := cs.LastTerminationState.Terminated
+		id, started, ended = t.ContainerID, t.StartedAt.Time, t.FinishedAt.Time
+	case cs == nil:
+		return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("container %q in pod %q is waiting to start: ContainerCreating", name, pod.Name)}
+	case cs.State.Running != nil:
+		id, started = cs.ContainerID, cs.State.Running.StartedAt.Time
+	case cs.State.Terminated != nil:
+		t := cs.State.Terminated
+		id, started, ended = t.ContainerID, t.StartedAt.Time, t.FinishedAt.Time
+	default:
+		reason := "ContainerCreating"
+		if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+			reason = cs.State.Waiting.Reason
+		}
+		return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, reason)}
+	}
+	if r := k.apiRuns.find(pod.UID, name, id); r != nil {
+		return r, nil
+	}
+	r := newRun(pod, c, id, pod.Status.PodIP, started, started)
+	if !ended.IsZero() {
+		r.inst.AdvanceTo(ended)
+	}
+	k.apiRuns.add(pod.UID, name, r)
+	return r, nil
+}
+
+// writeAPIError answers a request with err.
+func writeAPIError(w http.ResponseWriter, err error) {
+	if e, ok := err.(*apiError); ok {
+		http.Error(w, e.msg, e.code)
+		return
+	}
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
