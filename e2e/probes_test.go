@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
@@ -72,9 +71,7 @@ func podEvents(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod
 // containers run their commands.
 func TestProbes(t *testing.T) {
 	t.Parallel()
-	c := clustertest.Start(t, clustertest.WithNodes(1), clustertest.WithKubelet(func(k *kubelet.Config) {
-		k.CrashLoopBackOff = time.Second
-	}))
+	c := oneNodeFastRestarts(t)
 	ns := "default"
 
 	t.Run("a readiness probe on a path nginx does not serve keeps the Deployment unavailable", func(t *testing.T) {

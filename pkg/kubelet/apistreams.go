@@ -75,8 +75,8 @@ type streamTarget struct {
 }
 
 var (
-	_ remotecommand.Executor     = &streamTarget{}
-	_ remotecommand.Attacher     = &streamTarget{}
+	_ remotecommand.Executor    = &streamTarget{}
+	_ remotecommand.Attacher    = &streamTarget{}
 	_ portforward.PortForwarder = &streamTarget{}
 )
 
