@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/failure"
-	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
 
 // probedDeployment is a one-replica nginx Deployment whose container has probe (YAML
