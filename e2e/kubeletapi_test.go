@@ -206,6 +206,11 @@ func TestKubeletAPI(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(string(body), "<title>Welcome to nginx!</title>") {
 			t.Errorf("GET / through the port-forward = %d %q, want nginx's index page", resp.StatusCode, body)
 		}
+		tail := int64(1)
+		if got, err := podLogs(t, c.Client, ns, "web", &corev1.PodLogOptions{TailLines: &tail}); err != nil ||
+			!strings.HasPrefix(got, "127.0.0.1 - - [") || !strings.Contains(got, `"GET / HTTP/1.1" 200 `) || !strings.Contains(got, "Go-http-client") {
+			t.Errorf("nginx's last log line after the GET = %q (%v), want its access-log line", got, err)
+		}
 	})
 
 	t.Run("a user without pods/exec is refused by the API server", func(t *testing.T) {

@@ -2,6 +2,7 @@ package container
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +269,45 @@ func TestLogFrom(t *testing.T) {
 	}
 	if lines, _ := c.LogFrom(next); len(lines) != 0 {
 		t.Fatalf("LogFrom(3) = %v, want nothing new", lines)
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 23, 30, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		image string
+		do    func(c *Instance)
+		want  string
+	}{
+		{"nginx logs a probe in the combined format, from the node, as kube-probe", "nginx:1.25",
+			func(c *Instance) { _, _, _ = c.HTTPGet(t0, "http", 80, "/") },
+			`10.0.0.7 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 ` + fmt.Sprint(len(nginxIndex)) + ` "-" "kube-probe/1.36" "-"`},
+		{"nginx logs a 404", "nginx:1.25",
+			func(c *Instance) { _, _, _ = c.HTTPGet(t0, "http", 80, "/healthz") },
+			`10.0.0.7 - - [06/Dec/2026:23:30:00 +0000] "GET /healthz HTTP/1.1" 404 14 "-" "kube-probe/1.36" "-"`},
+		{"a curl inside the container comes from localhost", "nginx:1.25",
+			func(c *Instance) { c.Exec(t0, []string{"curl", "-s", "http://localhost/"}, nil) },
+			`127.0.0.1 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 ` + fmt.Sprint(len(nginxIndex)) + ` "-" "curl/8.5.0" "-"`},
+		{"httpd logs the common format", "httpd:2.4",
+			func(c *Instance) { _, _, _ = c.Request(t0, "http", 80, "/", Client{Addr: "127.0.0.1", Agent: "Go-http-client/1.1"}) },
+			`127.0.0.1 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 45`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Start(Spec{Image: tt.image, NodeIP: "10.0.0.7"}, t0)
+			before := len(c.Log())
+			tt.do(c)
+			log := c.Log()
+			if len(log) != before+1 || log[len(log)-1].Text != tt.want {
+				t.Errorf("log after the request = %v, want one more line %q", log[before:], tt.want)
+			}
+		})
+	}
+	c := Start(Spec{Image: "redis"}, t0)
+	before := len(c.Log())
+	_ = c.Dial(t0, 6379)
+	if len(c.Log()) != before {
+		t.Errorf("a TCP connection to redis wrote %v", c.Log()[before:])
 	}
 }

@@ -37,6 +37,8 @@ type Server struct {
 	Name   string
 	Listen []Listener
 	Log    []string
+	// Access, when set, is the line the server logs for each request it answers.
+	Access AccessFormat
 	// AnyPort: it answers on every port (HTTP 200 on every path, gRPC SERVING): the model
 	// of an image kroll knows nothing about.
 	AnyPort bool
@@ -136,7 +138,8 @@ working. Further configuration is required.</p>
 
 func init() {
 	nginx := &Server{Name: "nginx", Listen: []Listener{{Port: 80, Protocol: HTTP, Serve: staticFiles("/usr/share/nginx/html")}},
-		Log: []string{"/docker-entrypoint.sh: Configuration complete; ready for start up", "nginx: start worker processes"}}
+		Log:    []string{"/docker-entrypoint.sh: Configuration complete; ready for start up", "nginx: start worker processes"},
+		Access: nginxAccess}
 	register(&Image{
 		Repository: "docker.io/library/nginx",
 		Entrypoint: []string{"/docker-entrypoint.sh"}, Cmd: []string{"nginx", "-g", "daemon off;"},
@@ -149,7 +152,8 @@ func init() {
 	}, "registry.k8s.io/e2e-test-images/nginx", "docker.io/nginxinc/nginx-unprivileged")
 
 	httpd := &Server{Name: "httpd", Listen: []Listener{{Port: 80, Protocol: HTTP, Serve: staticFiles("/usr/local/apache2/htdocs")}},
-		Log: []string{"AH00558: httpd: Could not reliably determine the server's fully qualified domain name", "[mpm_event:notice] AH00489: Apache/2.4 configured -- resuming normal operations"}}
+		Log:    []string{"AH00558: httpd: Could not reliably determine the server's fully qualified domain name", "[mpm_event:notice] AH00489: Apache/2.4 configured -- resuming normal operations"},
+		Access: httpdAccess}
 	register(&Image{
 		Repository: "docker.io/library/httpd",
 		Cmd:        []string{"httpd-foreground"},

@@ -16,6 +16,8 @@ type Spec struct {
 	Args     []string
 	Env      map[string]string
 	Hostname string
+	// NodeIP is the address the kubelet's probes come from (its access-log lines).
+	NodeIP string
 }
 
 // LogLine is one line the container wrote.
@@ -33,18 +35,19 @@ const maxLogLines = 1000
 // instance holds at that instant. A restart is a new Instance: files written by the
 // previous one are gone, as on a real node.
 type Instance struct {
-	image   *Image
-	fs      *FS
-	started time.Time
-	proc    *process
-	now     time.Time // how far the main process has run
-	wakeAt  time.Time // when the sleeping main process resumes; zero when not sleeping
-	server  *Server   // what the main process serves, once it runs one
-	log     []LogLine
-	written int // lines ever written (log holds the last of them)
-	ended   bool
-	code    int
-	endedAt time.Time
+	image     *Image
+	fs        *FS
+	started   time.Time
+	proc      *process
+	now       time.Time // how far the main process has run
+	wakeAt    time.Time // when the sleeping main process resumes; zero when not sleeping
+	server    *Server   // what the main process serves, once it runs one
+	log       []LogLine
+	written   int    // lines ever written (log holds the last of them)
+	probeFrom Client // the kubelet's probes, as the access log names them
+	ended     bool
+	code      int
+	endedAt   time.Time
 }
 
 // baseDirs are the directories every image has.
@@ -69,7 +72,7 @@ func Start(spec Spec, now time.Time) *Instance {
 	for _, d := range baseDirs {
 		fs.Mkdir(d)
 	}
-	c := &Instance{image: img, fs: fs, started: now, now: now}
+	c := &Instance{image: img, fs: fs, started: now, now: now, probeFrom: Client{Addr: spec.NodeIP, Agent: ProbeAgent}}
 	argv := img.Argv(spec.Command, spec.Args)
 	if img.Generic && len(spec.Command) == 0 {
 		// An image kroll has no model of, running its own entrypoint: assumed to be a
@@ -104,7 +107,9 @@ func (c *Instance) AdvanceTo(now time.Time) {
 // step runs one burst of the main process at instant at.
 func (c *Instance) step(at time.Time) {
 	c.now = at
-	get := func(port int32, path string) (int, string, error) { return c.HTTPGet(at, "http", port, path) }
+	get := func(port int32, path string) (int, string, error) {
+		return c.Request(at, "http", port, path, localClient)
+	}
 	b := c.proc.run(shellEnv{fs: c.fs, image: c.image, get: get})
 	c.write(at, logLines(b.output)...)
 	switch {
@@ -214,8 +219,14 @@ var ErrNotTLS = errors.New("http: server gave HTTP response to HTTPS client")
 // HTTPGet requests path on port with scheme "http" or "https": the status code and
 // body, or ErrRefused / ErrNotHTTP / ErrNotTLS. A query string is ignored. The model's
 // servers speak plain HTTP, except a server that answers every port (an image kroll has
-// no model of), which is taken to speak whatever it is asked.
+// no model of), which is taken to speak whatever it is asked. It is the kubelet's
+// probe: the server's access log records it so.
 func (c *Instance) HTTPGet(now time.Time, scheme string, port int32, p string) (int, string, error) {
+	return c.Request(now, scheme, port, p, c.probeFrom)
+}
+
+// Request is HTTPGet from client: a server with an access format logs the request.
+func (c *Instance) Request(now time.Time, scheme string, port int32, p string, client Client) (int, string, error) {
 	l := c.listener(now, port)
 	switch {
 	case l == nil:
@@ -229,11 +240,10 @@ func (c *Instance) HTTPGet(now time.Time, scheme string, port int32, p string) (
 	if p == "" {
 		p = "/"
 	}
-	return c.serve(now, l, p)
-}
-
-func (c *Instance) serve(now time.Time, l *Listener, p string) (int, string, error) {
 	code, body := l.Serve(c.fs, path.Clean("/"+p), now.Sub(c.started))
+	if c.server.Access != nil {
+		c.write(now, c.server.Access(now, client, p, code, len(body)))
+	}
 	return code, body, nil
 }
 
@@ -273,7 +283,9 @@ func (c *Instance) Exec(now time.Time, argv []string, env map[string]string) Exe
 	if p == nil {
 		return ExecResult{Took: Forever}
 	}
-	get := func(port int32, path string) (int, string, error) { return c.HTTPGet(now, "http", port, path) }
+	get := func(port int32, path string) (int, string, error) {
+		return c.Request(now, "http", port, path, localClient)
+	}
 	out, code, took, forever := p.runToEnd(shellEnv{fs: c.fs, image: c.image, exec: true, get: get})
 	if forever {
 		took = Forever

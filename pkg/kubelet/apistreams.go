@@ -196,7 +196,8 @@ func (t *streamTarget) PortForward(ctx context.Context, _, _ string, port int32,
 		_, _ = io.Copy(io.Discard, req.Body)
 		_ = req.Body.Close()
 		target.mu.Lock()
-		code, body, err := target.inst.HTTPGet(time.Now(), "http", port, req.URL.Path)
+		// A forwarded connection reaches the server from localhost inside the pod.
+		code, body, err := target.inst.Request(time.Now(), "http", port, req.URL.Path, container.Client{Addr: "127.0.0.1", Agent: req.UserAgent()})
 		target.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("error forwarding port %d to pod %s: %v", port, t.pod.Name, err)

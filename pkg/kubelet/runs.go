@@ -63,7 +63,7 @@ func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now 
 	r := &run{
 		id: id, key: pod.Namespace + "/" + pod.Name, spec: *c.DeepCopy(), podIP: podIP,
 		ref:    corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, FieldPath: fieldPath},
-		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Hostname: hostname}, started),
+		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Hostname: hostname, NodeIP: pod.Status.HostIP}, started),
 		probes: prober.NewSet(&c, started),
 	}
 	r.probes.Resume(now)
