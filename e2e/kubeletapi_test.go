@@ -213,6 +213,24 @@ func TestKubeletAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("attach streams what the main process writes, and its exit code", func(t *testing.T) {
+		createRunning(t, c.Client, ns, simplePod("attachee", "busybox", []string{"sh", "-c", "sleep 2; echo from-main; exit 4"}, corev1.RestartPolicyNever, nil))
+		req := c.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("attachee").SubResource("attach").
+			VersionedParams(&corev1.PodAttachOptions{Container: "main", Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		ex, err := remotecommand.NewSPDYExecutor(c.RESTConfig, "POST", req.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
+		var exit utilexec.CodeExitError
+		if out.String() != "from-main\n" || !errors.As(err, &exit) || exit.Code != 4 {
+			t.Errorf("attach = %q, %v; want from-main and exit code 4", out.String(), err)
+		}
+	})
+
 	t.Run("a user without pods/exec is refused by the API server", func(t *testing.T) {
 		cfg := rest.CopyConfig(c.RESTConfig)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "someone-without-rights"}

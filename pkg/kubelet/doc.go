@@ -43,6 +43,25 @@
 //     after kroll.dev/resize-delay with restarts per resizePolicy, and reported in
 //     containerStatuses[].resources and allocatedResources.
 //
+// The kubelet API (api*.go), when Config.API is set: every node serves HTTPS on its
+// InternalIP at the port it advertises in daemonEndpoints (one port for all the nodes
+// of a simulator), with a serving certificate the cluster CA signs for the nodes'
+// addresses. A client must present a certificate the CA signed (the API server's
+// kubelet client certificate: no certificate is 401) and is authorized by a
+// SubjectAccessReview on nodes/proxy (nodes/log, nodes/stats, … by path, as the
+// kubelet maps them). It serves /healthz; /containerLogs from the container model's
+// log (tailLines, sinceSeconds, sinceTime, timestamps, limitBytes, previous, follow
+// until the instance ends; the last 1000 lines of each instance are kept, the model's
+// stand-in for the kubelet's log rotation); /exec and /attach through
+// k8s.io/cri-streaming (the shell subset of pkg/container runs the command against the
+// instance's files, exit codes reach the client; stdin is not read: tar, hence kubectl
+// cp, and an interactive shell are refused with a message saying so; attach streams
+// what the main process writes); /portForward to what the pod's containers serve
+// (HTTP requests answered from the model, each logged in the server's access log).
+// An instance the pod's sync does not model (no probes, a command that runs for ever)
+// is modelled when first asked for, from its start time; the API keeps the current
+// and previous instance of each container until the pod goes.
+//
 // Fault rules make chosen images never pull, crash-loop, never become ready, or become
 // ready late, so failed rollouts reproduce.
 //
