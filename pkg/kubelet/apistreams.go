@@ -135,7 +135,8 @@ func refusedExec(cmd []string) (string, int, bool) {
 }
 
 // AttachContainer streams what the instance's main process writes from now on until
-// it ends or the client goes.
+// it ends (the stream then ends, without an exit code, as a runtime's does) or the
+// client goes.
 func (t *streamTarget) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, _ io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
 	if in != nil {
 		go func() { _, _ = io.Copy(io.Discard, in) }()
@@ -155,7 +156,7 @@ func (t *streamTarget) AttachContainer(ctx context.Context, _, _, _ string, in i
 			t.run.inst.AdvanceTo(now)
 			var lines []container.LogLine
 			lines, next = t.run.inst.LogFrom(next)
-			code, _, exited := t.run.inst.Exited()
+			_, _, exited := t.run.inst.Exited()
 			t.run.mu.Unlock()
 			for _, l := range lines {
 				text := l.Text + "\n"
@@ -169,10 +170,7 @@ func (t *streamTarget) AttachContainer(ctx context.Context, _, _, _ string, in i
 				}
 			}
 			if exited {
-				if code != 0 {
-					return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
-				}
-				return nil
+				return nil // as a runtime's attach stream: it ends with the process
 			}
 		}
 	}
