@@ -290,7 +290,9 @@ func TestAccessLog(t *testing.T) {
 			func(c *Instance) { c.Exec(t0, []string{"curl", "-s", "http://localhost/"}, nil) },
 			`127.0.0.1 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 ` + fmt.Sprint(len(nginxIndex)) + ` "-" "curl/8.5.0" "-"`},
 		{"httpd logs the common format", "httpd:2.4",
-			func(c *Instance) { _, _, _ = c.Request(t0, "http", 80, "/", Client{Addr: "127.0.0.1", Agent: "Go-http-client/1.1"}) },
+			func(c *Instance) {
+				_, _, _ = c.Request(t0, "http", 80, "/", Client{Addr: "127.0.0.1", Agent: "Go-http-client/1.1"})
+			},
 			`127.0.0.1 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 45`},
 	}
 	for _, tt := range tests {
