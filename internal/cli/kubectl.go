@@ -12,14 +12,19 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/cmd/annotate"
 	"k8s.io/kubectl/pkg/cmd/apply"
+	"k8s.io/kubectl/pkg/cmd/attach"
 	"k8s.io/kubectl/pkg/cmd/autoscale"
+	"k8s.io/kubectl/pkg/cmd/cp"
 	"k8s.io/kubectl/pkg/cmd/create"
 	"k8s.io/kubectl/pkg/cmd/delete"
 	"k8s.io/kubectl/pkg/cmd/describe"
 	"k8s.io/kubectl/pkg/cmd/edit"
+	kexec "k8s.io/kubectl/pkg/cmd/exec"
 	"k8s.io/kubectl/pkg/cmd/get"
 	"k8s.io/kubectl/pkg/cmd/label"
+	"k8s.io/kubectl/pkg/cmd/logs"
 	"k8s.io/kubectl/pkg/cmd/patch"
+	"k8s.io/kubectl/pkg/cmd/portforward"
 	"k8s.io/kubectl/pkg/cmd/rollout"
 	"k8s.io/kubectl/pkg/cmd/scale"
 	"k8s.io/kubectl/pkg/cmd/set"
@@ -64,6 +69,12 @@ func (k *kubectlVerbs) commands() []*cobra.Command {
 		set.NewCmdSet(f, s),
 		k.rollout(rollout.NewCmdRollout("kroll", f, s)),
 		k.newStatusCommand(),
+		// Through the simulated nodes' kubelet API.
+		logs.NewCmdLogs(f, s),
+		kexec.NewCmdExec(f, s),
+		attach.NewCmdAttach(f, s),
+		portforward.NewCmdPortForward(f, s),
+		cp.NewCmdCp(f, s),
 	}
 	for _, c := range cmds {
 		k.config.AddFlags(c.PersistentFlags())
