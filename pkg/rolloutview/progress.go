@@ -353,6 +353,11 @@ func (p Progress) DoneCount() int32 { return min(p.Updated, p.Available) }
 // nothing is set before two observations with progress between them.
 func (p Progress) WithETA(obs []Observation) Progress {
 	p.ETASeconds = nil
+	if p.Settling != nil {
+		// Counts are done; what is left is the verdict's wait.
+		p.ETASeconds = p.Settling.SecondsLeft
+		return p
+	}
 	if p.Phase != Progressing || len(obs) < 2 {
 		return p
 	}

@@ -39,6 +39,9 @@ type Settling struct {
 	// failure.SettleTime (whole seconds, rounded up); 0 once due (the mark is written
 	// on the controller's next pass); absent while a new pod is not Ready.
 	SecondsLeft *float64 `json:"secondsLeft,omitempty"`
+	// line is what the wait is, for a view's line: "watching for failures for 8 s
+	// more (until ReplicaSet "web-7d9f" is marked kroll.dev/complete)".
+	line string
 }
 
 // upstreamManager is the field manager of kube-controller-manager's writes.
@@ -121,8 +124,9 @@ func (w verdictWait) apply(p *Progress) {
 	default:
 		watching = "watched for failures " + failure.SettleTime.String() + ", waiting for kroll's controller"
 	}
-	p.Message = fmt.Sprintf("Waiting for %s %q rollout to finish: all %s updated and available; %s (%s)...",
-		kindWords(p.Kind), p.Name, pods(p.Target), watching, what)
+	w.settling.line = fmt.Sprintf("%s (%s)", watching, what)
+	p.Message = fmt.Sprintf("Waiting for %s %q rollout to finish: all %s updated and available; %s...",
+		kindWords(p.Kind), p.Name, pods(p.Target), w.settling.line)
 }
 
 // kindWords names a kind as kubectl's status lines do.
