@@ -37,6 +37,9 @@ type failureState struct {
 	// without a record of the action; empty when the current rollout did not fail.
 	phase   Phase
 	failure *Failure
+	// pending: read from kroll's record of an action not yet reported; the action
+	// just happened, so the workload has not recovered from it.
+	pending bool
 	// warnings are the FailurePolicy=False messages: the policy's annotations do not
 	// parse, so the rollout is not watched.
 	warnings []string
@@ -71,7 +74,7 @@ func failureOf(meta metav1.ObjectMeta, observed int64, conds []condition, paused
 		// kroll acted and has not reported yet (its record is written with the action,
 		// the condition after): the action is the verdict already, so that no status
 		// read in between can show the restored revision as a complete rollout.
-		s.phase, s.failure = RolledBack, &Failure{Reason: r.Reason, Message: r.Message}
+		s.phase, s.failure, s.pending = RolledBack, &Failure{Reason: r.Reason, Message: r.Message}, true
 		if r.Action == failure.Pause {
 			s.phase = PausedOnFailure
 		}
@@ -106,7 +109,7 @@ func (s failureState) apply(p *Progress, currentComplete bool) {
 	if s.failure == nil {
 		return
 	}
-	s.failure.Recovered = s.phase == RolledBack && currentComplete && p.Done && p.Err == nil && p.Phase == ""
+	s.failure.Recovered = s.phase == RolledBack && !s.pending && currentComplete && p.Done && p.Err == nil && p.Phase == ""
 	p.Phase, p.Failure, p.Done = s.phase, s.failure, false
 	p.Err = fmt.Errorf("%s %q rollout failed: %s", p.Kind, p.Name, s.failure.Message)
 	p.Message = p.Err.Error()
