@@ -144,7 +144,8 @@ func (s *scene) expectRolledBack(t *testing.T, name string, replicas int, why st
 }
 
 // expectKrollStatusFails checks that kroll rollout status and kroll status report the
-// failed rollout of kind/name with msg (its RolloutFailed message) and exit 1.
+// failed rollout of kind/name with msg (its RolloutFailed message), rollout status
+// exiting 1.
 func (s *scene) expectKrollStatusFails(t *testing.T, kind, name, msg string) {
 	t.Helper()
 	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
@@ -156,8 +157,19 @@ func (s *scene) expectKrollStatusFails(t *testing.T, kind, name, msg string) {
 	if code != 1 || !strings.Contains(out, `"phase":"RolledBack"`) {
 		t.Errorf("kroll rollout status -o json %s/%s: exit %d, %s; want exit 1 and phase RolledBack", kind, name, code, out)
 	}
-	if code, out, _ := kroll.run("status"); code != 1 || !strings.Contains(out, "rolled-back") {
-		t.Errorf("kroll status: exit %d, %s; want exit 1 and %s rolled-back", code, out, name)
+	// kroll status lists it rolled-back; it fails the command until the workload is
+	// healthy again on a complete revision (the row then says so), and always with
+	// --fail-on=rolled-back.
+	if code, out, _ := kroll.run("status", "--fail-on=rolled-back"); code != 1 || !strings.Contains(out, "rolled-back") {
+		t.Errorf("kroll status --fail-on=rolled-back: exit %d, %s; want exit 1 and %s rolled-back", code, out, name)
+	}
+	code, out, _ = kroll.run("status")
+	wantCode := 1
+	if strings.Contains(out, "healthy since on revision") {
+		wantCode = 0
+	}
+	if code != wantCode || !strings.Contains(out, "rolled-back") {
+		t.Errorf("kroll status: exit %d, %s; want exit %d and %s rolled-back", code, out, wantCode, name)
 	}
 }
 
