@@ -66,8 +66,9 @@ updated and available; watching for failures for 8 s more (until ReplicaSet
 secondsLeft. So a crash-looping release that shows every pod available for a moment
 ends RolledBack or PausedOnFailure (exit 1), never Complete; kubectl rollout status
 passes it. A revision marked already (a rollback or undo to one that completed
-before) is Complete at once; a workload without a watched policy, or one scaled to 0,
-is Complete as kubectl says. On a cluster whose workload controllers are upstream's
+before) is Complete at once; a workload without a watched policy, one scaled to 0, or
+a StatefulSet done at its partition (nothing is marked until every pod is updated) is
+Complete as kubectl says. On a cluster whose workload controllers are upstream's
 (the status is written by kube-controller-manager) nothing marks a revision: status
 warns and reports as kubectl does.
 

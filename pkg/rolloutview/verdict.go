@@ -57,7 +57,11 @@ type verdictView struct {
 	holder holder
 	// pods are the current revision's pods.
 	pods []*corev1.Pod
-	now  time.Time
+	// partial: a partition holds pods on older revisions (a StatefulSet's), so the
+	// rollout is done at the partition, and the controller marks a revision only once
+	// every pod runs it.
+	partial bool
+	now     time.Time
 }
 
 // verdictWait is what a Complete rollout becomes under a watched policy.
@@ -79,8 +83,10 @@ type verdictWait struct {
 // complete, as kubectl says. Status written by kube-controller-manager: complete, with
 // a warning that nothing judges the revision.
 func awaitVerdict(v verdictView) verdictWait {
-	if !v.policy.Watched() || len(v.pods) == 0 {
-		return verdictWait{} // nothing to judge: no pod of the revision can fail
+	if !v.policy.Watched() || len(v.pods) == 0 || v.partial {
+		// Nothing to judge (no pod of the revision can fail), or nothing will be
+		// marked until the partition is lowered: done at the partition, as kubectl says.
+		return verdictWait{}
 	}
 	if v.holder.marked {
 		return verdictWait{}
@@ -185,7 +191,7 @@ func (p *Progress) awaitVerdict(obj metav1.Object, h holder, pods []*corev1.Pod,
 	}
 	awaitVerdict(verdictView{
 		policy: failure.PolicyOf(obj.GetAnnotations()), statusWriter: statusWriter(obj),
-		holder: h, pods: activePods(pods), now: now,
+		holder: h, pods: activePods(pods), partial: p.Target < p.Desired, now: now,
 	}).apply(p)
 }
 

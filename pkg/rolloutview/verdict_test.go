@@ -78,6 +78,20 @@ func statefulSetDone(readyAgo time.Duration) Snapshot {
 	return s
 }
 
+// statefulSetAllDone is statefulSetDone with its partition lowered to 0 and every pod
+// on the update revision.
+func statefulSetAllDone(readyAgo time.Duration) Snapshot {
+	s := statefulSetDone(readyAgo)
+	set := s.Object.(*appsv1.StatefulSet)
+	*set.Spec.UpdateStrategy.RollingUpdate.Partition = 0
+	set.Status.UpdatedReplicas, set.Status.CurrentReplicas, set.Status.CurrentRevision = 5, 5, set.Status.UpdateRevision
+	for i, p := range s.Pods {
+		p.Labels[appsv1.ControllerRevisionHashLabelKey] = set.Status.UpdateRevision
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-readyAgo - time.Duration(i)*time.Second))
+	}
+	return s
+}
+
 func TestVerdictWait(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -104,8 +118,9 @@ func TestVerdictWait(t *testing.T) {
 			"the status is written by kube-controller-manager, not kroll's controllers", -1, true},
 		{"rolled back and healthy on a marked revision: still RolledBack for rollout status", rolledBackHealthy(true), RolledBack, false, "rolled back from revision 2 to 1", -1, false},
 		{"the rollback's record before its condition: RolledBack, never Complete", pendingReport(), RolledBack, false, "rolled back from revision 2 to 1", -1, false},
-		{"StatefulSet: waits for its update revision's ControllerRevision", statefulSetDone(3 * time.Second), Progressing, false,
-			`Waiting for statefulset "web" rollout to finish: all 2 pods updated and available; watching for failures for 7 s more (until ControllerRevision "web-86c7f9d5b8" is marked kroll.dev/complete)...`, 7, false},
+		{"StatefulSet done at its partition: as kubectl says (nothing is marked until every pod is updated)", statefulSetDone(3 * time.Second), Complete, true, "partitioned roll out complete", -1, false},
+		{"StatefulSet: waits for its update revision's ControllerRevision", statefulSetAllDone(3 * time.Second), Progressing, false,
+			`Waiting for statefulset "web" rollout to finish: all 5 pods updated and available; watching for failures for 7 s more (until ControllerRevision "web-86c7f9d5b8" is marked kroll.dev/complete)...`, 7, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
