@@ -351,6 +351,7 @@ func testDeploymentHealsItself(t *testing.T) {
 		t.Run("bad annotations are reported and behave as None", func(t *testing.T) {
 			t.Parallel()
 			s := newScene(t, c, "heal-bad", cluster.WorkloadControllersKroll)
+			s.withoutAdmissionPolicy(t) // the API server would refuse the bad values
 			s.apply(t, healDeployment("web", 2, "1", "0", "kroll.dev/on-failure=Sometimes", "kroll.dev/failure-threshold=abc"))
 			s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
 			want := `kroll.dev/on-failure="Sometimes" is not valid: want Rollback, Pause or None; kroll.dev/failure-threshold="abc" is not valid: want a whole number of pods of at least 1 (2) or a percentage of the replicas (25%); the rollout is not watched for failure (as with kroll.dev/on-failure=None)`
