@@ -66,9 +66,22 @@ func Install(ctx context.Context, client kubernetes.Interface) error {
 	return nil
 }
 
+// Uninstall deletes the policy and its binding; absent ones are no error.
+func Uninstall(ctx context.Context, client kubernetes.Interface) error {
+	api := client.AdmissionregistrationV1()
+	if err := api.ValidatingAdmissionPolicyBindings().Delete(ctx, PolicyName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ValidatingAdmissionPolicyBinding %s: %w", PolicyName, err)
+	}
+	if err := api.ValidatingAdmissionPolicies().Delete(ctx, PolicyName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ValidatingAdmissionPolicy %s: %w", PolicyName, err)
+	}
+	return nil
+}
+
 // WaitEnforced returns once the API server refuses a bad setting in namespace: the
 // server loads a new policy asynchronously, a few hundred milliseconds after Install.
-// It asks with a dry-run create (nothing is stored) every 100 ms until timeout.
+// It asks with a dry-run create (nothing is stored) every 100 ms until timeout; a
+// namespace opted out of the policy is not asked.
 func WaitEnforced(ctx context.Context, client kubernetes.Interface, namespace string, timeout time.Duration) error {
 	probe := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "kroll-admission-probe", Namespace: namespace,
@@ -80,6 +93,9 @@ func WaitEnforced(ctx context.Context, client kubernetes.Interface, namespace st
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "probe"}}},
 			},
 		},
+	}
+	if ns, err := client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err == nil && ns.Labels[OptOutLabel] == OptOutValue {
+		return nil // opted out: nothing to probe with there
 	}
 	deadline := time.Now().Add(timeout)
 	for {

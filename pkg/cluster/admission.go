@@ -8,14 +8,17 @@ import (
 	"github.com/kroll-dev/kroll/pkg/admission"
 )
 
-// admissionPolicy installs kroll's ValidatingAdmissionPolicy (deploy/admission-policy.yaml)
-// unless the config opts out; it runs once the API server is ready, before any
-// controller, so no workload is written before the policy exists.
+// admissionPolicy installs kroll's ValidatingAdmissionPolicy (deploy/admission-policy.yaml),
+// or with NoAdmissionPolicy removes one an earlier start on the same data dir installed;
+// it runs once the API server is ready, before any controller, so no workload is
+// written before the policy exists.
 func (c *Cluster) admissionPolicy(ctx context.Context) error {
+	install := admission.Install
 	if c.cfg.NoAdmissionPolicy {
-		return nil
+		install = admission.Uninstall
 	}
-	if err := admission.Install(ctx, c.Client); err != nil {
+	err := install(ctx, c.Client)
+	if err != nil {
 		return fmt.Errorf("kroll's admission policy: %w", err)
 	}
 	return nil
