@@ -108,6 +108,30 @@ func TestAdmissionPolicy(t *testing.T) {
 		}
 	})
 
+	// Where CEL cannot give the controllers' line (deploy/README.md lists them): a
+	// duration beyond Go's 292 years is refused by the API server's own evaluation
+	// error; a long list of steps within the evaluation's cost budget is checked as any.
+	t.Run("limits", func(t *testing.T) {
+		overflow := map[string]string{failure.ReadyTimeoutAnnotation: "9999999999h"}
+		err := writeWorkload(ctx, c.Client, s.ns, admission.Deployment, "applied", types.ApplyPatchType, manifestJSON(t, admission.Deployment, "applied", overflow), true)
+		if err == nil {
+			t.Errorf("%s accepted, want it refused", describe(overflow))
+		}
+		t.Logf("%s: %v", describe(overflow), err)
+		for _, n := range []int{50, 200, 500} {
+			var steps []string
+			for i := 1; i <= n; i++ {
+				steps = append(steps, strconv.Itoa(i), "pause: 1s")
+			}
+			ann := map[string]string{"kroll.dev/rollout-steps": strings.Join(steps, ", ")}
+			err := writeWorkload(ctx, c.Client, s.ns, admission.Deployment, "applied", types.ApplyPatchType, manifestJSON(t, admission.Deployment, "applied", ann), true)
+			t.Logf("%d shares and %d pauses: %v", n, n, err)
+			if n <= 200 && err != nil {
+				t.Errorf("%d valid steps refused: %v", 2*n, err)
+			}
+		}
+	})
+
 	t.Run("bad value written before, and opted-out namespaces", func(t *testing.T) {
 		ns := "admission-before"
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
