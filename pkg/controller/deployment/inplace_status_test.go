@@ -129,3 +129,17 @@ func TestCalculateStatus_countsReportsKnownToBeBehind(t *testing.T) {
 		t.Errorf("not opted in: %d available; want the reported 4", s.AvailableReplicas)
 	}
 }
+
+// A ReplicaSet whose controller never reported but whose pods the caches show is
+// summed as reported (nothing), as upstream sums it: the Deployment never says more
+// pods are available than its ReplicaSets do.
+func TestCalculateStatus_neverCountsAheadOfAReplicaSetsFirstReport(t *testing.T) {
+	d, old, _, pods := inPlaceScene()
+	d.Annotations = nil
+	old.Status = appsv1.ReplicaSetStatus{}
+	f := newFixture(t, append([]runtime.Object{d, old}, pods...)...)
+	s := f.c.calculateStatus(newPass(d, []*appsv1.ReplicaSet{old}))
+	if s.Replicas != 0 || s.AvailableReplicas != 0 {
+		t.Errorf("status %d replicas, %d available; want the unreported ReplicaSet's 0, 0", s.Replicas, s.AvailableReplicas)
+	}
+}

@@ -77,8 +77,10 @@ func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
 // one comes:
 //
 //   - rs's controller has never reported (its status is empty: a ReplicaSet this pass
-//     created): terminatingReplicas is unknown, and its first report, no pod and none
-//     terminating, cost d's status a write only to say 0.
+//     created) and the caches show it no pod: terminatingReplicas is unknown, and its
+//     first report, no pod and none terminating, cost d's status a write only to say 0.
+//     Pods it has are left to its report: d never says more is available than its
+//     ReplicaSets do.
 //   - rs is an old ReplicaSet of an in-place rollout whose controller has not yet
 //     observed the record this controller last wrote to it: the report that goes with
 //     that observedGeneration counts out the pods the record names leaving, and the
@@ -97,6 +99,12 @@ func (c *Controller) counted(p *pass, rs *appsv1.ReplicaSet) appsv1.ReplicaSetSt
 		return rs.Status
 	}
 	active, terminating := controller.SplitPodsOf(c.podIndexer, string(rs.UID))
+	if neverReported && !recordUnobserved && len(active)+len(terminating) > 0 {
+		// Pods the ReplicaSet's controller has not counted yet: d sums its report, as
+		// upstream does, never counts ahead of it (a Deployment complete before its
+		// ReplicaSet says a pod is available).
+		return rs.Status
+	}
 	n := controller.CountReplicas(rs, active, terminating, c.now())
 	st := *rs.Status.DeepCopy()
 	st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas = n.Replicas, n.FullyLabeled, n.Ready, n.Available
