@@ -180,7 +180,7 @@ func TestControllerManagerDryRun(t *testing.T) {
 		if reads == 0 {
 			t.Error("no request reached the proxy: the dry run did not read through it")
 		}
-		checkEveryWriteChanges(t, "", parseDryRunReport(r.stdout))
+		checkEveryWriteChanges(t, "with the read-only role", parseDryRunReport(r.stdout))
 		return r
 	}
 
