@@ -45,27 +45,27 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 		if fault.Kind == FaultCrashLoop {
 			crashAt := started.Add(max(delay, minRunBeforeCrash))
 			if !now.Before(crashAt) {
-				next := *old.DeepCopy()
-				next.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-					ExitCode: 1, Reason: reasonError, StartedAt: old.State.Running.StartedAt, FinishedAt: metav1.Time{Time: now}, ContainerID: old.ContainerID,
-				}}
-				if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-					next.State = corev1.ContainerState{Terminated: next.LastTerminationState.Terminated}
-					next.LastTerminationState = corev1.ContainerState{}
-					next.Ready, next.Started = false, ptrBool(false)
-					return next
-				}
-				backOff := s.backOff(old.RestartCount)
-				next.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-					Reason:  reasonCrashLoopBackOff,
-					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOff, c.Name, pod.Name, pod.Namespace, pod.UID),
-				}}
-				next.Ready, next.Started = false, ptrBool(false)
-				clk.since[c.Name] = now
-				w.offer(now.Add(backOff))
-				return next
+				return s.ended(pod, c, old, 1, now, clk, w)
 			}
 			w.offer(crashAt)
+		}
+		// The container model: a command that ended ends the container; a failed
+		// liveness or startup probe kills it; probes decide started and ready.
+		probed := probeGate{ready: true}
+		if r := s.runOf(pod, c, old, clk, started, now); r != nil {
+			o := r.observe(now)
+			switch {
+			case o.exited:
+				return s.ended(pod, c, old, int32(o.code), o.exitedAt, clk, w)
+			case o.probes.Kill != "":
+				return s.ended(pod, c, old, exitKilled, now, clk, w)
+			}
+			if s.onRun == nil {
+				if t, ok := r.next(); ok {
+					w.offer(t)
+				}
+			}
+			probed = probeGate{ready: o.probes.Ready, started: o.probes.Started, hasStartup: c.StartupProbe != nil}
 		}
 		readyAt, ok := clk.readyAt[c.Name]
 		if !ok && !old.Ready {
@@ -78,12 +78,15 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 				readyAt, ok = started.Add(rd), true
 			}
 		}
-		ready := fault.Kind != FaultNeverReady && (old.Ready || (ok && !now.Before(readyAt)))
-		if !ready && ok && fault.Kind != FaultNeverReady {
+		timedReady := fault.Kind != FaultNeverReady && (old.Ready || (ok && !now.Before(readyAt)))
+		if !timedReady && ok && fault.Kind != FaultNeverReady {
 			w.offer(readyAt)
 		}
 		next := *old.DeepCopy()
-		next.Ready, next.Started = ready, ptrBool(ready || fault.Kind == FaultNeverReady)
+		next.Ready, next.Started = timedReady && probed.ready, ptrBool(timedReady || fault.Kind == FaultNeverReady)
+		if probed.hasStartup {
+			next.Started = ptrBool(probed.started)
+		}
 		return next
 
 	case old.State.Waiting != nil && old.State.Waiting.Reason == reasonCrashLoopBackOff:
@@ -107,6 +110,15 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 		return s.startInstance(pod, c, image, old.DeepCopy(), now, old.RestartCount, s.readinessDelay(fault, 0), delay, clk, w)
 	}
 	return *old.DeepCopy() // terminated for good (restartPolicy Never)
+}
+
+// exitKilled is the exit code of a container the kubelet killed (SIGKILL: 128+9).
+const exitKilled = 137
+
+// probeGate is what a container's probes allow: ready (true without a readiness
+// probe), and, when it has a startup probe, whether that has passed.
+type probeGate struct {
+	ready, started, hasStartup bool
 }
 
 // stoppedInstance is the last state of a running instance the kubelet stops to start
@@ -156,6 +168,14 @@ func (s *simulator) startInstance(pod *corev1.Pod, c corev1.Container, image str
 	cs.RestartCount = restartCount
 	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Time{Time: now}}}
 	cs.Ready, cs.Started = ready, ptrBool(ready || fault.Kind == FaultNeverReady)
+	if c.ReadinessProbe != nil || c.StartupProbe != nil {
+		// Its probes decide, from the next sync on (runOf): not ready until they pass.
+		cs.Ready = false
+		w.offer(now)
+	}
+	if c.StartupProbe != nil {
+		cs.Started = ptrBool(false)
+	}
 	return cs
 }
 

@@ -18,6 +18,19 @@
 //     and the time; containers.go, each container's states; conditions.go, the pod's
 //     conditions): ContainerCreating for a startup delay, Running and Ready (gated by
 //     the pod's readiness gates), restarts of a container whose image changed in place.
+//   - Containers and probes (runs.go, probeloop.go): each running app container is an
+//     instance of pkg/container's model of its image — what it serves, its files, its
+//     command in a documented shell subset — and its probes are pkg/prober's state
+//     machines. A command that ends ends the container (Completed or Error; the pod's
+//     restartPolicy restarts it through CrashLoopBackOff, or it stays terminated and a
+//     Job's pod completes); readiness and startup probes decide ready and started; a
+//     failed liveness or startup probe kills it (exit code 137, Killing event) and it
+//     restarts with back-off. Failed probes post the kubelet's Unhealthy events. One
+//     goroutine runs every due probe from a heap, and syncs a pod only when a result
+//     changes. A sidecar's startup and readiness probes decide its started and ready.
+//     Not modelled yet: init containers' commands (they complete at once), a sidecar's
+//     liveness probe and command, probe-level terminationGracePeriodSeconds (a kill is
+//     immediate), exec from outside, logs.
 //   - Termination (termination.go): a deleted pod serves until its grace period (capped)
 //     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
 //     and is deleted with a zero grace period; a finalizer keeps it with that status.

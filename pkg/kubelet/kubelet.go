@@ -53,6 +53,8 @@ type Kubelet struct {
 	// events records what each node's kubelet reports as events (a rejection).
 	events    record.EventBroadcaster
 	recorders map[string]record.EventRecorder
+	// probes runs the containers' probes when due (probeloop.go).
+	probes *probeLoop
 
 	mu     sync.Mutex
 	clocks map[types.UID]*podClock
@@ -95,6 +97,8 @@ func New(cfg Config, podClient, heartbeatClient kubernetes.Interface) (*Kubelet,
 		events:    record.NewBroadcaster(),
 		recorders: map[string]record.EventRecorder{},
 	}
+	k.probes = newProbeLoop(k.queue.Add)
+	k.sim.onRun = k.trackRun
 	for i := cfg.FirstNode; i < cfg.FirstNode+cfg.Nodes; i++ {
 		name := NodeName(i)
 		k.nodeIndex[name] = i
@@ -142,6 +146,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	k.admitExisting()
+	go k.probes.run(ctx)
 	var wg sync.WaitGroup
 	for i := 0; i < k.cfg.PodWorkers; i++ {
 		wg.Add(1)
@@ -180,6 +185,9 @@ func (k *Kubelet) forget(obj any) {
 		return
 	}
 	k.mu.Lock()
+	if clk, ok := k.clocks[pod.UID]; ok {
+		clk.dropRuns()
+	}
 	delete(k.clocks, pod.UID)
 	delete(k.writtenFrom, pod.UID)
 	k.mu.Unlock()
@@ -296,6 +304,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 		// holds no resources and no IP any more; its status stays as it is.
 		k.retryResizes(node.release(pod.UID), "")
 		k.ipam.release(pod.UID)
+		clk.dropRuns()
 		return 0, nil
 	}
 	if verdict := node.admitOnce(k.node(pod.Spec.NodeName), pod); verdict.rejected {
@@ -329,8 +338,13 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) (time.Duration, error
 	k.mu.Lock()
 	if _, alive := k.clocks[pod.UID]; alive {
 		k.clocks[pod.UID] = clk
+	} else {
+		clk.dropRuns()
 	}
 	k.mu.Unlock()
+	for _, r := range clk.runs {
+		k.probes.schedule(r)
+	}
 	if due.IsZero() {
 		return 0, nil
 	}

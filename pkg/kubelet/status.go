@@ -43,21 +43,44 @@ type podClock struct {
 	resizeAt          time.Time
 	resizeGen         int64
 	resizeDelayWarned bool
+	// runs is, per app container name, the model of its running instance (runs.go);
+	// shared, not copied, by clones: a run is the instance's own state, not a value the
+	// next status is computed from. noRun is, per container name, the instance known
+	// to need no run. podIP is the pod's address, what its probes connect to.
+	runs  map[string]*run
+	noRun map[string]string
+	podIP string
 }
 
 func newPodClock() *podClock {
-	return &podClock{since: map[string]time.Time{}, readyAt: map[string]time.Time{}}
+	return &podClock{since: map[string]time.Time{}, readyAt: map[string]time.Time{}, runs: map[string]*run{}, noRun: map[string]string{}}
 }
 
 func (c *podClock) clone() *podClock {
-	n := &podClock{admitted: c.admitted, deleteSeen: c.deleteSeen, resizeAt: c.resizeAt, resizeGen: c.resizeGen, resizeDelayWarned: c.resizeDelayWarned, since: make(map[string]time.Time, len(c.since)), readyAt: make(map[string]time.Time, len(c.readyAt))}
+	n := &podClock{admitted: c.admitted, deleteSeen: c.deleteSeen, resizeAt: c.resizeAt, resizeGen: c.resizeGen, resizeDelayWarned: c.resizeDelayWarned, podIP: c.podIP,
+		since: make(map[string]time.Time, len(c.since)), readyAt: make(map[string]time.Time, len(c.readyAt)),
+		runs: make(map[string]*run, len(c.runs)), noRun: make(map[string]string, len(c.noRun))}
 	for k, v := range c.since {
 		n.since[k] = v
 	}
 	for k, v := range c.readyAt {
 		n.readyAt[k] = v
 	}
+	for k, v := range c.runs {
+		n.runs[k] = v
+	}
+	for k, v := range c.noRun {
+		n.noRun[k] = v
+	}
 	return n
+}
+
+// dropRuns forgets the models of the pod's containers (the pod is gone or has ended).
+func (c *podClock) dropRuns() {
+	for name, r := range c.runs {
+		r.drop()
+		delete(c.runs, name)
+	}
 }
 
 // addresses are the IPs of a pod: the node's, and the pod's own (the node's for hostNetwork).
@@ -72,6 +95,10 @@ type simulator struct {
 	crashBackOff time.Duration
 	faults       *FaultRules
 	registry     *Registry
+	// onRun, when set, is told of every new container run (runs.go): the kubelet posts
+	// its probe events and schedules its probes. When nil, a run's next change is offered
+	// to the pod's own wake-up instead (and its events are kept on the run).
+	onRun func(pod *corev1.Pod, r *run)
 }
 
 // imagePlan is what becomes of one container's image on the node: it pulls and the
@@ -149,6 +176,7 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 		clk.admitted = st.StartTime.Time
 	}
 	st.HostIP, st.PodIP = ips.hostIP, ips.podIP
+	clk.podIP = ips.podIP
 	st.HostIPs = []corev1.HostIP{{IP: ips.hostIP}}
 	st.PodIPs = []corev1.PodIP{{IP: ips.podIP}}
 	st.ObservedGeneration = pod.Generation
@@ -159,7 +187,7 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 	// Init containers run to completion, in order, once the sandbox is created; a
 	// restartable one (a sidecar) keeps running instead.
 	initDone, initResizing := true, false
-	var incomplete []string
+	var incomplete, unreadySidecars []string
 	initStatuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.InitContainers))
 	for _, c := range pod.Spec.InitContainers {
 		old := findStatus(st.InitContainerStatuses, c.Name)
@@ -173,6 +201,7 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 			cs = s.pullFailure(c, plan.pull, old, clk, now, &w)
 		case c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways:
 			cs = runningStatus(pod, c.Name, image, created, true, 0, old)
+			s.probeSidecar(pod, c, &cs, clk, created, now, &w)
 		default:
 			cs = completedStatus(pod, c.Name, image, created, old)
 		}
@@ -182,7 +211,10 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 		if s.resources(pod, c, findStatus(st.InitContainerStatuses, c.Name), &cs, clk, rs, delay, false, now, &w) {
 			initResizing = true
 		}
-		if cs.State.Terminated == nil && !(cs.State.Running != nil && cs.Ready) {
+		if isSidecar(c) && !cs.Ready {
+			unreadySidecars = append(unreadySidecars, c.Name)
+		}
+		if cs.State.Terminated == nil && !(cs.State.Running != nil && (cs.Ready || (isSidecar(c) && cs.Started != nil && *cs.Started))) {
 			if initDone {
 				incomplete = append(incomplete, c.Name)
 			}
@@ -196,7 +228,8 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 
 	statuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
 	everRan, allTerminated, anyFailed := false, true, false
-	var unready []string
+	// An unready sidecar makes the pod unready too, listed before the app containers.
+	unready := unreadySidecars
 	resizing := initResizing
 	for _, c := range pod.Spec.Containers {
 		old := findStatus(st.ContainerStatuses, c.Name)
