@@ -193,7 +193,7 @@ var readmeAwaitingVerdict = []struct{ prefix, why string }{
 
 // verdictLanded: `kroll rollout status` waits for the verdict, and readmeAwaitingVerdict's
 // output is checked as every other. VERDICT: set to true once that change is merged.
-const verdictLanded = false
+const verdictLanded = true
 
 // readmeOutputNotChecked are the README commands whose shown output the test does
 // not check, each with why; matched and required as readmeNotRun's are.
