@@ -28,8 +28,14 @@ import (
 type Options struct {
 	// Binary is the kroll binary the controller processes are started from.
 	Binary string
-	// OutDir receives results.json, results.md and results.svg.
+	// OutDir receives results.json, results.md and results.svg, the results of record,
+	// once the run is complete, each file written whole (a temporary file renamed);
+	// an interrupted or failed run leaves it as it was.
 	OutDir string
+	// PartialFile keeps the samples of a run while it is incomplete, after every
+	// sample, for Resume; it is removed when the run completes. Outside OutDir, so the
+	// results of record stay untouched until the end (PartialFileFor(OutDir) when empty).
+	PartialFile string
 	// Reps is how many times each scenario runs with each controller set (≥ 1).
 	Reps int
 	// Scale multiplies every scenario's size (1: 1,000 and 5,000 replicas; 0.05: 50
@@ -37,8 +43,9 @@ type Options struct {
 	Scale float64
 	// Only, when not empty, names the scenarios to run (Scenario.Name).
 	Only []string
-	// Resume keeps the samples of an earlier run at the same scale in OutDir and runs
-	// only the missing ones, so an interrupted run can be finished.
+	// Resume keeps the samples of an earlier run at the same scale, those of the
+	// interrupted run in PartialFile or else OutDir's results.json, and runs only the
+	// missing ones, so an interrupted run can be finished.
 	Resume bool
 	// SteadyWindow is how long the steady-state scenario measures idle controllers.
 	SteadyWindow time.Duration
@@ -56,7 +63,9 @@ type Options struct {
 	Progress io.Writer
 }
 
-// Run runs the scenarios and writes the results; it returns them too.
+// Run runs the scenarios and, once all have run, writes the results into OutDir; it
+// returns them too. Until then the samples go to PartialFile only: a run stopped by ctx
+// or by a failure returns the samples it has and its error, and OutDir is untouched.
 func Run(ctx context.Context, o Options) (*Results, error) {
 	if o.Reps < 1 {
 		return nil, fmt.Errorf("--reps must be at least 1, got %d", o.Reps)
@@ -77,18 +86,18 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-		return nil, err
+	if o.PartialFile == "" {
+		o.PartialFile = PartialFileFor(o.OutDir)
 	}
 	results := newResults(o.Scale)
 	if o.Resume {
-		earlier, err := ReadResults(filepath.Join(o.OutDir, resultsJSON))
+		earlier, err := readEarlier(o.PartialFile, filepath.Join(o.OutDir, resultsJSON))
 		switch {
-		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
 			return nil, err
+		case earlier == nil:
 		case earlier.Scale != o.Scale:
-			return nil, fmt.Errorf("--resume: %s holds a run at scale %g, not %g", resultsJSON, earlier.Scale, o.Scale)
+			return nil, fmt.Errorf("--resume: the earlier run holds samples at scale %g, not %g", earlier.Scale, o.Scale)
 		default:
 			results = earlier
 		}
@@ -110,13 +119,22 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 				sample.Rep = rep
 				fmt.Fprintln(o.Progress, sample.summary())
 				results.Samples = append(results.Samples, sample)
-				if err := results.write(o.OutDir); err != nil {
+				if err := results.writePartial(o.PartialFile); err != nil {
 					return results, err
 				}
 			}
 		}
 	}
-	return results, results.write(o.OutDir)
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return results, err
+	}
+	if err := results.write(o.OutDir); err != nil {
+		return results, err
+	}
+	if err := os.Remove(o.PartialFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return results, err
+	}
+	return results, nil
 }
 
 // alternate orders the arms of repetition rep: as listed on odd ones, reversed on even

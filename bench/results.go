@@ -144,19 +144,19 @@ func (r *Results) has(scenario, arm string, rep int) bool {
 	return slices.ContainsFunc(r.Samples, func(s Sample) bool { return s.Scenario == scenario && s.Arm == arm && s.Rep == rep })
 }
 
-// write saves results.json, results.md and results.svg into dir.
+// write saves results.json, results.md and results.svg into dir, each written whole.
 func (r *Results) write(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, resultsJSON), append(data, '\n'), 0o644); err != nil {
+	if err := WriteFileAtomic(filepath.Join(dir, resultsJSON), append(data, '\n')); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, resultsMarkdown), []byte(r.Markdown()), 0o644); err != nil {
+	if err := WriteFileAtomic(filepath.Join(dir, resultsMarkdown), []byte(r.Markdown())); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, resultsSVG), []byte(r.Chart()), 0o644)
+	return WriteFileAtomic(filepath.Join(dir, resultsSVG), []byte(r.Chart()))
 }
 
 // stat is the median and spread of one metric over the samples of one arm.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,6 +180,7 @@ func TestControllerManagerDryRun(t *testing.T) {
 		if reads == 0 {
 			t.Error("no request reached the proxy: the dry run did not read through it")
 		}
+		checkEveryWriteChanges(t, "with the read-only role", parseDryRunReport(r.stdout))
 		return r
 	}
 
@@ -204,6 +206,7 @@ func TestControllerManagerDryRun(t *testing.T) {
 		if !strings.Contains(r.stdout, "ReplicaSet dryrun/solo\n") || !strings.Contains(r.stdout, "create Pod dryrun/solo-…: new Pod solo-… for ReplicaSet dryrun/solo") {
 			t.Errorf("the report does not show the pod kroll would create for solo")
 		}
+
 		if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 ||
 			!strings.HasPrefix(lines[0], "kroll: dry run: kroll would make") || !strings.Contains(lines[0], "ReplicaSet dryrun/solo") {
 			t.Errorf("stderr is not the one summary line naming solo: %q", r.stderr)
@@ -281,6 +284,37 @@ func TestControllerManagerDryRun(t *testing.T) {
 		r := runManagerToEnd(t, bin, readOnly, "--dry-run", "--force", "--dry-run-timeout=40s")
 		if r.code != 1 || !strings.Contains(r.stdout, "ReplicaSet dryrun/solo") {
 			t.Errorf("--force: exit %d, stdout:\n%s\nstderr:\n%s\nwant the dry run's report and exit 1", r.code, r.stdout, r.stderr)
+		}
+	})
+
+	// A ReplicaSet held at 1 of 2 pods by a quota has its counts right already; its
+	// ReplicaFailure condition is taken off (as after a controller restart that has not
+	// tried a create yet). The dry run's controller tries the create again, is refused
+	// by the dry run, and writes the status with the dry run's own refusal as the
+	// condition: a write that changes nothing, left out of the list and counted.
+	t.Run("a status write that would change nothing is left out", func(t *testing.T) {
+		q := newScene(t, c, "dryrun-quota", cluster.WorkloadControllersKroll)
+		q.apply(t, "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: pods\nspec:\n  hard:\n    pods: \"1\"\n")
+		stop := runManager(t, c.RESTConfig, manager.Options{})
+		q.apply(t, appManifest("ReplicaSet", "capped", 2))
+		eventually(t, time.Minute, "capped at 1 ready pod, the quota's refusal in its status", func(ctx context.Context) (bool, string) {
+			rs := must(c.Client.AppsV1().ReplicaSets("dryrun-quota").Get(ctx, "capped", metav1.GetOptions{}))
+			failure := false
+			for _, cond := range rs.Status.Conditions {
+				failure = failure || cond.Type == appsv1.ReplicaSetReplicaFailure
+			}
+			return rs.Status.ReadyReplicas == 1 && rs.Status.AvailableReplicas == 1 && failure && rs.Status.ObservedGeneration == rs.Generation, fmt.Sprintf("%+v", rs.Status)
+		})
+		stop()
+		rs := must(c.Client.AppsV1().ReplicaSets("dryrun-quota").Get(context.Background(), "capped", metav1.GetOptions{}))
+		rs.Status.Conditions = nil
+		must(c.Client.AppsV1().ReplicaSets("dryrun-quota").UpdateStatus(context.Background(), rs, metav1.UpdateOptions{}))
+		r := dryRun(t, readOnly)
+		if !strings.Contains(r.stdout, "create Pod dryrun-quota/capped-…: new Pod capped-… for ReplicaSet dryrun-quota/capped") {
+			t.Errorf("the report does not show the pod kroll would try to create for capped")
+		}
+		if !strings.Contains(r.stdout, " writes left out that would change nothing)") {
+			t.Errorf("the report counts no write left out for changing nothing")
 		}
 	})
 }

@@ -144,7 +144,8 @@ func (s *scene) expectRolledBack(t *testing.T, name string, replicas int, why st
 }
 
 // expectKrollStatusFails checks that kroll rollout status and kroll status report the
-// failed rollout of kind/name with msg (its RolloutFailed message) and exit 1.
+// failed rollout of kind/name with msg (its RolloutFailed message), rollout status
+// exiting 1.
 func (s *scene) expectKrollStatusFails(t *testing.T, kind, name, msg string) {
 	t.Helper()
 	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: s.c.KubeconfigPath, ns: s.ns}
@@ -156,8 +157,19 @@ func (s *scene) expectKrollStatusFails(t *testing.T, kind, name, msg string) {
 	if code != 1 || !strings.Contains(out, `"phase":"RolledBack"`) {
 		t.Errorf("kroll rollout status -o json %s/%s: exit %d, %s; want exit 1 and phase RolledBack", kind, name, code, out)
 	}
-	if code, out, _ := kroll.run("status"); code != 1 || !strings.Contains(out, "rolled-back") {
-		t.Errorf("kroll status: exit %d, %s; want exit 1 and %s rolled-back", code, out, name)
+	// kroll status lists it rolled-back; it fails the command until the workload is
+	// healthy again on a complete revision (the row then says so), and always with
+	// --fail-on=rolled-back.
+	if code, out, _ := kroll.run("status", "--fail-on=rolled-back"); code != 1 || !strings.Contains(out, "rolled-back") {
+		t.Errorf("kroll status --fail-on=rolled-back: exit %d, %s; want exit 1 and %s rolled-back", code, out, name)
+	}
+	code, out, _ = kroll.run("status")
+	wantCode := 1
+	if strings.Contains(out, "healthy since on revision") {
+		wantCode = 0
+	}
+	if code != wantCode || !strings.Contains(out, "rolled-back") {
+		t.Errorf("kroll status: exit %d, %s; want exit %d and %s rolled-back", code, out, wantCode, name)
 	}
 }
 
@@ -285,6 +297,46 @@ func testDeploymentHealsItself(t *testing.T) {
 			}
 		})
 
+		t.Run("kroll rollout undo rolls a Deployment paused on failure back and resumes it; kubectl's undo refuses it, and a user's pause", func(t *testing.T) {
+			t.Parallel()
+			s := newScene(t, c, "heal-undo", cluster.WorkloadControllersKroll)
+			s.apply(t, healDeployment("web", 3, "1", "0", "kroll.dev/on-failure=Pause"))
+			_, w := s.rolledOut(t, "web")
+			s.kubectl(t, "set", "image", "deployment/web", "app=app:crash")
+			eventually(t, time.Minute, "paused on failure", func(context.Context) (bool, string) {
+				d := s.deployment(t, "web")
+				return d.Spec.Paused && d.Annotations[failure.PausedOnFailureAnnotation] == "2",
+					fmt.Sprintf("paused %v annotations %v", d.Spec.Paused, d.Annotations)
+			})
+			const refusal = "you cannot rollback a paused deployment; resume it first"
+			if out, err := s.tryKubectl(t, "rollout", "undo", "deployment/web"); err == nil || !strings.Contains(out, refusal) {
+				t.Errorf("kubectl rollout undo of a Deployment paused on failure: %v, %q; want kubectl's own refusal", err, out)
+			}
+			kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: c.KubeconfigPath, ns: s.ns}
+			if out := kroll.must("rollout", "undo", "deployment/web"); out != "deployment.apps/web rolled back to revision 1 and resumed (paused on failure of revision 2)\n" {
+				t.Errorf("kroll rollout undo: %q", out)
+			}
+			s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+			s.expectAllReady(t, "web", 3, "app:1")
+			d := s.deployment(t, "web")
+			if d.Spec.Paused || d.Annotations[history.RevisionAnnotation] != "3" || d.Spec.Template.Spec.Containers[0].Image != "app:1" {
+				t.Errorf("after the undo: paused %v, revision %s, image %s; want resumed on revision 3 (revision 1's template)",
+					d.Spec.Paused, d.Annotations[history.RevisionAnnotation], d.Spec.Template.Spec.Containers[0].Image)
+			}
+			w.Verify(t, 5)
+
+			// A Deployment its user paused is not kroll's to resume.
+			s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
+			s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+			s.kubectl(t, "rollout", "pause", "deployment/web")
+			if code, out, errOut := kroll.run("rollout", "undo", "deployment/web"); code != 1 || !strings.Contains(errOut, refusal) {
+				t.Errorf("kroll rollout undo of a Deployment its user paused: exit %d, %q %q; want kubectl's refusal", code, out, errOut)
+			}
+			if d := s.deployment(t, "web"); !d.Spec.Paused || d.Spec.Template.Spec.Containers[0].Image != "app:2" {
+				t.Errorf("the refused undo changed the Deployment: paused %v, image %s", d.Spec.Paused, d.Spec.Template.Spec.Containers[0].Image)
+			}
+		})
+
 		t.Run("pods Ready 20s after starting, with ready-timeout 60s, complete and are not rolled back", func(t *testing.T) {
 			t.Parallel()
 			s := newScene(t, c, "heal-slow", cluster.WorkloadControllersKroll)
@@ -351,6 +403,7 @@ func testDeploymentHealsItself(t *testing.T) {
 		t.Run("bad annotations are reported and behave as None", func(t *testing.T) {
 			t.Parallel()
 			s := newScene(t, c, "heal-bad", cluster.WorkloadControllersKroll)
+			s.withoutAdmissionPolicy(t) // the API server would refuse the bad values
 			s.apply(t, healDeployment("web", 2, "1", "0", "kroll.dev/on-failure=Sometimes", "kroll.dev/failure-threshold=abc"))
 			s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
 			want := `kroll.dev/on-failure="Sometimes" is not valid: want Rollback, Pause or None; kroll.dev/failure-threshold="abc" is not valid: want a whole number of pods of at least 1 (2) or a percentage of the replicas (25%); the rollout is not watched for failure (as with kroll.dev/on-failure=None)`

@@ -378,6 +378,7 @@ func testHealSets(t *testing.T) {
 			// Bad values: a Warning event and a FailurePolicy condition naming the
 			// annotation and the accepted values; the workload behaves as with None.
 			{"bad-annotations", func(t *testing.T, s *scene) {
+				s.withoutAdmissionPolicy(t) // the API server would refuse the bad values
 				s.apply(t, annotateWorkload(statefulSetManifest(1, ""), "web", failure.OnFailureAnnotation, "Rollback", failure.ThresholdAnnotation, "abc"))
 				s.apply(t, annotateWorkload(daemonSetManifest("", ""), "logs", failure.OnFailureAnnotation, "Sometimes"))
 				s.waitSetsCondition(t, "statefulset/web", failure.ConditionFailurePolicy,

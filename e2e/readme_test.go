@@ -182,6 +182,19 @@ var readmeNotRun = []struct{ prefix, why string }{
 	{"kroll bench ", "takes hours and starts some twenty clusters of its own"},
 }
 
+// readmeAwaitingVerdict are the README commands whose shown output holds only once
+// `kroll rollout status` waits for the controller's verdict on a watched rollout (issue
+// 58: complete only once kroll.dev/complete is set, RolledBack with exit 1 when the
+// judgement goes the other way). Until verdictLanded is set, a mismatch there is logged,
+// not failed; matched and required as readmeNotRun's are.
+var readmeAwaitingVerdict = []struct{ prefix, why string }{
+	{`kroll rollout status deployment/shop --timeout=2m -o json`, "the crash-loop example: without the verdict, status may report Complete and exit 0 a second before the rollback"},
+}
+
+// verdictLanded: `kroll rollout status` waits for the verdict, and readmeAwaitingVerdict's
+// output is checked as every other. VERDICT: set to true once that change is merged.
+const verdictLanded = true
+
 // readmeOutputNotChecked are the README commands whose shown output the test does
 // not check, each with why; matched and required as readmeNotRun's are.
 var readmeOutputNotChecked = []struct{ prefix, why string }{
@@ -191,12 +204,16 @@ var readmeOutputNotChecked = []struct{ prefix, why string }{
 // readmeCommandTimeout bounds each command; rollouts in the README are 10 pods at most.
 const readmeCommandTimeout = 3 * time.Minute
 
-// Given a fresh `kroll up`, when a user runs every command of README.md's shell blocks
-// in order, in one shell session (what one block exports, the next has), then each
-// succeeds (or fails with the exit code the README shows) and prints the lines the
-// README shows for it. `go run ./cmd/kroll` and `kroll` are this checkout's kroll command (the
-// package's test binary running cmd/kroll's cli.Main, krollBinary); `kubectl` is the
-// one the package drives.
+// Given a fresh `kroll up` in a clean clone of this checkout's commit (with this
+// checkout's README.md, committed or not), when a user runs every command of
+// README.md's shell blocks in order in the clone, in one shell session (what one block
+// exports, the next has), then each succeeds (or fails with the exit code the README
+// shows) and prints the lines the README shows for it, and nothing is written into the
+// clone but the cluster's state, ./.kroll, which git ignores. `go run ./cmd/kroll` is
+// this checkout's kroll command (the package's test binary running cmd/kroll's
+// cli.Main, krollBinary), and the README's `go build -o PATH ./cmd/kroll` puts it at
+// PATH; `kroll` is found only on the PATH the README sets. `kubectl` is the one the
+// package drives, on PATH from the start.
 func TestReadme(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
@@ -210,24 +227,29 @@ func TestReadme(t *testing.T) {
 
 	bin := krollBinary(t)
 	pathDir := t.TempDir()
-	for name, target := range map[string]string{"kroll": bin, "kubectl": kubectlPath} {
-		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Symlink(kubectlPath, filepath.Join(pathDir, "kubectl")); err != nil {
+		t.Fatal(err)
 	}
-	// The user's directory: the README's `kroll up` keeps its state in ./.kroll, and
-	// its commands write files (web-v2.yaml, web.svg) here.
-	work := t.TempDir()
+	// The user's directory: a clean clone, where the README's `kroll up` keeps its
+	// state in ./.kroll.
+	work := cleanClone(t, readme)
+	before := repositoryState(t, work)
 	startUp(t, bin, "--data-dir", filepath.Join(work, ".kroll"), "--port", "0", "--etcd-unsafe-no-fsync")
-	// As the README's reader starts: kroll and kubectl on PATH, no $KUBECONFIG but
-	// what a block exports.
-	env := append(withoutEnv(os.Environ(), "PATH", "KUBECONFIG"), "PATH="+pathDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// As the README's reader starts: kubectl on PATH and no kroll, no $KUBECONFIG but
+	// what a block exports; the temporary directory the examples write into is the
+	// test's.
+	env := append(withoutEnv(os.Environ(), "PATH", "KUBECONFIG", "TMPDIR"),
+		"PATH="+pathDir+string(os.PathListSeparator)+pathWithout(os.Getenv("PATH"), "kroll"), "TMPDIR="+t.TempDir())
 
-	skipped, unchecked := map[string]bool{}, map[string]bool{}
+	skipped, unchecked, awaiting := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var exports []string
-	ran, checked := 0, 0
+	ran, checked, built := 0, 0, 0
 	for _, c := range commands {
 		text := strings.ReplaceAll(c.text, "go run ./cmd/kroll", "kroll")
+		if link, ok := buildsKroll(text, bin); ok {
+			text = link
+			built++
+		}
 		if why := notRun(text); why != "" {
 			skipped[why] = true
 			t.Logf("README.md:%d: not run: %s (%s)", c.line, firstLineOf(text), why)
@@ -253,10 +275,31 @@ func TestReadme(t *testing.T) {
 			t.Logf("README.md:%d: shown output not checked (%s)", c.line, why)
 			continue
 		}
-		if want, missing := missingShown(out, c.shown); missing {
+		want, missing := missingShown(out, c.shown)
+		if why := awaitingVerdict(text); why != "" {
+			awaiting[why] = true
+			if !verdictLanded {
+				if missing {
+					t.Logf("README.md:%d: NOT FAILED until verdictLanded (%s): %s printed no line like README.md:%d's\n\t%s", c.line, why, firstLineOf(text), want.line, want.text)
+				}
+				continue
+			}
+		}
+		if missing {
 			t.Errorf("README.md:%d: %s printed no line like README.md:%d's\n\t%s\nit printed:\n%s", c.line, firstLineOf(text), want.line, want.text, out)
 		}
 		checked += len(c.shown)
+	}
+	if built == 0 {
+		t.Errorf("no README command builds kroll (go build -o PATH ./cmd/kroll) for the PATH it sets")
+	}
+	for _, n := range readmeAwaitingVerdict {
+		if !awaiting[n.why] {
+			t.Errorf("no README command starts with %q any more; drop it from readmeAwaitingVerdict", n.prefix)
+		}
+	}
+	if after := repositoryState(t, work); after != withDataDir(before) {
+		t.Errorf("the README's commands wrote into the repository (only ./.kroll, the cluster's state, may be new):\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	for _, n := range readmeNotRun {
 		if !skipped[n.why] {
@@ -282,6 +325,92 @@ func notRun(text string) string {
 		}
 	}
 	return ""
+}
+
+// awaitingVerdict is why text's shown output waits for verdictLanded, or "".
+func awaitingVerdict(text string) string {
+	for _, n := range readmeAwaitingVerdict {
+		if strings.HasPrefix(text, n.prefix) {
+			return n.why
+		}
+	}
+	return ""
+}
+
+// buildsKroll is the command that stands for text when text builds kroll (`go build
+// -o PATH ./cmd/kroll`, a comment after it allowed): a symbolic link at PATH to bin,
+// which is this checkout's kroll already, so that the README's PATH finds it there.
+func buildsKroll(text, bin string) (string, bool) {
+	f := strings.Fields(stripComment(text))
+	if len(f) != 5 || f[0] != "go" || f[1] != "build" || f[2] != "-o" || f[4] != "./cmd/kroll" {
+		return "", false
+	}
+	return fmt.Sprintf(`mkdir -p "$(dirname %[1]s)" && ln -sf %[2]q %[1]s`, f[3], bin), true
+}
+
+// cleanClone clones the repository this test runs in at its commit into a temporary
+// directory, with readme as its README.md, and returns the clone's path.
+func cleanClone(t *testing.T, readme []byte) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "kroll")
+	git := func(args ...string) string {
+		out, err := exec.Command("git", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	head := git("-C", "..", "rev-parse", "HEAD")
+	git("clone", "--quiet", "--no-checkout", "..", dir)
+	git("-C", dir, "checkout", "--quiet", "--detach", head)
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), readme, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// repositoryState is what the clone at dir holds that a command could have written:
+// the names in its root, every one (ignored ones too), and `git status --porcelain`
+// with every untracked file.
+func repositoryState(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	status, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--untracked-files=all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("git status: %v\n%s", err, status)
+	}
+	return "root: " + strings.Join(names, " ") + "\ngit status:\n" + string(status)
+}
+
+// withDataDir is a repositoryState with ./.kroll in the root, as `kroll up` makes it.
+func withDataDir(state string) string {
+	root, rest, _ := strings.Cut(state, "\n")
+	names := strings.Fields(strings.TrimPrefix(root, "root:"))
+	if !slices.Contains(names, ".kroll") {
+		names = append(names, ".kroll")
+		slices.Sort(names)
+	}
+	return "root: " + strings.Join(names, " ") + "\n" + rest
+}
+
+// pathWithout is the PATH list path without the directories that hold an executable
+// named name: the README must put it on PATH itself.
+func pathWithout(path, name string) string {
+	var keep []string
+	for _, dir := range filepath.SplitList(path) {
+		if info, err := os.Stat(filepath.Join(dir, name)); err == nil && !info.IsDir() {
+			continue
+		}
+		keep = append(keep, dir)
+	}
+	return strings.Join(keep, string(os.PathListSeparator))
 }
 
 // outputNotChecked is why text's shown output is not checked, or "".
@@ -400,5 +529,25 @@ func TestMissingShown(t *testing.T) {
 		if missing != (tt.missing != "") || got.text != tt.missing {
 			t.Errorf("%s: missing %q (%v), want %q", tt.name, got.text, missing, tt.missing)
 		}
+	}
+}
+
+func TestBuildsKroll(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ text, want string }{
+		{"go build -o .kroll/bin/kroll ./cmd/kroll", `mkdir -p "$(dirname .kroll/bin/kroll)" && ln -sf "/b/e2e.test" .kroll/bin/kroll`},
+		{"go build -o .kroll/bin/kroll ./cmd/kroll   # kroll itself", `mkdir -p "$(dirname .kroll/bin/kroll)" && ln -sf "/b/e2e.test" .kroll/bin/kroll`},
+		{"go build ./...", ""},
+		{"go build -o kroll ./cmd/other", ""},
+		{"go run ./cmd/kroll up", ""},
+	}
+	for _, tt := range tests {
+		got, ok := buildsKroll(tt.text, "/b/e2e.test")
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("%q: got %q %v, want %q", tt.text, got, ok, tt.want)
+		}
+	}
+	if got, want := withDataDir("root: .git README.md go.mod\ngit status:\n"), "root: .git .kroll README.md go.mod\ngit status:\n"; got != want {
+		t.Errorf("withDataDir: %q, want %q", got, want)
 	}
 }

@@ -498,6 +498,7 @@ func TestStagedDeployment(t *testing.T) {
 			t.Run("bad value "+tc.annotation+" rolls out as without it", func(t *testing.T) {
 				t.Parallel()
 				s := newScene(t, c, fmt.Sprintf("staged-bad-%d", i), cluster.WorkloadControllersKroll)
+				s.withoutAdmissionPolicy(t) // the API server would refuse the bad values
 				s.apply(t, stagedDeployment("web", 4, tc.annotation))
 				_, bounds := s.rolledOut(t, "web")
 				s.kubectl(t, "set", "image", "deployment/web", "app=app:2")

@@ -329,6 +329,7 @@ func TestStagedSets(t *testing.T) {
 	// without it. kroll.dev/partition on a StatefulSet names the field to use.
 	t.Run("bad-values", func(t *testing.T) {
 		s := scene(t, "staged-bad")
+		s.withoutAdmissionPolicy(t) // the API server would refuse the bad values
 		s.apply(t, annotateWorkload(daemonSetManifest("", ""), "logs", staging.PartitionAnnotation, "150%"))
 		s.apply(t, annotateWorkload(statefulSetManifest(2, ""), "web", staging.PartitionAnnotation, "1"))
 		s.waitDS(t, onNodes("fluentd:v1", all...))

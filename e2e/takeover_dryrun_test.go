@@ -46,7 +46,26 @@ func (d *takeoverDryRun) run(t *testing.T, what string) (managerRun, dryRunRepor
 	if len(after) != len(before) {
 		t.Errorf("dry run %s: requests other than reads reached the API server: %v", what, after[len(before):])
 	}
-	return r, parseDryRunReport(r.stdout)
+	report := parseDryRunReport(r.stdout)
+	checkEveryWriteChanges(t, what, report)
+	return r, report
+}
+
+// checkEveryWriteChanges asserts that every update and patch a dry run lists names the
+// fields it changes ("status.readyReplicas 2 → 3"): a write that would leave its
+// object as it is (a status restated, a condition reporting only the dry run's own
+// refusal) is left out, not listed.
+func checkEveryWriteChanges(t *testing.T, what string, report dryRunReport) {
+	t.Helper()
+	lines := report.unattributed
+	for _, w := range report.workloads {
+		lines = append(lines, w.writes...)
+	}
+	for _, line := range lines {
+		if (strings.HasPrefix(line, "update ") || strings.HasPrefix(line, "patch ")) && !strings.Contains(line, " → ") {
+			t.Errorf("dry run %s lists a write that changes no field: %q", what, line)
+		}
+	}
 }
 
 // dryRunReport is a dry run's printed report, read back.

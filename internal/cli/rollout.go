@@ -19,7 +19,7 @@ import (
 // rollout is kubectl's `rollout` with kroll's status in place of kubectl's, history
 // with --diff, and the verbs kubectl lacks: watch, plan and timeline.
 func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
-	var pause, resume *cobra.Command
+	var pause, resume, undo *cobra.Command
 	for _, sub := range cmd.Commands() {
 		switch sub.Name() {
 		case "status":
@@ -30,12 +30,15 @@ func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
 			pause = sub
 		case "resume":
 			resume = sub
+		case "undo":
+			undo = sub
 		}
 	}
 	withKrollPauseResume(pause, resume)
+	withKrollUndo(undo)
 	cmd.AddCommand(k.newRolloutStatusCommand(), k.newRolloutWatchCommand(), k.newRolloutPlanCommand(), k.newRolloutTimelineCommand(),
 		k.newRolloutPromoteCommand(k.streams.Out), k.newRolloutAbortCommand(k.streams.Out))
-	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, history --diff, promote and abort of staged rollouts, and pause/resume of what kroll pauses (DaemonSets, StatefulSets paused on failure)."
+	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\nkroll adds: status with a progress bar and -o json, watch, plan, timeline, history --diff, promote and abort of staged rollouts, and pause/resume of what kroll pauses (DaemonSets, StatefulSets paused on failure), and undo of a Deployment paused on failure."
 	return cmd
 }
 

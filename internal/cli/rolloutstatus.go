@@ -56,6 +56,22 @@ as kubectl's does on a paused Deployment, unless --until-paused is given: then i
 exits 0 once the rollout is held (or paused with 'kroll rollout pause'). -o json
 carries "staged": phase, step, total, partition, message.
 
+A workload watched by kroll's failure policy (kroll.dev/on-failure Rollback or Pause)
+is Complete only once kroll's controller judged its revision complete: its pods all
+stayed Ready 10 s and the controller marked the revision's ReplicaSet or
+ControllerRevision kroll.dev/complete. Until then the phase is Progressing, the line
+says what it waits for ("Waiting for deployment "web" rollout to finish: all 4 pods
+updated and available; watching for failures for 8 s more (until ReplicaSet
+"web-7d9f" is marked kroll.dev/complete)...") and -o json carries "settling": holder,
+secondsLeft. So a crash-looping release that shows every pod available for a moment
+ends RolledBack or PausedOnFailure (exit 1), never Complete; kubectl rollout status
+passes it. A revision marked already (a rollback or undo to one that completed
+before) is Complete at once; a workload without a watched policy, one scaled to 0, or
+a StatefulSet done at its partition (nothing is marked until every pod is updated) is
+Complete as kubectl says. On a cluster whose workload controllers are upstream's
+(the status is written by kube-controller-manager) nothing marks a revision: status
+warns and reports as kubectl does.
+
 Exit codes are kubectl's: 0 once rolled out (or at once with --watch=false), 1 when the
 rollout failed (progress deadline exceeded, or an InPlaceOnly change that cannot be made
 in place), the timeout passed, or the workload is not found; and 1 when kroll's

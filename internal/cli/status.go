@@ -16,7 +16,10 @@ import (
 // namespace (or all) with where its rollout stands — the batch status script of the
 // upgrade-strategies article as one command.
 func (k *kubectlVerbs) newStatusCommand() *cobra.Command {
-	var allNamespaces bool
+	var (
+		allNamespaces bool
+		failOn        []string
+	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Every Deployment, StatefulSet and DaemonSet: succeeded, updating, failed, paused or rolled back",
@@ -29,13 +32,28 @@ progress deadline, an InPlaceOnly change that cannot be made in place, or one kr
 controller judged failed under its kroll.dev/on-failure policy (rolled-back or
 paused-on-failure, with the RolloutFailed condition's line). A staged rollout held at a
 pause or at its partition is paused, its detail where: "paused at step 2/5", "at
-partition 10". The exit code is 1 when any
-has failed, 0 otherwise. A failure policy whose annotations do not parse is a Warning
-line on stderr.`,
+partition 10". A watched rollout (kroll.dev/on-failure Rollback or Pause) is
+succeeded only once kroll's controller marked its revision complete (its pods stayed
+Ready 10 s): until then it is updating, "watching for failures for 8 s more".
+
+The exit code is 1 when any rollout fails the gate, 0 otherwise. These always fail it:
+failed, paused-on-failure, and rolled-back while the workload is not yet healthy again
+(still rolling back, or its restored revision not marked complete). A workload kroll
+rolled back that is healthy again on a complete revision is listed rolled-back (the
+detail says so) but does not fail it: the gate is about whether what runs now is
+sound, and kroll already healed it. --fail-on adds verdicts that fail it too:
+rolled-back (any rollback the records still show, until the next change), updating
+(a gate that wants every rollout finished, its verdict included), paused. A failure
+policy whose annotations do not parse is a Warning line on stderr.`,
 		Example: `  kroll status
-  kroll status -A`,
+  kroll status -A
+  kroll status --fail-on=rolled-back,updating`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			gate, err := rolloutview.ParseFailOn(failOn)
+			if err != nil {
+				return err
+			}
 			client, ns, err := k.client()
 			if err != nil {
 				return err
@@ -105,12 +123,13 @@ line on stderr.`,
 					fmt.Fprintf(k.streams.ErrOut, "Warning: %s/%s: %s\n", p.Kind, p.Name, w)
 				}
 			}
-			if failed := rolloutview.Failures(rows); failed > 0 {
+			if failed := rolloutview.Failures(rows, gate); failed > 0 {
 				return fmt.Errorf("%d of %d rollouts failed", failed, len(rows))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "List the workloads of every namespace.")
+	cmd.Flags().StringSliceVar(&failOn, "fail-on", nil, "Verdicts that also fail the command (exit 1), comma-separated: rolled-back, updating, paused. Failed and paused-on-failure always do.")
 	return cmd
 }

@@ -33,6 +33,7 @@ type upOptions struct {
 	imageCatalog        string
 	unknownImages       string
 	etcdNoFsync         bool
+	admissionPolicy     bool
 	verbosity           int
 }
 
@@ -76,6 +77,8 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 		"YAML file of repositories and the tags they have, added to the built-in catalogue: {repositories: [{name: REPOSITORY, tags: [TAG, ...]}]}; a tag of a catalogued repository that is not listed fails to pull")
 	f.StringVar(&o.unknownImages, "unknown-images", string(kubelet.UnknownImagesPull),
 		"images of repositories no catalogue lists: pull (any tag exists) or fail (as a registry without the repository)")
+	f.BoolVar(&o.admissionPolicy, "admission-policy", true,
+		"install kroll's ValidatingAdmissionPolicy, which refuses bad kroll.dev/ settings on Deployments, StatefulSets and DaemonSets (deploy/admission-policy.yaml); false removes it")
 	f.BoolVar(&o.etcdNoFsync, "etcd-unsafe-no-fsync", false, "skip etcd's fsyncs: faster, but a machine crash can lose the cluster")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity of the components (logs go to <data-dir>/kroll.log)")
 	return cmd
@@ -155,6 +158,7 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 		Kubelet:             k,
 		EtcdUnsafeNoFsync:   o.etcdNoFsync,
 		LogVerbosity:        o.verbosity,
+		NoAdmissionPolicy:   !o.admissionPolicy,
 	}, nil
 }
 

@@ -82,6 +82,8 @@ type Config struct {
 	LogVerbosity int
 	// APIServerArgs are extra kube-apiserver flags (e.g. admission plugins a test needs).
 	APIServerArgs []string
+	// NoAdmissionPolicy leaves kroll's ValidatingAdmissionPolicy out (see pkg/admission).
+	NoAdmissionPolicy bool
 	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
 	ReadyTimeout time.Duration
 	// Starting, if set, is called once Start holds the data dir and the API port and
@@ -209,6 +211,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	release()
+	if err := c.admissionPolicy(ctx); err != nil {
+		return nil, err
+	}
 
 	c.KubeconfigPath = filepath.Join(dir, "kubeconfig")
 	if err := c.pki.writeKubeconfig(c.KubeconfigPath, c.Server, identityAdmin); err != nil {
@@ -224,6 +229,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if err := c.waitFor(ctx, "the default service account", c.defaultServiceAccount); err != nil {
+		return nil, err
+	}
+	if err := c.admissionPolicyEnforced(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil

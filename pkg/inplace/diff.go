@@ -40,7 +40,7 @@ func ModeOf(annotations map[string]string) (Mode, error) {
 	case Off, IfPossible, Only:
 		return m, nil
 	default:
-		return Off, fmt.Errorf("%s=%q: want %s or %s", StrategyAnnotation, m, IfPossible, Only)
+		return Off, fmt.Errorf("%s=%q is not valid: want %s or %s", StrategyAnnotation, m, IfPossible, Only)
 	}
 }
 

@@ -3,7 +3,9 @@ package inplace
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,9 +201,22 @@ func gatePatch(status corev1.ConditionStatus, reason, message string) map[string
 
 // GracePeriod reads a workload's GracePeriodAnnotation (seconds; 0 when unset or bad).
 func GracePeriod(annotations map[string]string) time.Duration {
-	var n int
-	if err := json.Unmarshal([]byte(annotations[GracePeriodAnnotation]), &n); err != nil || n < 0 {
-		return 0
+	d, _ := GracePeriodOf(annotations)
+	return d
+}
+
+// GracePeriodOf reads a workload's GracePeriodAnnotation: a whole number of seconds of
+// at least 0 that fits in 32 bits ("30", as a pod's terminationGracePeriodSeconds);
+// unset is 0, and a bad value is 0 with an error naming the annotation, its value and
+// the accepted form.
+func GracePeriodOf(annotations map[string]string) (time.Duration, error) {
+	v, ok := annotations[GracePeriodAnnotation]
+	if !ok {
+		return 0, nil
 	}
-	return time.Duration(n) * time.Second
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q is not valid: want a whole number of seconds of at least 0 (30)", GracePeriodAnnotation, v)
+	}
+	return time.Duration(n) * time.Second, nil
 }

@@ -29,6 +29,9 @@ type DryRunResult struct {
 	// Events counts the events the controllers would have recorded: not workload
 	// writes, left out of the verdict.
 	Events int
+	// Unchanged counts the updates and patches that would have left their object as
+	// it is: answered as done, left out of the list and the verdict.
+	Unchanged int
 	// Synced counts the workloads in the caches; Idle is false when the timeout came
 	// before every controller had synced each of them and gone quiet.
 	Synced int
@@ -275,7 +278,7 @@ func (v *cacheView) ownersOf(kind, namespace, name string) ([]metav1.OwnerRefere
 // report groups rec's writes by workload and judges each workload's rollout.
 func (v *cacheView) report(rec *writeRecorder) DryRunResult {
 	writes, events, _ := rec.snapshot()
-	r := DryRunResult{Events: events}
+	r := DryRunResult{Events: events, Unchanged: rec.unchangedWrites()}
 	for _, c := range v.counts() {
 		r.Synced += c
 	}
@@ -338,6 +341,9 @@ func (r DryRunResult) Print(w io.Writer) (summary string) {
 	}
 	if r.Events > 0 {
 		fmt.Fprintf(w, "(%d event writes left out: events are not workload writes)\n", r.Events)
+	}
+	if r.Unchanged > 0 {
+		fmt.Fprintf(w, "(%d writes left out that would change nothing)\n", r.Unchanged)
 	}
 	inFlight := 0
 	for _, ww := range r.Workloads {

@@ -252,8 +252,8 @@ func render(v any) string {
 //   - a create: what is made, for which owner ("Pod solo-… for ReplicaSet dry/solo");
 //   - a delete: what goes ("Pod dry/solo-x7k2p");
 //   - an update or patch: the fields it changes against the live object, at most
-//     three, then how many more ("status.readyReplicas 2 → 3, +1 more field"); a write
-//     that changes no field says so.
+//     three, then how many more ("status.readyReplicas 2 → 3, +1 more field"); one
+//     whose effect could not be worked out says so.
 func writeWhy(verb, kind, name string, owner *metav1.OwnerReference, namespace string, changes []fieldChange) string {
 	switch verb {
 	case "create":
@@ -266,7 +266,9 @@ func writeWhy(verb, kind, name string, owner *metav1.OwnerReference, namespace s
 		return "remove " + kind + " " + namespace + "/" + name
 	}
 	if len(changes) == 0 {
-		return "no field changes (the write would leave the object as it is)"
+		// A write known to change nothing is not recorded (unchangedWrite): here the
+		// live object could not be read, or the write not applied to it.
+		return "fields not known (the live object could not be read, or the write applied to it)"
 	}
 	var parts []string
 	for i, c := range changes {
@@ -278,4 +280,18 @@ func writeWhy(verb, kind, name string, owner *metav1.OwnerReference, namespace s
 		parts = append(parts, c.String())
 	}
 	return strings.Join(parts, ", ")
+}
+
+// unchangedWrite tells whether an update or patch would leave its object as it is:
+// applied, the write was worked out against the live object, and changes, what it
+// changes there, is empty, counting none of the fields every write carries
+// (ignoredPaths) nor a condition that only reports the dry run's own refusal. Such a
+// write is left out of the dry run's list: it is no step of any rollout and nothing
+// to review. A create or delete always changes something.
+//
+// A Deployment status update that only restates its status, the live object read
+// and the update applied: unchanged. The same update with the live object gone
+// (applied false): not known to be unchanged, so listed.
+func unchangedWrite(verb string, applied bool, changes []fieldChange) bool {
+	return (verb == "update" || verb == "patch") && applied && len(changes) == 0
 }

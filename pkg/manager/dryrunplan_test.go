@@ -137,6 +137,8 @@ func decode(t *testing.T, s string) any {
 }
 
 func TestFieldChangesAndWhy(t *testing.T) {
+	// unchanged: the write would leave the object as it is, and is left out of the list.
+	const unchanged = "(left out: changes nothing)"
 	cases := []struct {
 		name, verb, live, next string
 		want                   string
@@ -150,7 +152,7 @@ func TestFieldChangesAndWhy(t *testing.T) {
 			"status.conditions[Progressing].reason ReplicaSetUpdated → NewReplicaSetAvailable"},
 		{"the fields the cache drops or the server sets are not changes", "update",
 			`{"metadata":{"resourceVersion":"5","managedFields":[{"manager":"x"}],"labels":{"a":"1"}}}`,
-			`{"metadata":{"resourceVersion":"4","labels":{"a":"1"}}}`, "no field changes (the write would leave the object as it is)"},
+			`{"metadata":{"resourceVersion":"4","labels":{"a":"1"}}}`, unchanged},
 		{"more than three fields", "update", `{"a":1,"b":1,"c":1,"d":1,"e":1}`, `{"a":2,"b":2,"c":2,"d":2,"e":2}`,
 			"a 1 → 2, b 1 → 2, c 1 → 2, +2 more fields"},
 		{"a condition's times are not changes; its reason is", "update",
@@ -158,7 +160,7 @@ func TestFieldChangesAndWhy(t *testing.T) {
 			`{"status":{"conditions":[{"type":"Progressing","reason":"B","lastUpdateTime":"2"}]}}`, "status.conditions[Progressing].reason A → B"},
 		{"a condition that reports the dry run's own refusal is not a change", "update", `{"status":{"replicas":1}}`,
 			`{"status":{"replicas":1,"conditions":[{"type":"ReplicaFailure","message":"pods \"x\" is forbidden: ` + refusal + `"}]}}`,
-			"no field changes (the write would leave the object as it is)"},
+			unchanged},
 		{"a condition added, shown without its times", "update", `{"status":{}}`,
 			`{"status":{"conditions":[{"type":"Available","status":"True","lastTransitionTime":"t"}]}}`,
 			`status.conditions[Available] <none> → {"status":"True","type":"Available"}`},
@@ -168,7 +170,14 @@ func TestFieldChangesAndWhy(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := writeWhy(c.verb, "ReplicaSet", "solo", nil, "ns", fieldChanges(decode(t, c.live), decode(t, c.next)))
+			changes := fieldChanges(decode(t, c.live), decode(t, c.next))
+			if left := unchangedWrite(c.verb, true, changes); left != (c.want == unchanged) {
+				t.Fatalf("unchangedWrite = %v (changes %v), want %v", left, changes, c.want == unchanged)
+			}
+			if c.want == unchanged {
+				return
+			}
+			got := writeWhy(c.verb, "ReplicaSet", "solo", nil, "ns", changes)
 			if got != c.want {
 				t.Errorf("why = %q\nwant  %q", got, c.want)
 			}
@@ -180,6 +189,24 @@ func TestFieldChangesAndWhy(t *testing.T) {
 	}
 	if got, want := writeWhy("delete", "Pod", "solo-x", nil, "ns", nil), "remove Pod ns/solo-x"; got != want {
 		t.Errorf("delete: %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		name, verb string
+		applied    bool
+		want       bool
+	}{
+		{"an update that changes nothing, worked out against the live object: left out", "update", true, true},
+		{"a patch that changes nothing: left out", "patch", true, true},
+		{"an update of an object gone (not worked out): listed", "update", false, false},
+		{"a delete changes something whatever its fields", "delete", true, false},
+		{"a create changes something", "create", true, false},
+	} {
+		if got := unchangedWrite(c.verb, c.applied, nil); got != c.want {
+			t.Errorf("%s: unchangedWrite = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got, want := writeWhy("update", "ReplicaSet", "solo", nil, "ns", nil), "fields not known (the live object could not be read, or the write applied to it)"; got != want {
+		t.Errorf("update not worked out: %q, want %q", got, want)
 	}
 }
 
@@ -211,6 +238,14 @@ func TestWriteRecorder(t *testing.T) {
 			t.Fatalf("status update answered %d, want 403", resp.StatusCode)
 		}
 	}
+	// A status update that restates the status is answered as done, with the object
+	// as it is, and left out.
+	if resp := do(http.MethodPut, "/apis/apps/v1/namespaces/ns/replicasets/solo/status", "application/json", live); resp.StatusCode != http.StatusOK {
+		t.Errorf("an update that changes nothing answered %d, want 200", resp.StatusCode)
+	} else if body, _ := io.ReadAll(resp.Body); string(body) != live {
+		t.Errorf("an update that changes nothing answered %s, want the live object", body)
+	}
+	do(http.MethodPatch, "/apis/apps/v1/namespaces/ns/replicasets/solo", "application/merge-patch+json", `{"spec":{"replicas":3}}`)
 	do(http.MethodPatch, "/apis/apps/v1/namespaces/ns/replicasets/solo", "application/merge-patch+json", `{"spec":{"replicas":4}}`)
 	do(http.MethodPatch, "/apis/apps/v1/namespaces/ns/replicasets/solo", "application/strategic-merge-patch+json",
 		`{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"u1","controller":true}]}}`)
@@ -237,8 +272,9 @@ func TestWriteRecorder(t *testing.T) {
 		"patch ReplicaSet ns/solo : spec.replicas 3 → 4\n" +
 		"patch ReplicaSet ns/solo : metadata.ownerReferences[web] <none> → {\"apiVersion\":\"apps/v1\",\"controller\":true,\"kind\":\"Deploym... (of Deployment web)\n" +
 		"create Pod ns/solo-… : new Pod solo-… for ReplicaSet ns/solo (of ReplicaSet solo)\n"
-	if got.String() != want || events != 1 || writes[0].Attempts != 3 {
-		t.Errorf("recorded (events %d, attempts of the first %d):\n%s\nwant (events 1, attempts 3):\n%s", events, writes[0].Attempts, got.String(), want)
+	if got.String() != want || events != 1 || writes[0].Attempts != 3 || rec.unchangedWrites() != 2 {
+		t.Errorf("recorded (events %d, attempts of the first %d, %d unchanged left out):\n%s\nwant (events 1, attempts 3, 2 unchanged):\n%s",
+			events, writes[0].Attempts, rec.unchangedWrites(), got.String(), want)
 	}
 }
 

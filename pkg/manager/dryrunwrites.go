@@ -50,7 +50,10 @@ type writeRecorder struct {
 	writes map[string]*refusedWrite
 	order  []string
 	events int
-	last   time.Time
+	// unchanged counts the updates and patches answered as done because they would
+	// change nothing (unchangedWrite).
+	unchanged int
+	last      time.Time
 }
 
 func newWriteRecorder() *writeRecorder { return &writeRecorder{writes: map[string]*refusedWrite{}} }
@@ -104,6 +107,8 @@ func (r *writeRecorder) refuse(req *http.Request, next http.RoundTripper) (*http
 	}
 	w := refusedWrite{Verb: info.Verb, Kind: kindOf(info.Resource), Namespace: namespace, Name: name, Subresource: info.Subresource}
 	var changes []fieldChange
+	var live []byte  // the object the write is for, as the server has it
+	applied := false // the write was applied to live, and changes worked out
 	switch info.Verb {
 	case "create":
 		var obj metav1.PartialObjectMetadata
@@ -120,7 +125,8 @@ func (r *writeRecorder) refuse(req *http.Request, next http.RoundTripper) (*http
 			}
 		}
 	default:
-		live, err := r.live(req, next, info)
+		var err error
+		live, err = r.live(req, next, info)
 		if err != nil {
 			return nil, err
 		}
@@ -132,6 +138,7 @@ func (r *writeRecorder) refuse(req *http.Request, next http.RoundTripper) (*http
 			if info.Verb != "delete" {
 				next, err := afterWrite(live, body, req.Method, req.Header.Get("Content-Type"), w.Kind)
 				if err == nil {
+					applied = true
 					changes = changesOf(live, next, info.Subresource)
 					var after metav1.PartialObjectMetadata
 					if info.Subresource == "" && json.Unmarshal(next, &after) == nil {
@@ -140,6 +147,14 @@ func (r *writeRecorder) refuse(req *http.Request, next http.RoundTripper) (*http
 				}
 			}
 		}
+	}
+	if unchangedWrite(info.Verb, applied, changes) {
+		// Sent, the write would succeed and leave the object as it is: answered so
+		// (with the object as it is), counted, and not listed.
+		r.mu.Lock()
+		r.unchanged++
+		r.mu.Unlock()
+		return jsonResponse(req, http.StatusOK, json.RawMessage(live)), nil
 	}
 	w.Why = writeWhy(w.Verb, w.Kind, w.Name, metav1.GetControllerOfNoCopy(&metav1.ObjectMeta{OwnerReferences: w.Owners}), w.Namespace, changes)
 	r.record(w)
@@ -173,6 +188,13 @@ func (r *writeRecorder) snapshot() (writes []refusedWrite, events int, last time
 		writes = append(writes, *r.writes[k])
 	}
 	return writes, r.events, r.last
+}
+
+// unchangedWrites is how many writes were answered as changing nothing.
+func (r *writeRecorder) unchangedWrites() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unchanged
 }
 
 // namespaceName reads the namespace and object name from an API path:

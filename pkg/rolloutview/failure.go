@@ -18,6 +18,11 @@ type Failure struct {
 	// Message is the condition's one line, "3 of 4 new pods failed, threshold 1
 	// (web-7d9f-abcde: CrashLoopBackOff); rolled back from revision 5 to 4".
 	Message string `json:"message"`
+	// Recovered: the workload was rolled back and is healthy again on a revision kroll
+	// judged complete — every pod updated and available, the revision marked
+	// kroll.dev/complete. `kroll status` reports it rolled-back without failing
+	// (unless --fail-on=rolled-back).
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // condition is the part of a Deployment's, StatefulSet's or DaemonSet's condition the
@@ -32,6 +37,9 @@ type failureState struct {
 	// without a record of the action; empty when the current rollout did not fail.
 	phase   Phase
 	failure *Failure
+	// pending: read from kroll's record of an action not yet reported; the action
+	// just happened, so the workload has not recovered from it.
+	pending bool
 	// warnings are the FailurePolicy=False messages: the policy's annotations do not
 	// parse, so the rollout is not watched.
 	warnings []string
@@ -62,6 +70,16 @@ func failureOf(meta metav1.ObjectMeta, observed int64, conds []condition, paused
 			failed = &conds[i]
 		}
 	}
+	if r, _, ok := failure.ReportOf(meta.Annotations); ok && (failed == nil || observed < meta.Generation) {
+		// kroll acted and has not reported yet (its record is written with the action,
+		// the condition after): the action is the verdict already, so that no status
+		// read in between can show the restored revision as a complete rollout.
+		s.phase, s.failure, s.pending = RolledBack, &Failure{Reason: r.Reason, Message: r.Message}, true
+		if r.Action == failure.Pause {
+			s.phase = PausedOnFailure
+		}
+		return s
+	}
 	if failed == nil || observed < meta.Generation {
 		return s
 	}
@@ -84,11 +102,14 @@ func failureOf(meta metav1.ObjectMeta, observed int64, conds []condition, paused
 // apply sets the failure view on p: the phase, the failure, and the error kroll's
 // status verbs exit 1 with ("deployment "web" rollout failed: …"), which also is its
 // message. A failed rollout's record wins over kubectl's own error (a deadline).
-func (s failureState) apply(p *Progress) {
+// currentComplete tells that the revision p is on now is marked complete: a rolled
+// back workload whose rollout kubectl calls done there has Recovered.
+func (s failureState) apply(p *Progress, currentComplete bool) {
 	p.Warnings = append(p.Warnings, s.warnings...)
 	if s.failure == nil {
 		return
 	}
+	s.failure.Recovered = s.phase == RolledBack && !s.pending && currentComplete && p.Done && p.Err == nil && p.Phase == ""
 	p.Phase, p.Failure, p.Done = s.phase, s.failure, false
 	p.Err = fmt.Errorf("%s %q rollout failed: %s", p.Kind, p.Name, s.failure.Message)
 	p.Message = p.Err.Error()

@@ -102,6 +102,10 @@ type Progress struct {
 	// kubelet not done): how many, and those the kubelet holds pending, with its
 	// reason (Deferred, Infeasible) and message; absent when no pod is resizing.
 	Resizing *Resizing `json:"resizing,omitempty"`
+	// Settling is set while a watched rollout (kroll.dev/on-failure) whose pods are
+	// all updated and available waits for kroll's controller to mark its revision
+	// complete (see verdict.go); the phase is Progressing until then.
+	Settling *Settling `json:"settling,omitempty"`
 	// Staged is where a staged rollout (kroll.dev/partition, kroll.dev/rollout-steps)
 	// stands; absent when nothing stages it.
 	Staged *Staged `json:"staged,omitempty"`
@@ -194,8 +198,9 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 		p.Phase = Paused
 	}
 	p.stage(s, conds, d.Status.ObservedGeneration)
-	failureOf(d.ObjectMeta, d.Status.ObservedGeneration, conds, d.Spec.Paused).apply(&p)
+	failureOf(d.ObjectMeta, d.Status.ObservedGeneration, conds, d.Spec.Paused).apply(&p, replicaSetHolder(newRS).marked)
 	p.finish(latest, s)
+	p.awaitVerdict(d, replicaSetHolder(newRS), latest, s.Now)
 	return p
 }
 
@@ -223,8 +228,10 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 		p.Phase = Failed
 	}
 	p.stage(s, conds, set.Status.ObservedGeneration)
-	failureOf(set.ObjectMeta, set.Status.ObservedGeneration, conds, statefulSetPaused(set)).apply(&p)
+	holder := revisionHolder(revisionNamed(s.Revisions, set.Status.UpdateRevision))
+	failureOf(set.ObjectMeta, set.Status.ObservedGeneration, conds, statefulSetPaused(set)).apply(&p, holder.marked)
 	p.finish(latest, s)
+	p.awaitVerdict(set, holder, latest, s.Now)
 	return p
 }
 
@@ -264,8 +271,9 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 		p.Phase = Paused
 	}
 	p.stage(s, conds, ds.Status.ObservedGeneration)
-	failureOf(ds.ObjectMeta, ds.Status.ObservedGeneration, conds, daemonSetPaused(ds)).apply(&p)
+	failureOf(ds.ObjectMeta, ds.Status.ObservedGeneration, conds, daemonSetPaused(ds)).apply(&p, revisionHolder(newest).marked)
 	p.finish(latest, s)
+	p.awaitVerdict(ds, revisionHolder(newest), latest, s.Now)
 	return p
 }
 
@@ -345,6 +353,11 @@ func (p Progress) DoneCount() int32 { return min(p.Updated, p.Available) }
 // nothing is set before two observations with progress between them.
 func (p Progress) WithETA(obs []Observation) Progress {
 	p.ETASeconds = nil
+	if p.Settling != nil {
+		// Counts are done; what is left is the verdict's wait.
+		p.ETASeconds = p.Settling.SecondsLeft
+		return p
+	}
 	if p.Phase != Progressing || len(obs) < 2 {
 		return p
 	}

@@ -68,6 +68,9 @@ func Bar(p Progress) string {
 		}
 		b.WriteByte('\n')
 	}
+	if p.Settling != nil {
+		fmt.Fprintf(&b, "  all updated and available; %s\n", p.Settling.line)
+	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", w)
 	}

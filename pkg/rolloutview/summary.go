@@ -2,6 +2,7 @@ package rolloutview
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -70,6 +71,8 @@ func detail(p Progress) string {
 	switch {
 	case p.Phase == Complete:
 		return ""
+	case p.Failure != nil && p.Failure.Recovered:
+		return p.Failure.Message + "; healthy since on revision " + shortRevision(p.Revision) + ", complete"
 	case p.Err == nil && p.Staged.Held():
 		return p.Staged.Where()
 	case p.onDelete:
@@ -86,20 +89,50 @@ func detail(p Progress) string {
 	return strings.TrimSuffix(p.Message, "...")
 }
 
-// Failures counts the failed rollouts among ps, those kroll's controllers rolled back
-// or paused on failure included: `kroll status` exits 1 when any.
-func Failures(ps []Progress) int {
+// FailOn are the verdicts that also fail `kroll status` (--fail-on): besides the
+// rollouts that always fail it, rolled-back ones that recovered, updating ones (a
+// watched rollout still waiting for its verdict among them), or paused ones.
+type FailOn map[Verdict]bool
+
+// FailOnChoices are the verdicts --fail-on accepts.
+var FailOnChoices = []Verdict{Reverted, Updating, Halted}
+
+// ParseFailOn reads --fail-on's values ("rolled-back", "updating", "paused").
+func ParseFailOn(values []string) (FailOn, error) {
+	f := FailOn{}
+	for _, v := range values {
+		if !slices.Contains(FailOnChoices, Verdict(v)) {
+			return nil, fmt.Errorf("--fail-on=%s is not valid: want one or more of rolled-back, updating, paused", v)
+		}
+		f[Verdict(v)] = true
+	}
+	return f, nil
+}
+
+// Failures counts the rollouts among ps that fail `kroll status`: those that failed,
+// those kroll's controllers paused on failure, those rolled back and not yet healthy on
+// a complete revision, and those whose verdict is in also.
+func Failures(ps []Progress, also FailOn) int {
 	n := 0
 	for _, p := range ps {
-		if p.Failed() {
+		if p.Fails(also) {
 			n++
 		}
 	}
 	return n
 }
 
-// Failed tells a rollout that cannot finish as it is: Failed, RolledBack (its revision
-// was given up) or PausedOnFailure.
-func (p Progress) Failed() bool {
-	return p.Phase == Failed || p.Phase == RolledBack || p.Phase == PausedOnFailure
+// Fails tells whether p fails `kroll status`: the rule its help states. A workload
+// rolled back a day ago and healthy since on the revision it went back to (its
+// Failure Recovered) is reported rolled-back but fails only with --fail-on=rolled-back:
+// a gate run later must not fail on what kroll already healed. One rolled back that is
+// still rolling back, or whose restored revision is not complete, fails.
+func (p Progress) Fails(also FailOn) bool {
+	switch {
+	case also[VerdictOf(p)]:
+		return true
+	case p.Phase == RolledBack:
+		return p.Failure == nil || !p.Failure.Recovered
+	}
+	return p.Phase == Failed || p.Phase == PausedOnFailure
 }

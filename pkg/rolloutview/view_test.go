@@ -465,7 +465,7 @@ func TestSummaryGolden(t *testing.T) {
 		ps = append(ps, p)
 	}
 	golden(t, "summary.txt", Summary(ps, true))
-	if n := Failures(ps); n != 4 {
+	if n := Failures(ps, nil); n != 4 {
 		t.Errorf("%d failures, want 4 (past its deadline, rolled back, and two paused on failure)", n)
 	}
 }

@@ -1,0 +1,11 @@
+// Package deploy holds the manifests kroll ships for real clusters; the admission
+// policy's bytes are embedded so that `kroll up` installs the very file users apply.
+package deploy
+
+import _ "embed"
+
+// AdmissionPolicy is admission-policy.yaml: kroll's ValidatingAdmissionPolicy and its
+// binding, two YAML documents.
+//
+//go:embed admission-policy.yaml
+var AdmissionPolicy []byte
