@@ -172,27 +172,28 @@ func TestKubeletAPI(t *testing.T) {
 
 	t.Run("kroll exec and kroll logs (kubectl's own commands) through the nodes", func(t *testing.T) {
 		bin := krollBinary(t)
-		run := func(args ...string) (string, int) {
+		run := func(args ...string) (string, string, int) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := osexec.CommandContext(ctx, bin, args...)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
 			err := cmd.Run()
 			var exit *osexec.ExitError
 			if errors.As(err, &exit) {
-				return out.String(), exit.ExitCode()
+				return out.String(), errOut.String(), exit.ExitCode()
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			return out.String(), 0
+			return out.String(), errOut.String(), 0
 		}
-		if out, code := run("exec", "--kubeconfig", c.KubeconfigPath, "web", "-c", "main", "--", "sh", "-c", "echo hi; exit 3"); out != "hi\n" || code != 3 {
-			t.Errorf("kroll exec web -- sh -c 'echo hi; exit 3' = %q, exit %d; want hi and exit 3", out, code)
+		out, errOut, code := run("exec", "--kubeconfig", c.KubeconfigPath, "web", "-c", "main", "--", "sh", "-c", "echo hi; exit 3")
+		if out != "hi\n" || code != 3 || errOut != "command terminated with exit code 3\n" {
+			t.Errorf("kroll exec web -- sh -c 'echo hi; exit 3' = %q (stderr %q), exit %d; want hi, kubectl's line and exit 3", out, errOut, code)
 		}
-		if out, code := run("logs", "--kubeconfig", c.KubeconfigPath, "talker", "-c", "main", "--tail=1"); out != "three\n" || code != 0 {
-			t.Errorf("kroll logs talker --tail=1 = %q, exit %d; want three", out, code)
+		if out, errOut, code := run("logs", "--kubeconfig", c.KubeconfigPath, "talker", "-c", "main", "--tail=1"); out != "three\n" || code != 0 {
+			t.Errorf("kroll logs talker --tail=1 = %q (stderr %q), exit %d; want three", out, errOut, code)
 		}
 	})
 
