@@ -24,6 +24,10 @@ type apiRuns struct {
 func (a *apiRuns) add(uid types.UID, name string, r *run) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.addLocked(uid, name, r)
+}
+
+func (a *apiRuns) addLocked(uid types.UID, name string, r *run) {
 	if a.pods == nil {
 		a.pods = map[types.UID]map[string][]*run{}
 	}
@@ -39,7 +43,9 @@ func (a *apiRuns) add(uid types.UID, name string, r *run) {
 	byName[name] = list
 }
 
-func (a *apiRuns) find(uid types.UID, name, id string) *run {
+// findOrAdd is the run of instance id, made by create and kept when there is none yet
+// (two requests for one instance share one run, hence its files).
+func (a *apiRuns) findOrAdd(uid types.UID, name, id string, create func() *run) *run {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range a.pods[uid][name] {
@@ -47,7 +53,9 @@ func (a *apiRuns) find(uid types.UID, name, id string) *run {
 			return r
 		}
 	}
-	return nil
+	r := create()
+	a.addLocked(uid, name, r)
+	return r
 }
 
 func (a *apiRuns) forget(uid types.UID) {
@@ -110,15 +118,13 @@ func (k *Kubelet) instanceOf(pod *corev1.Pod, name string, previous bool) (*run,
 		}
 		return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, reason)}
 	}
-	if r := k.apiRuns.find(pod.UID, name, id); r != nil {
-		return r, nil
-	}
-	r := newRun(pod, c, id, pod.Status.PodIP, started, started)
-	if !ended.IsZero() {
-		r.inst.AdvanceTo(ended)
-	}
-	k.apiRuns.add(pod.UID, name, r)
-	return r, nil
+	return k.apiRuns.findOrAdd(pod.UID, name, id, func() *run {
+		r := newRun(pod, c, id, pod.Status.PodIP, started, started)
+		if !ended.IsZero() {
+			r.inst.AdvanceTo(ended)
+		}
+		return r
+	}), nil
 }
 
 // writeAPIError answers a request with err.
