@@ -313,3 +313,30 @@ func TestAccessLog(t *testing.T) {
 		t.Errorf("a TCP connection to redis wrote %v", c.Log()[before:])
 	}
 }
+
+// The log kept is bounded in lines and in bytes, the oldest lines dropped first, and
+// LogFrom still counts every line written.
+func TestLogBounds(t *testing.T) {
+	c := Start(Spec{Image: "pause"}, t0)
+	for i := range 2*maxLogLines + 5 {
+		c.write(t0, fmt.Sprintf("short %d", i))
+	}
+	if n := len(c.Log()); n != maxLogLines {
+		t.Errorf("after %d short lines %d are kept; want %d", 2*maxLogLines+5, n, maxLogLines)
+	}
+	long := strings.Repeat("x", 999)
+	for range 100 {
+		c.write(t0, long)
+	}
+	log := c.Log()
+	if len(log) != maxLogBytes/1000 || log[len(log)-1].Text != long {
+		t.Errorf("after 100 lines of 1000 bytes %d are kept, the last %.10q; want the newest %d", len(log), log[len(log)-1].Text, maxLogBytes/1000)
+	}
+	if _, seq := c.LogFrom(0); seq != 2*maxLogLines+105 {
+		t.Errorf("LogFrom counts %d lines written; want %d", seq, 2*maxLogLines+105)
+	}
+	c.write(t0, strings.Repeat("y", 2*maxLogBytes))
+	if log := c.Log(); len(log) != 1 {
+		t.Errorf("a line longer than the bound leaves %d lines; want it alone", len(log))
+	}
+}

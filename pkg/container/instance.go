@@ -26,8 +26,14 @@ type LogLine struct {
 	Text string
 }
 
-// maxLogLines bounds the log kept per instance (the oldest lines are dropped).
-const maxLogLines = 1000
+// The log kept per instance is bounded by lines and by bytes, the oldest lines dropped
+// first: a real kubelet rotates at 10 MiB on disk, but a simulated node holds every
+// container's log in memory, and an nginx probed every 10 s writes an access line each
+// time — 10,000 such pods keep at most 160 MiB here.
+const (
+	maxLogLines = 1000
+	maxLogBytes = 16 << 10
+)
 
 // Instance is one run of a container: its files, its main process and its log. It is
 // a pure model driven by the caller's clock: AdvanceTo(now) runs the main process up to
@@ -35,8 +41,10 @@ const maxLogLines = 1000
 // instance holds at that instant. A restart is a new Instance: files written by the
 // previous one are gone, as on a real node.
 type Instance struct {
-	image     *Image
-	fs        *FS
+	image *Image
+	fs    *FS
+	// logBytes is the size of log's lines, each with its newline.
+	logBytes  int
 	started   time.Time
 	proc      *process
 	now       time.Time // how far the main process has run
@@ -140,9 +148,18 @@ func (c *Instance) forever(at time.Time, s *Server, note string) {
 func (c *Instance) write(at time.Time, lines ...string) {
 	for _, l := range lines {
 		c.log = append(c.log, LogLine{At: at, Text: l})
+		c.logBytes += len(l) + 1
 	}
 	c.written += len(lines)
-	if n := len(c.log) - maxLogLines; n > 0 {
+	n := max(0, len(c.log)-maxLogLines)
+	for i := 0; i < n; i++ {
+		c.logBytes -= len(c.log[i].Text) + 1
+	}
+	for n < len(c.log)-1 && c.logBytes > maxLogBytes {
+		c.logBytes -= len(c.log[n].Text) + 1
+		n++
+	}
+	if n > 0 {
 		c.log = append(c.log[:0], c.log[n:]...)
 	}
 }

@@ -51,7 +51,7 @@
 // SubjectAccessReview on nodes/proxy (nodes/log, nodes/stats, … by path, as the
 // kubelet maps them). It serves /healthz; /containerLogs from the container model's
 // log (tailLines, sinceSeconds, sinceTime, timestamps, limitBytes, previous, follow
-// until the instance ends; the last 1000 lines of each instance are kept, the model's
+// until the instance ends; the last 1000 lines, at most 16 KiB, of each instance are kept, the model's
 // stand-in for the kubelet's log rotation); /exec and /attach through
 // k8s.io/cri-streaming (the shell subset of pkg/container runs the command against the
 // instance's files, exit codes reach the client; stdin is not read: tar, hence kubectl
