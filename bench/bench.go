@@ -284,7 +284,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 	}
 	sample.Seconds = m.seconds
 	sample.PodWritesPerSecond = m.podWritesPerSecond
-	sample.ControllerCores = m.cores
+	sample.ControllerCores, sample.ClusterCores, sample.PodStatusWrites = m.cores, m.clusterCores, m.podStatusWrites
 	sample.FailingToRollbackSeconds, sample.FailingToReadySeconds = m.failingToRollback, m.failingToReady
 	sample.DeadlineExceededSeconds, sample.NotRecoveredWithinSeconds = m.deadlineExceeded, m.notRecoveredWithin
 	sample.LeastAvailabilityMargin = m.leastAvailabilityMargin

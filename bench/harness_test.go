@@ -111,6 +111,9 @@ func checkTinyRun(t *testing.T, dir string, want []Scenario) {
 		if strings.HasPrefix(s.Scenario, "rollback-") && s.Arm != upstreamArm.Name && s.FailingToReadySeconds <= 0 {
 			t.Errorf("sample %s/%s: kroll did not roll back to every pod Ready within the window: %+v", s.Scenario, s.Arm, s)
 		}
+		if w := s.PodStatusWrites; w != nil && *w > 0 {
+			t.Errorf("sample %s/%s: %.0f pod status writes at rest, where no probe result changes", s.Scenario, s.Arm, *w)
+		}
 		rollsDeployments := strings.HasPrefix(s.Scenario, "rolling-") || strings.HasPrefix(s.Scenario, "many-") || strings.HasPrefix(s.Scenario, "resize-")
 		switch m := s.LeastAvailabilityMargin; {
 		case rollsDeployments && m == nil:
@@ -152,6 +155,9 @@ func missingFigures(s Sample) []string {
 	if !steady && s.Seconds <= 0 && s.NotRecoveredWithinSeconds <= 0 {
 		missing = append(missing, "time")
 	}
+	if strings.HasSuffix(s.Scenario, "-probed") && s.PodStatusWrites == nil {
+		missing = append(missing, "pod status writes")
+	}
 	if s.Arm == apiArm.Name {
 		if s.ClusterMiB <= 0 {
 			missing = append(missing, "memory")
@@ -177,6 +183,8 @@ func TestMissingFigures(t *testing.T) {
 		{"the API arm without the harness's memory", Sample{Scenario: "ceiling-1000", Arm: "api", Seconds: 12, ControllerMiB: 1}, []string{"memory"}},
 		{"steady state: its window is its time", Sample{Scenario: "steady-10000", Arm: "kroll", ControllerMiB: 120}, nil},
 		{"steady state without memory", Sample{Scenario: "steady-10000", Arm: "kroll", ControllerCores: 0.01}, []string{"memory"}},
+		{"probed steady state: no status write counted is a figure", Sample{Scenario: "steady-10000-probed", Arm: "kroll", ControllerMiB: 120, PodStatusWrites: new(float64)}, nil},
+		{"probed steady state that did not count status writes", Sample{Scenario: "steady-10000-probed", Arm: "kroll", ControllerMiB: 120}, []string{"pod status writes"}},
 	}
 	for _, tt := range tests {
 		if got := missingFigures(tt.s); !slices.Equal(got, tt.want) {

@@ -42,6 +42,7 @@ var (
 		{"controller CPU, s", func(s Sample) float64 { return s.ControllerCPUSeconds }, replacesPod, false},
 		{"cluster CPU (API server, etcd, scheduler, kubelets), s", func(s Sample) float64 { return s.ClusterCPUSeconds }, replacesPod, false},
 		{"controller CPU at rest, cores", func(s Sample) float64 { return s.ControllerCores }, steadyOnly, false},
+		{"cluster CPU at rest (API server, etcd, scheduler, kubelets), cores", func(s Sample) float64 { return s.ClusterCores }, steadyOnly, false},
 		{"controller peak memory, MiB", func(s Sample) float64 { return s.ControllerPeakMiB }, always, false},
 		{"controller memory at the end, MiB", func(s Sample) float64 { return s.ControllerMiB }, steadyOnly, false},
 		{"cluster memory at the end (API server, etcd, scheduler, kubelets), MiB", func(s Sample) float64 { return s.ClusterMiB }, steadyOnly, false},

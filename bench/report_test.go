@@ -15,7 +15,7 @@ import (
 func TestTargets(t *testing.T) {
 	r := newResults(1)
 	rolling := rollingScenario(1000, DefaultLimits, []Arm{krollArm, upstreamArm, inPlaceArm})
-	steady := steadyScenario(10000, 10, 0)
+	steady := steadyScenario(10000, 10, 0, false)
 	rollback := rollbackScenario(100, DefaultRollbackWindow)
 	for _, s := range []Scenario{rolling, steady, rollback} {
 		r.addScenario(s)

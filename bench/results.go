@@ -70,8 +70,13 @@ type Sample struct {
 	// server, etcd, the scheduler, the non-workload controllers and the simulated
 	// kubelets, and what earlier runs' clusters left in the Go heap.
 	ClusterMiB float64 `json:"clusterMiB,omitempty"`
-	// ControllerCores is the controllers' CPU use at rest (steady state).
+	// ControllerCores is the controllers' CPU use at rest (steady state), and
+	// ClusterCores the cluster's (the harness's process) over the same window.
 	ControllerCores float64 `json:"controllerCores,omitempty"`
+	ClusterCores    float64 `json:"clusterCores,omitempty"`
+	// PodStatusWrites are the pod status writes the API server served over the steady
+	// state's window, where counted (steady-N-probed): 0 when no probe result changed.
+	PodStatusWrites *float64 `json:"podStatusWrites,omitempty"`
 	// The rollback scenario's: FailingToRollbackSeconds is from the first failing pod
 	// of the bad revision to the rollback write, FailingToReadySeconds to every pod
 	// Ready at the restored revision again; DeadlineExceededSeconds from the change to
@@ -98,6 +103,12 @@ func (s Sample) summary() string {
 	}
 	if s.ControllerCores > 0 {
 		parts = append(parts, fmt.Sprintf("%.3f cores", s.ControllerCores))
+	}
+	if s.ClusterCores > 0 {
+		parts = append(parts, fmt.Sprintf("cluster %.3f cores", s.ClusterCores))
+	}
+	if s.PodStatusWrites != nil {
+		parts = append(parts, fmt.Sprintf("%.0f pod status writes at rest", *s.PodStatusWrites))
 	}
 	if s.FailingToRollbackSeconds > 0 {
 		parts = append(parts, fmt.Sprintf("first failing pod to rollback write %.1fs, to all Ready %.1fs", s.FailingToRollbackSeconds, s.FailingToReadySeconds))

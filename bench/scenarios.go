@@ -61,8 +61,12 @@ type measurement struct {
 	// podWritesPerSecond is pod creates plus deletes per second, where the change
 	// replaces pods.
 	podWritesPerSecond float64
-	// cores is the controllers' CPU use at rest, where the scenario measures rest.
-	cores float64
+	// cores is the controllers' CPU use at rest, where the scenario measures rest, and
+	// clusterCores the cluster's (the harness's process) over the same window.
+	cores, clusterCores float64
+	// podStatusWrites are the pod status writes (PUT and PATCH pods/status) the API
+	// server served over that window; nil where the scenario does not count them.
+	podStatusWrites *float64
 	// The rollback scenario's: seconds from the first failing pod to the rollback
 	// write and to every pod Ready again, from the change to ProgressDeadlineExceeded,
 	// and the observation window when it did not recover within it; zero when not seen.
@@ -96,8 +100,9 @@ func Scenarios(scale float64, steadyWindow, rollbackWindow time.Duration) []Scen
 		daemonSetScenario(n(100)),
 		rollbackScenario(n(100), rollbackWindow),
 		resizeScenario(n(1000)),
-		steadyScenario(n(10000), 10, steadyWindow),
-		steadyScenario(n(30000), 30, steadyWindow))
+		steadyScenario(n(10000), 10, steadyWindow, false),
+		steadyScenario(n(10000), 10, steadyWindow, true),
+		steadyScenario(n(30000), 30, steadyWindow, false))
 	return all
 }
 
@@ -331,13 +336,21 @@ func oneWorkload(pods int, w workload) (prepare func(context.Context, *run) erro
 }
 
 // steadyScenario: pods pods in deployments Deployments, nothing changing; the
-// controllers' CPU over window (after as long again to settle), their memory and the
-// cluster's.
-func steadyScenario(pods, deployments int, window time.Duration) Scenario {
+// controllers' CPU over window (after as long again to settle), the cluster's over the
+// same window, their memory and the cluster's. probed gives every pod a readiness and
+// a liveness probe every 10 s, which the simulated kubelets run all along, and counts
+// the pod status writes over the window: at rest, no probe result changes, so none.
+// The probes are the kubelets' work, not the controllers': probed runs kroll's arm only.
+func steadyScenario(pods, deployments int, window time.Duration, probed bool) Scenario {
 	s := Scenario{
 		Name:  fmt.Sprintf("steady-%d", pods),
 		Title: fmt.Sprintf("Steady state: %d pods in %d Deployments, idle controllers, %s", pods, deployments, DefaultLimits),
 		Size:  pods, Nodes: nodesFor(pods), Arms: []Arm{krollArm, upstreamArm}, Limits: DefaultLimits, settle: settleFor(pods),
+	}
+	if probed {
+		s.Name += "-probed"
+		s.Title = fmt.Sprintf("Steady state: %d pods in %d Deployments, each with a readiness and a liveness probe every 10 s, %s", pods, deployments, DefaultLimits)
+		s.Arms = []Arm{krollArm}
 	}
 	s.prepare = func(ctx context.Context, r *run) error {
 		ds := make([]*appsv1.Deployment, deployments)
@@ -348,6 +361,9 @@ func steadyScenario(pods, deployments int, window time.Duration) Scenario {
 				replicas++
 			}
 			ds[i] = newDeployment(fmt.Sprintf("bench-%02d", i), int32(replicas), false)
+			if probed {
+				withProbes(&ds[i].Spec.Template)
+			}
 		}
 		return r.createDeployments(ctx, ds)
 	}
@@ -359,14 +375,33 @@ func steadyScenario(pods, deployments int, window time.Duration) Scenario {
 		if err != nil {
 			return measurement{}, err
 		}
+		_, writesBefore, err := countRequests(ctx, r.client)
+		if err != nil {
+			return measurement{}, err
+		}
+		clusterBefore := ownCPUSeconds()
 		if err := sleep(ctx, window); err != nil {
 			return measurement{}, err
 		}
+		clusterAfter := ownCPUSeconds()
 		after, err := r.usage()
 		if err != nil {
 			return measurement{}, err
 		}
-		return measurement{cores: (after.cpuSeconds - before.cpuSeconds) / window.Seconds()}, nil
+		_, writesAfter, err := countRequests(ctx, r.client)
+		if err != nil {
+			return measurement{}, err
+		}
+		m := measurement{
+			cores:        (after.cpuSeconds - before.cpuSeconds) / window.Seconds(),
+			clusterCores: (clusterAfter - clusterBefore) / window.Seconds(),
+		}
+		if probed {
+			w := writesAfter.since(writesBefore)
+			statusWrites := w["PUT pods/status"] + w["PATCH pods/status"] + w["APPLY pods/status"]
+			m.podStatusWrites = &statusWrites
+		}
+		return m, nil
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -35,6 +36,21 @@ func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
 			Containers:                    []corev1.Container{{Name: "app", Image: oldImage}},
 			TerminationGracePeriodSeconds: new(int64),
 		},
+	}
+}
+
+// withProbes gives t's container the probes a real nginx Deployment has: a readiness
+// probe GETting / and a liveness probe opening its port, both every 10 s.
+func withProbes(t *corev1.PodTemplateSpec) {
+	c := &t.Spec.Containers[0]
+	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}},
+		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
+	}
+	c.LivenessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
+		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
 	}
 }
 
