@@ -46,15 +46,9 @@ var kinds = []string{"Deployment", "ReplicaSet", "ReplicationController", "State
 // that the nodes come to support should leave it.
 var excluded = []struct{ spec, reason string }{
 	{"ReplicationController should serve a basic image on each replica with a public image",
-		"reads each pod's HTTP response through the API server's pod proxy; simulated containers serve nothing"},
+		"reads each pod's HTTP response through the API server's pod proxy, which dials the pod's IP from kube-apiserver; no simulated pod has an address that accepts a connection"},
 	{"ReplicaSet should serve a basic image on each replica with a public image",
-		"reads each pod's HTTP response through the API server's pod proxy; simulated containers serve nothing"},
-	{"Scaling should happen in predictable order and halt if any stateful pod is unhealthy",
-		"breaks and restores pods' HTTP readiness probes with kubectl exec into httpd; simulated nodes neither run probes nor serve exec"},
-	{"Burst scaling should run to completion even with unhealthy pods",
-		"breaks pods' HTTP readiness probes with kubectl exec into httpd; simulated nodes neither run probes nor serve exec"},
-	{"should perform rolling updates and roll backs of template modifications",
-		"breaks a pod's HTTP readiness probe with kubectl exec into httpd; simulated nodes neither run probes nor serve exec"},
+		"reads each pod's HTTP response through the API server's pod proxy, which dials the pod's IP from kube-apiserver; no simulated pod has an address that accepts a connection"},
 }
 
 func TestMain(m *testing.M) {
