@@ -114,6 +114,8 @@ type Cluster struct {
 	// nodes is how many simulated nodes run (cfg.Kubelet.Nodes plus those AddNodes added).
 	nodesMu sync.Mutex
 	nodes   int
+	// egress carries the API server's connections to nodes and pods.
+	egress *egress
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -194,7 +196,14 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.etcd = etcd
 
-	runAPIServer, err := apiServerRunner(c.ctx, listener, etcdURL, c.pki, c.cfg.APIServerArgs)
+	egress, egressArgs, err := listenEgress()
+	if err != nil {
+		listener.Close()
+		return nil, err
+	}
+	c.egress = egress
+	c.supervise("the API server's egress to the simulated pods", egress.run)
+	runAPIServer, err := apiServerRunner(c.ctx, listener, etcdURL, c.pki, append(egressArgs, c.cfg.APIServerArgs...))
 	if err != nil {
 		listener.Close()
 		return nil, err
@@ -298,33 +307,6 @@ func (c *Cluster) startComponents() error {
 		c.supervise("kroll workload controllers", func(ctx context.Context) error { return c.cfg.KrollControllers(ctx, rc) })
 	}
 	return nil
-}
-
-// newKubelet builds the node simulator on two clients: pod work on one, heartbeats on
-// another with a connection of its own, so heartbeats never queue behind pod writes.
-func (c *Cluster) newKubelet(cfg kubelet.Config) (*kubelet.Kubelet, error) {
-	podConfig, err := c.pki.restConfigFor(c.Server, identityKubelet)
-	if err != nil {
-		return nil, err
-	}
-	heartbeatConfig := rest.CopyConfig(podConfig)
-	// A custom dialer keeps client-go from sharing the cached transport (and its HTTP/2 connection).
-	heartbeatConfig.Dial = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	podClient, err := kubernetes.NewForConfig(rest.AddUserAgent(podConfig, "kroll-kubelet"))
-	if err != nil {
-		return nil, err
-	}
-	heartbeatClient, err := kubernetes.NewForConfig(rest.AddUserAgent(heartbeatConfig, "kroll-kubelet-heartbeat"))
-	if err != nil {
-		return nil, err
-	}
-	cfg.KubeletVersion = KubernetesVersion
-	ca, caKey, err := loadPair(c.pki.caCert(), c.pki.caKey())
-	if err != nil {
-		return nil, err
-	}
-	cfg.API = &kubelet.APIConfig{CA: ca, CAKey: caKey}
-	return kubelet.New(cfg, podClient, heartbeatClient)
 }
 
 // AddNodes adds n simulated nodes to the running cluster, numbered after the existing

@@ -340,3 +340,47 @@ func TestLogBounds(t *testing.T) {
 		t.Errorf("a line longer than the bound leaves %d lines; want it alone", len(log))
 	}
 }
+
+// TestAgnhostTestWebserverProbeBreak is upstream's StatefulSet specs' sequence: the
+// readiness probe GETs /localhost.crt from agnhost test-webserver, which serves the
+// image's root; `/bin/sh -x -c "mv -v /localhost.crt /tmp/ || true"` breaks it and the
+// move back restores it, and running either twice is harmless.
+func TestAgnhostTestWebserverProbeBreak(t *testing.T) {
+	c := Start(Spec{Image: "registry.k8s.io/e2e-test-images/agnhost:2.55", Args: []string{"test-webserver"}}, t0)
+	get := func(p string) int {
+		code, _, err := c.HTTPGet(t0.Add(time.Second), "http", 80, p)
+		if err != nil {
+			t.Fatalf("GET %s: %v", p, err)
+		}
+		return code
+	}
+	sh := func(cmd string) {
+		if r := c.Exec(t0.Add(time.Second), []string{"/bin/sh", "-x", "-c", cmd}, nil); r.ExitCode != 0 {
+			t.Fatalf("%s = %+v, want exit 0", cmd, r)
+		}
+	}
+	if code := get("/localhost.crt"); code != 200 {
+		t.Fatalf("GET /localhost.crt = %d, want 200", code)
+	}
+	if code := get("/"); code != 200 {
+		t.Errorf("GET / (the root's listing) = %d, want 200", code)
+	}
+	if code := get("/nope"); code != 404 {
+		t.Errorf("GET /nope = %d, want 404", code)
+	}
+	steps := []struct{ cmd, absent, present string }{
+		{"mv -v /localhost.crt /tmp/ || true", "/localhost.crt", "/tmp/localhost.crt"},
+		{"mv -v /tmp/localhost.crt / || true", "/tmp/localhost.crt", "/localhost.crt"},
+	}
+	for _, s := range steps {
+		for range 2 {
+			sh(s.cmd)
+			if code := get(s.absent); code != 404 {
+				t.Errorf("after %q: GET %s = %d, want 404", s.cmd, s.absent, code)
+			}
+			if code := get(s.present); code != 200 {
+				t.Errorf("after %q: GET %s = %d, want 200", s.cmd, s.present, code)
+			}
+		}
+	}
+}

@@ -123,6 +123,40 @@ func staticFiles(root string) func(*FS, string, time.Duration) (int, string) {
 	}
 }
 
+// fileServer is Go's http.FileServer over root, as agnhost test-webserver runs it: a
+// file's content, a directory's index.html or else its listing, 404 for anything absent.
+func fileServer(root string) func(*FS, string, time.Duration) (int, string) {
+	return func(fs *FS, p string, _ time.Duration) (int, string) {
+		f := path.Join(root, path.Clean("/"+p))
+		if c, ok := fs.Read(f); ok {
+			return 200, c
+		}
+		if c, ok := fs.Read(path.Join(f, "index.html")); ok && fs.IsDir(f) {
+			return 200, c
+		}
+		if names, ok := fs.List(f); ok {
+			var b strings.Builder
+			b.WriteString("<pre>\n")
+			for _, n := range names {
+				if fs.IsDir(path.Join(f, n)) {
+					n += "/"
+				}
+				fmt.Fprintf(&b, "<a href=%q>%s</a>\n", n, n)
+			}
+			b.WriteString("</pre>\n")
+			return 200, b.String()
+		}
+		return 404, "404 page not found\n"
+	}
+}
+
+// agnhostCert and agnhostKey stand for the PEM files agnhost ships at its root; their
+// bytes matter to no probe, only that they are there.
+const (
+	agnhostCert = "-----BEGIN CERTIFICATE-----\n(porter's test certificate for 127.0.0.1 and ::1)\n-----END CERTIFICATE-----\n"
+	agnhostKey  = "-----BEGIN RSA PRIVATE KEY-----\n(porter's test key)\n-----END RSA PRIVATE KEY-----\n"
+)
+
 const nginxIndex = `<!DOCTYPE html>
 <html>
 <head>
@@ -180,7 +214,10 @@ func init() {
 	register(&Image{Repository: "registry.k8s.io/pause", Entrypoint: []string{"/pause"}, programs: map[string]func([]string) result{"pause": serve(pause)}},
 		"k8s.gcr.io/pause", "gcr.io/google_containers/pause")
 
+	// agnhost ships porter's certificate at the root, which its test-webserver serves
+	// (upstream's StatefulSet specs probe /localhost.crt and move it away to fail).
 	register(&Image{Repository: "registry.k8s.io/e2e-test-images/agnhost", Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"},
+		Files:    map[string]string{"/localhost.crt": agnhostCert, "/localhost.key": agnhostKey},
 		programs: map[string]func([]string) result{"agnhost": agnhost}})
 }
 
@@ -209,7 +246,7 @@ func agnhost(args []string) result {
 	case "test-webserver":
 		port := flagPort(flags, "port", 80)
 		return result{forever: true, server: &Server{Name: "agnhost test-webserver",
-			Listen: []Listener{{Port: port, Protocol: HTTP, Serve: func(*FS, string, time.Duration) (int, string) { return 200, "" }}}}}
+			Listen: []Listener{{Port: port, Protocol: HTTP, Serve: fileServer("/")}}}}
 	case "grpc-health-checking":
 		return result{forever: true, server: &Server{Name: "agnhost grpc-health-checking",
 			Listen: []Listener{{Port: flagPort(flags, "port", 5000), Protocol: GRPC}, {Port: flagPort(flags, "http-port", 8080), Protocol: HTTP, Serve: netexec}}}}

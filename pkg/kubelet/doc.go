@@ -60,7 +60,10 @@
 // (HTTP requests answered from the model, each logged in the server's access log).
 // An instance the pod's sync does not model (no probes, a command that runs for ever)
 // is modelled when first asked for, from its start time; the API keeps the current
-// and previous instance of each container until the pod goes.
+// and previous instance of each container until the pod goes. PodConnection (egress.go)
+// answers a connection to a pod's IP the same way: the cluster's egress proxy gives
+// kube-apiserver's pod and service proxies to it, since no simulated pod's address
+// accepts a connection of its own.
 //
 // Fault rules make chosen images never pull, crash-loop, never become ready, or become
 // ready late, so failed rollouts reproduce.

@@ -1,0 +1,41 @@
+package kubelet
+
+import (
+	"context"
+	"io"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// PodConnection is what a connection to a pod's IP and port reaches on a simulated
+// node: the container model's answer to each HTTP request on it, as port-forward
+// gives. The API server's pod and service proxies dial pod IPs; kroll routes them here.
+//
+// ok is false when no running pod of this kubelet's nodes has ip (a host-network pod
+// shares its node's address and is not one); err when one has it but nothing in it
+// listens on port, as a refused connection on a real node.
+func (k *Kubelet) PodConnection(ip string, port int32) (serve func(ctx context.Context, conn io.ReadWriteCloser) error, ok bool, err error) {
+	pods, err := k.podLister.List(labels.Everything())
+	if err != nil {
+		return nil, false, err
+	}
+	for _, pod := range pods {
+		if pod.Spec.HostNetwork || pod.Status.PodIP != ip || !k.hasNode(pod.Spec.NodeName) {
+			continue
+		}
+		target := &streamTarget{k: k, pod: pod}
+		if _, err := target.listenerOn(port); err != nil {
+			return nil, true, err
+		}
+		return func(ctx context.Context, conn io.ReadWriteCloser) error {
+			return target.PortForward(ctx, "", "", port, conn)
+		}, true, nil
+	}
+	return nil, false, nil
+}
+
+// hasNode says whether node is one of this kubelet's.
+func (k *Kubelet) hasNode(node string) bool {
+	_, ours := k.nodeIndex[node]
+	return ours
+}
