@@ -124,22 +124,20 @@ func undoTarget(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet, toRevisio
 			owned = append(owned, &replicaSets[i])
 		}
 	}
-	history.SortByRevision(owned)
 	if toRevision < 0 {
 		return nil, fmt.Errorf("unable to find specified revision %d in history", toRevision)
 	}
-	if toRevision > 0 {
-		for _, rs := range owned {
-			if history.Revision(rs) == toRevision {
-				return rs, nil
-			}
+	if toRevision == 0 {
+		if toRevision = history.LastRevision(owned); toRevision == 0 {
+			return nil, errors.New("no last revision to roll back to")
 		}
-		return nil, fmt.Errorf("unable to find specified revision %d in history", toRevision)
 	}
-	if len(owned) < 2 {
-		return nil, errors.New("no last revision to roll back to")
+	for _, rs := range owned {
+		if history.Revision(rs) == toRevision {
+			return rs, nil
+		}
 	}
-	return owned[len(owned)-2], nil
+	return nil, fmt.Errorf("unable to find specified revision %d in history", toRevision)
 }
 
 // keptOnUndo are the annotations a Deployment keeps through an undo; the others come
