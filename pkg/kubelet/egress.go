@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -19,19 +20,35 @@ func (k *Kubelet) PodConnection(ip string, port int32) (serve func(ctx context.C
 	if err != nil {
 		return nil, false, err
 	}
+	pod := podAt(pods, ip, k.hasNode)
+	if pod == nil {
+		return nil, false, nil
+	}
+	target := &streamTarget{k: k, pod: pod}
+	if _, err := target.listenerOn(port); err != nil {
+		return nil, true, err
+	}
+	return func(ctx context.Context, conn io.ReadWriteCloser) error {
+		return target.PortForward(ctx, "", "", port, conn)
+	}, true, nil
+}
+
+// podAt is the pod of pods that holds ip on one of the nodes ours names; nil when
+// none. A pod that has terminated (Succeeded, Failed) gave its IP back, as a real
+// node's network teardown does, and a later pod may hold it now; a pod being deleted
+// still holds it, but yields to one that is not.
+func podAt(pods []*corev1.Pod, ip string, ours func(node string) bool) *corev1.Pod {
+	var found *corev1.Pod
 	for _, pod := range pods {
-		if pod.Spec.HostNetwork || pod.Status.PodIP != ip || !k.hasNode(pod.Spec.NodeName) {
+		if pod.Spec.HostNetwork || pod.Status.PodIP != ip || !ours(pod.Spec.NodeName) ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		target := &streamTarget{k: k, pod: pod}
-		if _, err := target.listenerOn(port); err != nil {
-			return nil, true, err
+		if found == nil || found.DeletionTimestamp != nil && pod.DeletionTimestamp == nil {
+			found = pod
 		}
-		return func(ctx context.Context, conn io.ReadWriteCloser) error {
-			return target.PortForward(ctx, "", "", port, conn)
-		}, true, nil
 	}
-	return nil, false, nil
+	return found
 }
 
 // hasNode says whether node is one of this kubelet's.
