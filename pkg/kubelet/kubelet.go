@@ -53,6 +53,8 @@ type Kubelet struct {
 	// events records what each node's kubelet reports as events (a rejection).
 	events    record.EventBroadcaster
 	recorders map[string]record.EventRecorder
+	// images are the images each node holds, for its pull events (events.go).
+	images nodeImages
 	// probes runs the containers' probes when due (probeloop.go).
 	probes *probeLoop
 	// apiRuns are the container instances the kubelet API serves (apiinstances.go);
@@ -390,6 +392,7 @@ func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, clk *podC
 	}
 	if clk.deleteSeen.IsZero() {
 		clk.deleteSeen = now
+		k.post(pod.Spec.NodeName, stopEvents(pod))
 		k.mu.Lock()
 		if c, ok := k.clocks[pod.UID]; ok {
 			c.deleteSeen = now

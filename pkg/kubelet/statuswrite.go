@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// writeStatus writes status if it differs from what pod reports, and remembers the
-// version it was computed from until the informer shows the write. A pod that is gone,
+// writeStatus writes status if it differs from what pod reports, posts the events of
+// the change, and remembers the version it was computed from until the informer shows
+// the write. A pod that is gone,
 // or replaced by a pod of the same name, is not an error.
 func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status *corev1.PodStatus) error {
 	if sameStatus(*status, pod.Status) {
@@ -32,6 +33,9 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, status *core
 		k.writtenFrom[pod.UID] = pod.ResourceVersion
 	}
 	k.mu.Unlock()
+	// What the write reports as having happened (a pull, a start, a back-off) is posted
+	// once, with the write: a status that does not change posts nothing.
+	k.postTransition(pod, pod.Status, *status)
 	return nil
 }
 
