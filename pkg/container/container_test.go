@@ -37,6 +37,12 @@ func TestMainProcess(t *testing.T) {
 		{name: "test -f after touch", spec: Spec{Image: "busybox", Command: []string{"sh", "-c", "touch /tmp/x && [ -f /tmp/x ] && exit 7"}}, ended: true, code: 7},
 		{name: "cat of a missing file fails and says so", spec: Spec{Image: "alpine", Command: []string{"sh", "-c", "cat /nope"}}, ended: true, code: 1, log: []string{"cat: can't open '/nope': No such file or directory"}},
 		{name: "exit 256 wraps to 0", spec: Spec{Image: "busybox", Command: []string{"sh", "-c", "exit 256"}}, ended: true, code: 0},
+		{name: "an image without a model runs its own entrypoint as a server", spec: Spec{Image: "example.com/team/app:v1"}, at: time.Hour},
+		{name: "as an init container, an image without a model ends at once with 0", spec: Spec{Image: "example.com/team/app:v1", Init: true}, ended: true},
+		{name: "as an init container, a command an image without a model ships ends with 0", spec: Spec{Image: "example.com/team/migrate:v1", Command: []string{"/migrate", "up"}, Init: true}, ended: true},
+		{name: "as an init container, a command it ships after a sleep ends then", spec: Spec{Image: "example.com/team/migrate:v1", Command: []string{"sh", "-c", "sleep 2; /migrate up; exit $?"}, Init: true}, at: 3 * time.Second, ended: true, endedAt: 2 * time.Second},
+		{name: "as an init container, a known image's server still runs for ever", spec: Spec{Image: "nginx:1.25", Init: true}, at: time.Hour, log: []string{"ready for start up"}},
+		{name: "as an init container, busybox's exit 2 ends with 2", spec: Spec{Image: "busybox", Command: []string{"sh", "-c", "echo failing; exit 2"}, Init: true}, ended: true, code: 2, log: []string{"failing"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

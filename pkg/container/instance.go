@@ -18,6 +18,11 @@ type Spec struct {
 	Hostname string
 	// NodeIP is the address the kubelet's probes come from (its access-log lines).
 	NodeIP string
+	// Init marks an init container's process, which is expected to do its work and
+	// end: a program of an image kroll has no model of (its own entrypoint, or a
+	// command it ships) is taken to end successfully at once, as the servers of such an
+	// image are taken to be healthy. A known image's server still runs until stopped.
+	Init bool
 }
 
 // LogLine is one line the container wrote.
@@ -53,6 +58,7 @@ type Instance struct {
 	log       []LogLine
 	written   int    // lines ever written (log holds the last of them)
 	probeFrom Client // the kubelet's probes, as the access log names them
+	init      bool   // an init container's (Spec.Init)
 	ended     bool
 	code      int
 	endedAt   time.Time
@@ -80,8 +86,13 @@ func Start(spec Spec, now time.Time) *Instance {
 	for _, d := range baseDirs {
 		fs.Mkdir(d)
 	}
-	c := &Instance{image: img, fs: fs, started: now, now: now, probeFrom: Client{Addr: spec.NodeIP, Agent: ProbeAgent}}
+	c := &Instance{image: img, fs: fs, started: now, now: now, probeFrom: Client{Addr: spec.NodeIP, Agent: ProbeAgent}, init: spec.Init}
 	argv := img.Argv(spec.Command, spec.Args)
+	if img.Generic && len(spec.Command) == 0 && spec.Init {
+		c.proc = &process{}
+		c.ended, c.endedAt = true, now
+		return c
+	}
 	if img.Generic && len(spec.Command) == 0 {
 		// An image kroll has no model of, running its own entrypoint: assumed to be a
 		// healthy server on every port.
@@ -118,7 +129,7 @@ func (c *Instance) step(at time.Time) {
 	get := func(port int32, path string) (int, string, error) {
 		return c.Request(at, "http", port, path, localClient)
 	}
-	b := c.proc.run(shellEnv{fs: c.fs, image: c.image, get: get})
+	b := c.proc.run(shellEnv{fs: c.fs, image: c.image, init: c.init, get: get})
 	c.write(at, logLines(b.output)...)
 	switch {
 	case b.forever:

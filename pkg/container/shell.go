@@ -36,6 +36,7 @@ type shellEnv struct {
 	fs    *FS
 	image *Image
 	exec  bool // an exec into the container, not its main process
+	init  bool // an init container's main process (Spec.Init)
 	// get requests path on one of the container's own ports (curl and wget of
 	// localhost); nil when there is nothing to ask.
 	get func(port int32, path string) (int, string, error)
@@ -250,9 +251,10 @@ func (p *process) command(sh shellEnv, argv []string) result {
 		if r, ok := sh.image.program(name, argv[1:]); ok {
 			return r
 		}
-		if sh.image.Generic && sh.exec {
-			// A tool of an image kroll knows nothing of (its own health check, say):
-			// taken to succeed, as the image's servers are taken to be healthy.
+		if sh.image.Generic && (sh.exec || sh.init) {
+			// A tool of an image kroll knows nothing of (its own health check, an init
+			// container's migration): taken to succeed, as the image's servers are
+			// taken to be healthy.
 			return result{}
 		}
 	}

@@ -267,17 +267,4 @@ func runningStatus(pod *corev1.Pod, name, image string, since time.Time, ready b
 	}
 }
 
-func completedStatus(pod *corev1.Pod, name, image string, at time.Time, old *corev1.ContainerStatus) corev1.ContainerStatus {
-	if old != nil && old.State.Terminated != nil && old.Image == image {
-		return *old.DeepCopy()
-	}
-	id := containerID(string(pod.UID), name, 0)
-	return corev1.ContainerStatus{
-		Name: name, Image: image, ImageID: imageID(image), ContainerID: id, Started: ptrBool(false),
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 0, Reason: reasonCompleted, StartedAt: metav1.Time{Time: at}, FinishedAt: metav1.Time{Time: at}, ContainerID: id,
-		}},
-	}
-}
-
 func ptrBool(b bool) *bool { return &b }

@@ -28,9 +28,21 @@
 //     restarts with back-off. Failed probes post the kubelet's Unhealthy events. One
 //     goroutine runs every due probe from a heap, and syncs a pod only when a result
 //     changes. A sidecar's startup and readiness probes decide its started and ready.
-//     Not modelled yet: init containers' commands (they complete at once), a sidecar's
-//     liveness probe and command, probe-level terminationGracePeriodSeconds (a kill is
-//     immediate), exec from outside, logs.
+//     Init containers (initcontainers.go) run their commands in the same model, one
+//     after another: exit 0 lets the next start; another code restarts it with
+//     back-off (Init:CrashLoopBackOff), or under restartPolicy Never fails the pod
+//     (Init:Error); a command that runs for ever keeps the pod initializing. An image
+//     the model does not know completes at once as an init container.
+//     Not modelled yet: a sidecar's liveness probe and command, probe-level
+//     terminationGracePeriodSeconds (a kill is immediate).
+//   - Events (events.go): every status write posts what the kubelet posts for the
+//     change it reports, decided by a pure function of the old and new status —
+//     Pulling, Pulled (with the pull's time and the image's size, or "already
+//     present", per imagePullPolicy and the images the node holds), Failed and BackOff
+//     of a pull, Created, Started, BackOff of a restart, Killing of a changed container
+//     — and a deleted pod's running containers get Killing "Stopping container c".
+//     A pod at rest posts nothing. client-go's broadcaster aggregates them per node as
+//     the kubelet's does.
 //   - Termination (termination.go): a deleted pod serves until its grace period (capped)
 //     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
 //     and is deleted with a zero grace period; a finalizer keeps it with that status.

@@ -51,9 +51,11 @@ func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now 
 		}
 	}
 	fieldPath := fmt.Sprintf("spec.containers{%s}", c.Name)
+	toCompletion := false // an init container that is not a sidecar runs to completion
 	for _, ic := range pod.Spec.InitContainers {
 		if ic.Name == c.Name {
 			fieldPath = fmt.Sprintf("spec.initContainers{%s}", c.Name)
+			toCompletion = !isSidecar(ic)
 		}
 	}
 	hostname := pod.Name
@@ -63,7 +65,7 @@ func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now 
 	r := &run{
 		id: id, key: pod.Namespace + "/" + pod.Name, spec: *c.DeepCopy(), podIP: podIP,
 		ref:    corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, FieldPath: fieldPath},
-		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Hostname: hostname, NodeIP: pod.Status.HostIP}, started),
+		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Hostname: hostname, NodeIP: pod.Status.HostIP, Init: toCompletion}, started),
 		probes: prober.NewSet(&c, started),
 	}
 	r.probes.Resume(now)

@@ -196,14 +196,16 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 		switch plan := s.planImage(pod, c.Image); {
 		case !initDone || now.Before(created):
 			cs = waitingStatus(c.Name, c.Image, reasonPodInitializing, "", old)
-			w.offer(created)
+			if now.Before(created) {
+				w.offer(created) // after it, the container before this one brings the pod back
+			}
 		case !plan.pull.OK:
 			cs = s.pullFailure(c, plan.pull, old, clk, now, &w)
 		case c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways:
 			cs = runningStatus(pod, c.Name, image, created, true, 0, old)
 			s.probeSidecar(pod, c, &cs, clk, created, now, &w)
 		default:
-			cs = completedStatus(pod, c.Name, image, created, old)
+			cs = s.initContainer(pod, c, old, clk, now, &w)
 		}
 		// An init container reports its resources as an app container does; a sidecar
 		// whose resize asks for a restart is not restarted here (a not-ready sidecar
@@ -214,7 +216,11 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 		if isSidecar(c) && !cs.Ready {
 			unreadySidecars = append(unreadySidecars, c.Name)
 		}
-		if cs.State.Terminated == nil && !(cs.State.Running != nil && (cs.Ready || (isSidecar(c) && cs.Started != nil && *cs.Started))) {
+		done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		if isSidecar(c) {
+			done = cs.State.Running != nil && (cs.Ready || (cs.Started != nil && *cs.Started))
+		}
+		if !done {
 			if initDone {
 				incomplete = append(incomplete, c.Name)
 			}
@@ -258,6 +264,8 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 	st.ContainerStatuses = statuses
 
 	switch {
+	case initFailed(pod.Spec.InitContainers, initStatuses):
+		st.Phase = corev1.PodFailed
 	case !initDone || !everRan:
 		st.Phase = corev1.PodPending
 	case allTerminated && anyFailed:
