@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // Event reasons of the kubelet's container lifecycle, as it posts them (its
@@ -250,4 +252,39 @@ func (k *Kubelet) post(node string, events []podEvent) {
 	for i := range events {
 		rec.Event(&events[i].ref, events[i].kind, events[i].reason, events[i].message)
 	}
+}
+
+// eventQPS and eventBurst bound the events the simulated nodes write, together, to
+// what one kubelet may write by default (its eventRecordQPS and eventBurst): a burst
+// of pod creations (1,000 pods post about 3,000 events) then costs the API server
+// 50 writes a second, not as many as the pods' own writes. Events beyond what the
+// broadcaster queues meanwhile (1,000) are dropped, as a real kubelet's are.
+const (
+	eventQPS   = 50
+	eventBurst = 100
+)
+
+// limitedSink writes events through sink no faster than limiter allows.
+type limitedSink struct {
+	sink    record.EventSink
+	limiter flowcontrol.RateLimiter
+}
+
+func newLimitedSink(sink record.EventSink) limitedSink {
+	return limitedSink{sink: sink, limiter: flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)}
+}
+
+func (s limitedSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	s.limiter.Accept()
+	return s.sink.Create(e)
+}
+
+func (s limitedSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	s.limiter.Accept()
+	return s.sink.Update(e)
+}
+
+func (s limitedSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	s.limiter.Accept()
+	return s.sink.Patch(e, data)
 }

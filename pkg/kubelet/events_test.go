@@ -215,3 +215,34 @@ func TestPullPolicy(t *testing.T) {
 		t.Errorf("an explicit policy is kept: %s", got)
 	}
 }
+
+// countingSink counts the events written to it.
+type countingSink struct{ n int }
+
+func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) { s.n++; return e, nil }
+func (s *countingSink) Update(e *corev1.Event) (*corev1.Event, error) { s.n++; return e, nil }
+func (s *countingSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
+	s.n++
+	return e, nil
+}
+
+func TestLimitedSink_writesABurstThenFiftyASecond(t *testing.T) {
+	counted := &countingSink{}
+	sink := newLimitedSink(counted)
+	start := time.Now()
+	for i := 0; i < eventBurst; i++ {
+		_, _ = sink.Create(&corev1.Event{})
+	}
+	if took := time.Since(start); took > 15*time.Millisecond {
+		t.Errorf("a burst of %d took %s, want no wait", eventBurst, took)
+	}
+	start = time.Now()
+	_, _ = sink.Patch(&corev1.Event{}, nil)
+	_, _ = sink.Update(&corev1.Event{})
+	if took := time.Since(start); took < 30*time.Millisecond {
+		t.Errorf("2 writes past the burst took %s, want about 40ms at %d a second", took, eventQPS)
+	}
+	if counted.n != eventBurst+2 {
+		t.Errorf("%d writes reached the sink, want %d", counted.n, eventBurst+2)
+	}
+}

@@ -149,7 +149,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return err
 	}
 	go k.heartbeats(ctx)
-	k.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+	k.events.StartRecordingToSink(newLimitedSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")}))
 	defer k.events.Shutdown()
 	k.volumes.start(ctx)
 	go k.nodeInformer.Run(ctx.Done())
