@@ -11,7 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
 
 // probedDeployment is a one-replica nginx Deployment whose container has probe (YAML
@@ -66,11 +69,80 @@ func podEvents(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod
 	return out
 }
 
-// Probes decide readiness and liveness on the simulated nodes as the kubelet's do, and
-// containers run their commands.
+// kubeletEvents are pod's events from the kubelet, as "fieldPath reason message ×count".
+func kubeletEvents(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod) []string {
+	evs, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID) + ",source=kubelet"})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, e := range evs.Items {
+		out = append(out, fmt.Sprintf("%s %s %s ×%d", e.InvolvedObject.FieldPath, e.Reason, e.Message, e.Count))
+	}
+	return out
+}
+
+// hasEvents tells whether events (kubeletEvents) hold, for each of want ("fieldPath
+// reason message-prefix"), an event that starts so; missing lists those that none does.
+func hasEvents(events, want []string) (missing []string) {
+	for _, w := range want {
+		found := false
+		for _, e := range events {
+			found = found || strings.HasPrefix(e, w)
+		}
+		if !found {
+			missing = append(missing, w)
+		}
+	}
+	return missing
+}
+
+// waitEvents waits until pod has the kubelet events of want (see hasEvents).
+func waitEvents(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, want ...string) []string {
+	t.Helper()
+	var events []string
+	eventually(t, 30*time.Second, "the kubelet's events of "+pod.Name, func(ctx context.Context) (bool, string) {
+		events = kubeletEvents(ctx, client, pod)
+		missing := hasEvents(events, want)
+		return len(missing) == 0, fmt.Sprintf("missing %q in %q", missing, events)
+	})
+	return events
+}
+
+// describeShows checks that kubectl describe pod lists, for each reason and message,
+// an event line from the kubelet.
+func describeShows(t *testing.T, kubeconfig, pod string, reasonMessage ...[2]string) {
+	t.Helper()
+	out := mustKubectl(t, kubeconfig, "describe", "pod", pod)
+	for _, rm := range reasonMessage {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			fields := strings.Fields(line)
+			found = found || (len(fields) > 4 && fields[1] == rm[0] && strings.Contains(line, " kubelet ") && strings.Contains(line, rm[1]))
+		}
+		if !found {
+			t.Errorf("kubectl describe pod %s lists no kubelet event %s %q", pod, rm[0], rm[1])
+		}
+	}
+}
+
+// Probes decide readiness and liveness on the simulated nodes as the kubelet's do,
+// containers (init containers too) run their commands, and the kubelet posts its
+// events for all of it — the same with kroll's controllers and with upstream's.
 func TestProbes(t *testing.T) {
 	t.Parallel()
-	c := oneNodeFastRestarts(t)
+	for _, mode := range []cluster.WorkloadControllers{cluster.WorkloadControllersKroll, cluster.WorkloadControllersUpstream} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			c := clustertest.Start(t, clustertest.WithNodes(1), clustertest.WithWorkloadControllers(mode), clustertest.WithKubelet(func(k *kubelet.Config) {
+				k.CrashLoopBackOff = time.Second
+			}))
+			probeScenarios(t, c, mode)
+		})
+	}
+}
+
+func probeScenarios(t *testing.T, c *cluster.Cluster, mode cluster.WorkloadControllers) {
 	ns := "default"
 
 	t.Run("a readiness probe on a path nginx does not serve keeps the Deployment unavailable", func(t *testing.T) {
@@ -98,6 +170,12 @@ func TestProbes(t *testing.T) {
 		if out := mustKubectl(t, c.KubeconfigPath, "describe", "pod", pod.Name); !strings.Contains(out, want) {
 			t.Errorf("kubectl describe pod does not show %q", want)
 		}
+		// The first pod on the node pulls the image; then the container is created and started.
+		web := "spec.containers{web} "
+		waitEvents(t, c.Client, pod, web+`Pulling Pulling image "nginx:1.25" ×1`, web+`Pulled Successfully pulled image "nginx:1.25" in `,
+			web+"Created Container created ×1", web+"Started Container started ×1")
+		describeShows(t, c.KubeconfigPath, pod.Name, [2]string{"Pulling", `Pulling image "nginx:1.25"`}, [2]string{"Pulled", `Successfully pulled image "nginx:1.25"`},
+			[2]string{"Created", "Container created"}, [2]string{"Started", "Container started"}, [2]string{"Unhealthy", want})
 	})
 
 	t.Run("a readiness probe on / becomes Ready no earlier than initialDelaySeconds after start", func(t *testing.T) {
@@ -121,6 +199,10 @@ func TestProbes(t *testing.T) {
 			t.Errorf("Ready %s after the container started, want about 6s (initialDelaySeconds)", gap)
 		}
 		mustKubectl(t, c.KubeconfigPath, "rollout", "status", "deployment/root", "--timeout=60s")
+		// The image is on the node now; a deleted pod's container is stopped.
+		waitEvents(t, c.Client, pod, `spec.containers{web} Pulled Container image "nginx:1.25" already present on machine and can be accessed by the pod ×1`)
+		mustKubectl(t, c.KubeconfigPath, "delete", "pod", pod.Name, "--grace-period=1")
+		waitEvents(t, c.Client, pod, "spec.containers{web} Killing Stopping container web ×1")
 	})
 
 	t.Run("a liveness probe exec [false] restarts the container into CrashLoopBackOff", func(t *testing.T) {
@@ -157,9 +239,88 @@ func TestProbes(t *testing.T) {
 			evs := podEvents(ctx, c.Client, pod, "Killing")
 			return len(evs) > 0 && strings.HasPrefix(evs[0], "Container web failed liveness probe, will be restarted"), strings.Join(evs, "; ")
 		})
+		// Every restart is created and started again, its image already present; each
+		// back-off is posted; identical events are counted, not repeated.
+		web := "spec.containers{web} "
+		events := waitEvents(t, c.Client, pod, web+"Unhealthy Liveness probe failed: ", web+"Killing Container web failed liveness probe, will be restarted",
+			web+fmt.Sprintf("BackOff Back-off restarting failed container web in pod %s_%s(%s)", pod.Name, pod.Namespace, pod.UID),
+			web+`Pulled Container image "nginx:1.25" already present on machine and can be accessed by the pod ×`, web+"Started Container started ×")
+		eventually(t, 30*time.Second, "one Started event counting the 3 starts", func(ctx context.Context) (bool, string) {
+			events = kubeletEvents(ctx, c.Client, pod)
+			started := 0
+			for _, e := range events {
+				if strings.HasPrefix(e, web+"Started ") {
+					started++
+					var n int
+					_, _ = fmt.Sscanf(e[strings.LastIndex(e, "×"):], "×%d", &n)
+					if n < 3 {
+						return false, e
+					}
+				}
+			}
+			return started == 1, strings.Join(events, "; ")
+		})
+		describeShows(t, c.KubeconfigPath, pod.Name, [2]string{"BackOff", "Back-off restarting failed container web in pod " + pod.Name},
+			[2]string{"Killing", "Container web failed liveness probe, will be restarted"})
+	})
+
+	t.Run("an image tag the registry does not have: the pull's events", func(t *testing.T) {
+		pod := simplePod("badtag", "nginx:1.161", nil, corev1.RestartPolicyAlways, nil)
+		if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod = waitPod(t, c.Client, ns, "badtag", "ImagePullBackOff", func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil && p.Status.ContainerStatuses[0].State.Waiting.Reason == "ImagePullBackOff"
+		})
+		main := "spec.containers{main} "
+		waitEvents(t, c.Client, pod, main+`Pulling Pulling image "nginx:1.161"`,
+			main+`Failed Failed to pull image "nginx:1.161": rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/nginx:1.161"`,
+			main+"Failed Error: ErrImagePull", main+`BackOff Back-off pulling image "nginx:1.161"`, main+"Failed Error: ImagePullBackOff")
+		describeShows(t, c.KubeconfigPath, "badtag", [2]string{"Failed", "Error: ErrImagePull"}, [2]string{"BackOff", `Back-off pulling image "nginx:1.161"`})
+	})
+
+	t.Run("init containers run their commands: exit 0 lets the app start, exit 1 fails the pod or crash-loops it", func(t *testing.T) {
+		initC := func(script string) *corev1.Container {
+			return &corev1.Container{Name: "init", Image: "busybox:1.36", Command: []string{"sh", "-c", script}}
+		}
+		for _, p := range []*corev1.Pod{
+			simplePod("init-ok", "busybox:1.36", []string{"sleep", "3600"}, corev1.RestartPolicyAlways, initC("echo init-ran")),
+			simplePod("init-never", "busybox:1.36", []string{"sleep", "3600"}, corev1.RestartPolicyNever, initC("echo init-failed; exit 1")),
+			simplePod("init-always", "busybox:1.36", []string{"sleep", "3600"}, corev1.RestartPolicyAlways, initC("exit 2")),
+		} {
+			if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ok := waitPod(t, c.Client, ns, "init-ok", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if got, err := podLogs(t, c.Client, ns, "init-ok", &corev1.PodLogOptions{Container: "init"}); err != nil || got != "init-ran\n" {
+			t.Errorf("logs -c init = %q (%v), want init-ran", got, err)
+		}
+		waitEvents(t, c.Client, ok, "spec.initContainers{init} Created Container created ×1", "spec.initContainers{init} Started Container started ×1",
+			"spec.containers{main} Started Container started ×1")
+
+		waitPod(t, c.Client, ns, "init-never", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if out := mustKubectl(t, c.KubeconfigPath, "get", "pod", "init-never", "--no-headers"); !strings.Contains(out, "Init:Error") {
+			t.Errorf("kubectl get pod init-never shows %q, want Init:Error", out)
+		}
+		if got, err := podLogs(t, c.Client, ns, "init-never", &corev1.PodLogOptions{Container: "init"}); err != nil || got != "init-failed\n" {
+			t.Errorf("logs -c init = %q (%v), want init-failed", got, err)
+		}
+
+		always := waitPod(t, c.Client, ns, "init-always", "restarted its init container", func(p *corev1.Pod) bool {
+			return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].RestartCount >= 1 && p.Status.Phase == corev1.PodPending
+		})
+		eventually(t, 30*time.Second, "kubectl get pod to show Init:CrashLoopBackOff", func(context.Context) (bool, string) {
+			out, _ := kubectl(t, c.KubeconfigPath, "get", "pod", "init-always", "--no-headers")
+			return strings.Contains(out, "Init:CrashLoopBackOff"), out
+		})
+		waitEvents(t, c.Client, always, fmt.Sprintf("spec.initContainers{init} BackOff Back-off restarting failed container init in pod init-always_%s(%s)", ns, always.UID))
 	})
 
 	t.Run("a self-healing rollout rolls back from a template whose liveness probe fails", func(t *testing.T) {
+		if mode == cluster.WorkloadControllersUpstream {
+			t.Skip("kroll.dev/on-failure is kroll's: upstream's Deployment controller does not roll back")
+		}
 		mustKubectl(t, c.KubeconfigPath, "apply", "-f", writeFile(t, "heal.yaml", `apiVersion: apps/v1
 kind: Deployment
 metadata:
