@@ -97,8 +97,10 @@ func (k *kubectlVerbs) prepare() {
 // cp is kubectl's cp, whose fatal errors end the process at once: kubectl cp checks its
 // exec's error on a goroutine of its own (cmdutil.CheckErr in its tar pipe, e.g.
 // "command terminated with exit code 2" when tar finds no such file), where no panic
-// can reach Main; unwinding there would crash, or lose the code to a copy that ends
-// first with nothing copied and exit 0.
+// can reach Main: a panic there would crash kroll with a trace. Ending the process
+// there is what kubectl does; whether that exit status or the copy (which reads tar's
+// empty archive and ends with 0) comes first is kubectl's own race
+// (kubernetes/kubectl#980).
 func (k *kubectlVerbs) cp(c *cobra.Command) *cobra.Command {
 	c.PreRun = func(*cobra.Command, []string) {
 		cmdutil.BehaviorOnFatal(func(msg string, code int) {

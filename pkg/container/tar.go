@@ -151,7 +151,19 @@ func tarCreate(sh shellEnv, o tarOpts) result {
 		if o.dir != "" && !strings.HasPrefix(p, "/") {
 			full = path.Join(o.dir, p)
 		}
-		if !sh.fs.Exists(full) {
+		// GNU's tar strips the name before it looks for the file (its warning comes
+		// first even for a missing one); busybox's only as it adds a file.
+		name := strings.TrimLeft(path.Clean(p), "/")
+		exists := sh.fs.Exists(full)
+		if name != path.Clean(p) && !warned && (exists || !busybox) {
+			warned = true
+			if busybox {
+				r.errs = append(r.errs, "tar: removing leading '/' from member names")
+			} else {
+				r.errs = append(r.errs, "tar: Removing leading `/' from member names")
+			}
+		}
+		if !exists {
 			failed = true
 			if busybox {
 				r.errs = append(r.errs, "tar: "+p+": No such file or directory")
@@ -159,15 +171,6 @@ func tarCreate(sh shellEnv, o tarOpts) result {
 				r.errs = append(r.errs, "tar: "+p+": Cannot stat: No such file or directory")
 			}
 			continue
-		}
-		name := strings.TrimLeft(path.Clean(p), "/")
-		if name != path.Clean(p) && !warned {
-			warned = true
-			if busybox {
-				r.errs = append(r.errs, "tar: removing leading '/' from member names")
-			} else {
-				r.errs = append(r.errs, "tar: Removing leading `/' from member names")
-			}
 		}
 		if name == "" {
 			name = "."
