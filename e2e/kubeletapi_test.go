@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,11 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
@@ -79,17 +73,7 @@ func podLogs(t *testing.T, client kubernetes.Interface, ns, name string, o *core
 
 // execIn runs cmd in pod's container through the API server (pods/exec, SPDY) as cfg.
 func execIn(cfg *rest.Config, client kubernetes.Interface, ns, pod, container string, cmd ...string) (string, string, error) {
-	req := client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		return "", "", err
-	}
-	var out, errOut bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
-	return out.String(), errOut.String(), err
+	return execWith(cfg, client, ns, pod, container, nil, false, cmd...)
 }
 
 // The nodes serve the kubelet API: logs, exec and port-forward through the API server,
@@ -165,29 +149,31 @@ func TestKubeletAPI(t *testing.T) {
 		if out, _, err := execIn(c.RESTConfig, c.Client, ns, "web", "main", "cat", "/tmp/note"); err != nil || out != "kept\n" {
 			t.Errorf("cat of a file an earlier exec wrote = %q (%v), want kept", out, err)
 		}
-		if _, errOut, err := execIn(c.RESTConfig, c.Client, ns, "web", "main", "tar", "cf", "-", "/tmp"); err == nil || !strings.Contains(errOut, "kubectl cp") {
-			t.Errorf("exec tar (kubectl cp) = %q, %v; want a clear refusal", errOut, err)
-		}
+	})
+
+	t.Run("exec -i and -it: sh reads its commands from stdin, cat > file takes the input", func(t *testing.T) {
+		testExecStdin(t, c, ns)
+	})
+
+	t.Run("kroll cp (kubectl's cp) into and out of a container through its tar", func(t *testing.T) {
+		testCp(t, c, ns)
+	})
+
+	t.Run("logs -f ends when a liveness probe kills the instance; --previous shows it", func(t *testing.T) {
+		testLogsFollowAcrossRestart(t, c, ns)
+	})
+
+	t.Run("port-forward to redis answers PING; an unserved port is refused", func(t *testing.T) {
+		testPortForwardTCP(t, c, ns)
+	})
+
+	t.Run("attach -i feeds a busybox sh with stdin; exit 5 ends the container", func(t *testing.T) {
+		testAttachStdin(t, c, ns)
 	})
 
 	t.Run("kroll exec and kroll logs (kubectl's own commands) through the nodes", func(t *testing.T) {
 		bin := krollBinary(t)
-		run := func(args ...string) (string, string, int) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := osexec.CommandContext(ctx, bin, args...)
-			var out, errOut bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errOut
-			err := cmd.Run()
-			var exit *osexec.ExitError
-			if errors.As(err, &exit) {
-				return out.String(), errOut.String(), exit.ExitCode()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return out.String(), errOut.String(), 0
-		}
+		run := func(args ...string) (string, string, int) { return runKrollOut(t, bin, args...) }
 		out, errOut, code := run("exec", "--kubeconfig", c.KubeconfigPath, "web", "-c", "main", "--", "sh", "-c", "echo hi; exit 3")
 		if out != "hi\n" || code != 3 || errOut != "command terminated with exit code 3\n" {
 			t.Errorf("kroll exec web -- sh -c 'echo hi; exit 3' = %q (stderr %q), exit %d; want hi, kubectl's line and exit 3", out, errOut, code)
@@ -198,34 +184,9 @@ func TestKubeletAPI(t *testing.T) {
 	})
 
 	t.Run("port-forward 0:80 then GET / returns nginx's index page", func(t *testing.T) {
-		rt, upgrader, err := spdy.RoundTripperFor(c.RESTConfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := c.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("web").SubResource("portforward").URL()
-		dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, "POST", url)
-		stop, ready := make(chan struct{}), make(chan struct{})
-		defer close(stop)
-		var pfOut, pfErr bytes.Buffer
-		fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:80"}, stop, ready, &pfOut, &pfErr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- fw.ForwardPorts() }()
-		select {
-		case <-ready:
-		case err := <-done:
-			t.Fatalf("port-forward ended: %v %s", err, pfErr.String())
-		case <-time.After(30 * time.Second):
-			t.Fatal("port-forward not ready in 30s")
-		}
-		ports, err := fw.GetPorts()
-		if err != nil || len(ports) != 1 {
-			t.Fatal(ports, err)
-		}
+		local, pfErr := forwardPort(t, c, ns, "web", 80)
 		hc := &http.Client{Timeout: 20 * time.Second}
-		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
+		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/", local))
 		if err != nil {
 			t.Fatalf("GET through the port-forward: %v (%s)", err, pfErr.String())
 		}
@@ -243,18 +204,9 @@ func TestKubeletAPI(t *testing.T) {
 
 	t.Run("attach streams what the main process writes until it ends", func(t *testing.T) {
 		createRunning(t, c.Client, ns, simplePod("attachee", "busybox", []string{"sh", "-c", "sleep 2; echo from-main; exit 4"}, corev1.RestartPolicyNever, nil))
-		req := c.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("attachee").SubResource("attach").
-			VersionedParams(&corev1.PodAttachOptions{Container: "main", Stdout: true, Stderr: true}, scheme.ParameterCodec)
-		ex, err := remotecommand.NewSPDYExecutor(c.RESTConfig, "POST", req.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out, errOut bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
-		if out.String() != "from-main\n" || err != nil {
-			t.Errorf("attach = %q, %v; want from-main, then the stream ends with the process", out.String(), err)
+		out, err := attachTo(c, ns, "attachee", func(context.Context) io.Reader { return nil })
+		if out != "from-main\n" || err != nil {
+			t.Errorf("attach = %q, %v; want from-main, then the stream ends with the process", out, err)
 		}
 	})
 

@@ -74,7 +74,7 @@ func (k *kubectlVerbs) commands() []*cobra.Command {
 		kexec.NewCmdExec(f, s),
 		attach.NewCmdAttach(f, s),
 		portforward.NewCmdPortForward(f, s),
-		cp.NewCmdCp(f, s),
+		k.cp(cp.NewCmdCp(f, s)),
 	}
 	for _, c := range cmds {
 		k.config.AddFlags(c.PersistentFlags())
@@ -94,6 +94,23 @@ func (k *kubectlVerbs) prepare() {
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(k.streams.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 }
 
+// cp is kubectl's cp, whose fatal errors end the process at once: kubectl cp checks its
+// exec's error on a goroutine of its own (cmdutil.CheckErr in its tar pipe, e.g.
+// "command terminated with exit code 2" when tar finds no such file), where no panic
+// can reach Main: a panic there would crash kroll with a trace. Ending the process
+// there is what kubectl does; whether that exit status or the copy (which reads tar's
+// empty archive and ends with 0) comes first is kubectl's own race
+// (kubernetes/kubectl#980).
+func (k *kubectlVerbs) cp(c *cobra.Command) *cobra.Command {
+	c.PreRun = func(*cobra.Command, []string) {
+		cmdutil.BehaviorOnFatal(func(msg string, code int) {
+			printFatal(k.streams.ErrOut, msg)
+			os.Exit(code)
+		})
+	}
+	return c
+}
+
 // kubectlExit is how kubectl's fatal-error path (cmdutil.CheckErr) returns to Main
 // instead of calling os.Exit: it has printed its message already.
 type kubectlExit struct{ code int }
@@ -102,14 +119,19 @@ type kubectlExit struct{ code int }
 // to Main with the code, so kroll's process ends the way kubectl's would.
 func catchKubectlExits(stderr io.Writer) {
 	cmdutil.BehaviorOnFatal(func(msg string, code int) {
-		if msg != "" {
-			if !strings.HasSuffix(msg, "\n") {
-				msg += "\n"
-			}
-			fmt.Fprint(stderr, msg)
-		}
+		printFatal(stderr, msg)
 		panic(kubectlExit{code: code})
 	})
+}
+
+// printFatal prints a kubectl fatal error's message as kubectl does.
+func printFatal(stderr io.Writer, msg string) {
+	if msg != "" {
+		if !strings.HasSuffix(msg, "\n") {
+			msg += "\n"
+		}
+		fmt.Fprint(stderr, msg)
+	}
 }
 
 // resolveKubeconfig picks the kubeconfig as kroll documents it: --kubeconfig, then

@@ -39,6 +39,7 @@ func init() {
 		"tail":     tailCmd,
 		"curl":     curlCmd,
 		"wget":     wgetCmd,
+		"tar":      tarCmd,
 	}
 }
 
@@ -101,9 +102,21 @@ func echoCmd(_ *process, _ shellEnv, a []string) result {
 	return result{out: strings.Join(a, " ") + nl}
 }
 
+// catCmd prints its files; no file, or "-", is its standard input (read to its end).
 func catCmd(_ *process, sh shellEnv, a []string) result {
 	var r result
-	for _, f := range a {
+	files := operands(a)
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	for _, f := range files {
+		if f == "-" {
+			if sh.stdin != nil {
+				r.out += *sh.stdin
+				*sh.stdin = ""
+			}
+			continue
+		}
 		if c, ok := sh.fs.Read(f); ok {
 			r.out += c
 			continue

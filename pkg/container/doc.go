@@ -1,18 +1,19 @@
 // Package container models what a container on a simulated node runs, serves and
-// holds, so that probes, commands and (later) exec and logs see what they would see on
+// holds, so that probes, commands, exec, logs and port-forward see what they would see on
 // a real node, without a container runtime.
 //
 //   - images.go: per image repository, a behaviour — its default entrypoint and
 //     command, the files it ships, the programs it provides and, for its servers, the
 //     ports they listen on and what they answer (nginx serves
 //     /usr/share/nginx/html at / on 80; httpd its htdocs on 80; redis, postgres and
-//     mysql accept TCP on 6379, 5432 and 3306; agnhost's netexec, serve-hostname,
-//     liveness, test-webserver, grpc-health-checking and pause modes; pause; busybox
+//     mysql accept TCP on 6379, 5432 and 3306, and redis answers PING in RESP
+//     (talk.go); agnhost's netexec, serve-hostname, liveness, test-webserver, grpc-health-checking and pause modes; pause; busybox
 //     and alpine run their command). A repository without a model is taken to be a
 //     healthy server on every port, so that users' own images keep working.
 //   - fs.go: an instance's file system, from the image's files; what the command or an
 //     exec writes lasts as long as the instance.
-//   - parse.go, shell.go, builtins.go: the shell subset for command, args and exec.
+//   - parse.go, shell.go, builtins.go, tar.go: the shell subset for command, args and
+//     exec; stdin.go: standard input (cat, tar x, a shell reading its commands).
 //   - instance.go: one run of a container driven by the caller's clock: AdvanceTo runs
 //     its command (sleeps end, files change, it exits), HTTPGet/Dial/GRPCHealth/Exec
 //     are what probes use.

@@ -29,6 +29,9 @@ type Listener struct {
 	// Serve answers an HTTP GET of path (HTTP only): the status code and the body. The
 	// container's files and how long it has run are what it may look at.
 	Serve func(fs *FS, path string, uptime time.Duration) (int, string)
+	// Talk is what a TCP server answers on a connection (talk.go); nil when it accepts
+	// connections and answers nothing the model knows.
+	Talk Talk
 }
 
 // Server is a long-running program of an image: the ports it listens on once started
@@ -55,6 +58,9 @@ type Image struct {
 	programs map[string]func(args []string) result
 	// Generic is the behaviour of a repository kroll has no model for.
 	Generic bool
+	// busybox: its tools are busybox's (their messages and statuses; its sh is ash),
+	// not GNU's.
+	busybox bool
 }
 
 // program runs a program the image provides.
@@ -196,14 +202,14 @@ func init() {
 	}, "registry.k8s.io/e2e-test-images/httpd")
 
 	shells := map[string]func([]string) result{}
-	register(&Image{Repository: "docker.io/library/busybox", Cmd: []string{"sh"}, programs: shells},
+	register(&Image{Repository: "docker.io/library/busybox", Cmd: []string{"sh"}, programs: shells, busybox: true},
 		"registry.k8s.io/e2e-test-images/busybox", "registry.k8s.io/busybox")
-	register(&Image{Repository: "docker.io/library/alpine", Cmd: []string{"/bin/sh"}, Files: map[string]string{"/etc/alpine-release": "3.20.0\n"}, programs: shells})
+	register(&Image{Repository: "docker.io/library/alpine", Cmd: []string{"/bin/sh"}, Files: map[string]string{"/etc/alpine-release": "3.20.0\n"}, programs: shells, busybox: true})
 
-	redis := &Server{Name: "redis", Listen: []Listener{{Port: 6379, Protocol: TCP}}, Log: []string{"* Ready to accept connections tcp"}}
+	redis := &Server{Name: "redis", Listen: []Listener{{Port: 6379, Protocol: TCP, Talk: redisTalk}}, Log: []string{"* Ready to accept connections tcp"}}
 	register(&Image{Repository: "docker.io/library/redis", Entrypoint: []string{"docker-entrypoint.sh"}, Cmd: []string{"redis-server"},
 		programs: map[string]func([]string) result{"redis-server": serve(redis), "redis-cli": tool("PONG\n", 0)}})
-	postgres := &Server{Name: "postgres", Listen: []Listener{{Port: 5432, Protocol: TCP}}, Log: []string{"LOG:  database system is ready to accept connections"}}
+	postgres := &Server{Name: "postgres", Listen: []Listener{{Port: 5432, Protocol: TCP, Talk: postgresTalk}}, Log: []string{"LOG:  database system is ready to accept connections"}}
 	register(&Image{Repository: "docker.io/library/postgres", Entrypoint: []string{"docker-entrypoint.sh"}, Cmd: []string{"postgres"},
 		programs: map[string]func([]string) result{"postgres": serve(postgres), "pg_isready": tool("/var/run/postgresql:5432 - accepting connections\n", 0)}})
 	mysql := &Server{Name: "mysql", Listen: []Listener{{Port: 3306, Protocol: TCP}, {Port: 33060, Protocol: TCP}}, Log: []string{"[Server] /usr/sbin/mysqld: ready for connections. port: 3306"}}

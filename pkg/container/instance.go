@@ -23,6 +23,10 @@ type Spec struct {
 	// command it ships) is taken to end successfully at once, as the servers of such an
 	// image are taken to be healthy. A known image's server still runs until stopped.
 	Init bool
+	// Stdin and TTY are the container's stdin and tty: a shell as the main process with
+	// stdin open reads its commands from it (kubectl attach -i), rather than ending at
+	// once; with TTY it prompts.
+	Stdin, TTY bool
 }
 
 // LogLine is one line the container wrote.
@@ -62,6 +66,9 @@ type Instance struct {
 	ended     bool
 	code      int
 	endedAt   time.Time
+	// input is the main process's standard input, when it is a shell reading commands
+	// from it (Spec.Stdin); nil otherwise.
+	input *mainInput
 }
 
 // baseDirs are the directories every image has.
@@ -100,6 +107,11 @@ func Start(spec Spec, now time.Time) *Instance {
 		c.proc = &process{}
 		return c
 	}
+	if spec.Stdin && ReadsCommands(argv) {
+		c.proc = &process{env: env}
+		c.input = &mainInput{open: true, tty: spec.TTY, prompt: img.prompt(argv[0], spec.Hostname)}
+		return c
+	}
 	p, note := newProcess(argv, env)
 	if p == nil {
 		c.forever(now, nil, fmt.Sprintf("the simulated node does not interpret the command %q (%s); it is taken as a process that runs until stopped", strings.Join(argv, " "), note))
@@ -129,9 +141,12 @@ func (c *Instance) step(at time.Time) {
 	get := func(port int32, path string) (int, string, error) {
 		return c.Request(at, "http", port, path, localClient)
 	}
-	b := c.proc.run(shellEnv{fs: c.fs, image: c.image, init: c.init, get: get})
+	b := c.proc.run(shellEnv{fs: c.fs, image: c.image, init: c.init, get: get, now: at})
 	c.write(at, logLines(b.output)...)
 	switch {
+	case b.ended && c.input != nil && !b.exit:
+		c.proc.last = b.code
+		c.nextInput(at)
 	case b.forever:
 		note := b.note
 		if b.server == nil && c.image.Generic {
@@ -290,15 +305,23 @@ func (c *Instance) GRPCHealth(now time.Time, port int32, service string) (bool, 
 
 // ExecResult is what an exec in the container did.
 type ExecResult struct {
-	Output   string        // standard output and error, as the caller of exec reads them
+	Output   string        // standard output and error, as a probe reads them
+	Stdout   string        // of Output, the standard output
+	Stderr   string        // of Output, the standard error
 	ExitCode int           // its exit status
 	Took     time.Duration // how long it ran; Forever when it does not end
 }
 
 // Exec runs argv in the container at now (after its main process has run up to now).
 // Its changes to files stay for the instance's life. An exec whose command is not
-// understood, or runs for ever, took Forever.
+// understood, or runs for ever, took Forever. It has no standard input.
 func (c *Instance) Exec(now time.Time, argv []string, env map[string]string) ExecResult {
+	return c.ExecInput(now, argv, env, nil)
+}
+
+// ExecInput is Exec with stdin as its standard input (nil for none): what cat, tar x
+// or a redirected cat read (kubectl exec -i, kubectl cp).
+func (c *Instance) ExecInput(now time.Time, argv []string, env map[string]string, stdin *string) ExecResult {
 	c.AdvanceTo(now)
 	if len(argv) == 0 {
 		return ExecResult{ExitCode: 126, Output: "OCI runtime exec failed: exec failed: no command given"}
@@ -314,11 +337,8 @@ func (c *Instance) Exec(now time.Time, argv []string, env map[string]string) Exe
 	get := func(port int32, path string) (int, string, error) {
 		return c.Request(now, "http", port, path, localClient)
 	}
-	out, code, took, forever := p.runToEnd(shellEnv{fs: c.fs, image: c.image, exec: true, get: get})
-	if forever {
-		took = Forever
-	}
-	return ExecResult{Output: out, ExitCode: code, Took: took}
+	b, took := p.runToEnd(shellEnv{fs: c.fs, image: c.image, exec: true, get: get, stdin: stdin, now: now})
+	return ExecResult{Output: b.output, Stdout: b.stdout, Stderr: b.stderr, ExitCode: b.code, Took: took}
 }
 
 func (c *Instance) hostname() string {

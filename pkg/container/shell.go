@@ -23,7 +23,10 @@ type process struct {
 // burst is what one run of a process did.
 type burst struct {
 	output  string        // what it wrote to standard output and error, as written
+	stdout  string        // of output, what went to standard output
+	stderr  string        // of output, what went to standard error
 	ended   bool          // the script ended; exitCode is its status
+	exit    bool          // it ended by `exit`, not by running out of commands
 	code    int           // exit code, when ended
 	sleep   time.Duration // the script sleeps this long, then resumes; 0 when ended or forever
 	forever bool          // the script runs something that does not end
@@ -37,6 +40,11 @@ type shellEnv struct {
 	image *Image
 	exec  bool // an exec into the container, not its main process
 	init  bool // an init container's main process (Spec.Init)
+	// stdin is what is left of the standard input (a reader such as cat takes it all);
+	// nil when there is none (as /dev/null).
+	stdin *string
+	// now is the instant the script runs at (the times tar records).
+	now time.Time
 	// get requests path on one of the container's own ports (curl and wget of
 	// localhost); nil when there is nothing to ask.
 	get func(port int32, path string) (int, string, error)
@@ -112,8 +120,9 @@ func (p *process) run(sh shellEnv) burst {
 		}
 		r := p.command(sh, argv)
 		if r.exit {
-			b.ended, b.code = true, r.code
-			b.output += r.out + errLines(r.errs)
+			b.ended, b.exit, b.code = true, true, r.code
+			b.out(r.out)
+			b.err(errLines(r.errs))
 			p.pc = len(p.steps)
 			return b
 		}
@@ -124,12 +133,12 @@ func (p *process) run(sh shellEnv) burst {
 			}
 			if !sh.fs.Write(s.redirect, prev+r.out) {
 				r.code = 1
-				b.output += "sh: can't create " + s.redirect + ": Is a directory\n"
+				b.err("sh: can't create " + s.redirect + ": Is a directory\n")
 			}
 		} else if s.redirect == "" {
-			b.output += r.out
+			b.out(r.out)
 		}
-		b.output += errLines(r.errs)
+		b.err(errLines(r.errs))
 		p.last = r.code
 		switch {
 		case r.forever:
@@ -146,17 +155,24 @@ func (p *process) run(sh shellEnv) burst {
 	return b
 }
 
-// runToEnd runs the process through its sleeps: the whole output, the exit code and
-// how long it took; forever when it does not end.
-func (p *process) runToEnd(sh shellEnv) (out string, code int, took time.Duration, forever bool) {
+func (b *burst) out(s string) { b.output += s; b.stdout += s }
+func (b *burst) err(s string) { b.output += s; b.stderr += s }
+
+// runToEnd runs the process through its sleeps: all it wrote (b.output, b.stdout,
+// b.stderr), its exit code (b.code, b.exit when by `exit`) and how long it took;
+// b.forever when it does not end.
+func (p *process) runToEnd(sh shellEnv) (all burst, took time.Duration) {
 	for {
 		b := p.run(sh)
-		out += b.output
+		all.out(b.stdout)
+		all.err(b.stderr)
 		switch {
 		case b.forever:
-			return out, 0, Forever, true
+			all.forever = true
+			return all, Forever
 		case b.ended:
-			return out, b.code, took, false
+			all.ended, all.exit, all.code = true, b.exit, b.code
+			return all, took
 		}
 		took += b.sleep
 	}
@@ -238,11 +254,12 @@ func (p *process) command(sh shellEnv, argv []string) result {
 			return result{forever: true, note: err.Error()}
 		}
 		sub := &process{steps: steps, env: p.env}
-		out, code, took, forever := sub.runToEnd(sh)
-		if forever {
-			return result{out: out, forever: true, note: "a nested shell that does not end"}
+		b, took := sub.runToEnd(sh)
+		errs := logLines(b.stderr)
+		if b.forever {
+			return result{out: b.stdout, errs: errs, forever: true, note: "a nested shell that does not end"}
 		}
-		return result{out: out, code: code, sleep: took}
+		return result{out: b.stdout, errs: errs, code: b.code, sleep: took}
 	}
 	if b, ok := builtins[name]; ok {
 		return b(p, sh, argv[1:])

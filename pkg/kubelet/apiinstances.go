@@ -91,32 +91,13 @@ func containerSpec(pod *corev1.Pod, name string) (corev1.Container, *corev1.Cont
 // instanceOf is the run of container name of pod: its current instance, or with
 // previous the one before; an error names why there is none, as the kubelet words it.
 func (k *Kubelet) instanceOf(pod *corev1.Pod, name string, previous bool) (*run, error) {
-	c, cs, ok := containerSpec(pod, name)
+	c, _, ok := containerSpec(pod, name)
 	if !ok {
 		return nil, &apiError{http.StatusNotFound, fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name)}
 	}
-	var id string
-	var started, ended time.Time
-	switch {
-	case previous:
-		if cs == nil || cs.LastTerminationState.Terminated == nil {
-			return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("previous terminated container %q in pod %q not found", name, pod.Name)}
-		}
-		t := cs.LastTerminationState.Terminated
-		id, started, ended = t.ContainerID, t.StartedAt.Time, t.FinishedAt.Time
-	case cs == nil:
-		return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("container %q in pod %q is waiting to start: ContainerCreating", name, pod.Name)}
-	case cs.State.Running != nil:
-		id, started = cs.ContainerID, cs.State.Running.StartedAt.Time
-	case cs.State.Terminated != nil:
-		t := cs.State.Terminated
-		id, started, ended = t.ContainerID, t.StartedAt.Time, t.FinishedAt.Time
-	default:
-		reason := "ContainerCreating"
-		if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
-			reason = cs.State.Waiting.Reason
-		}
-		return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, reason)}
+	id, started, ended, err := pickInstance(pod, name, previous)
+	if err != nil {
+		return nil, err
 	}
 	return k.apiRuns.findOrAdd(pod.UID, name, id, func() *run {
 		r := newRun(pod, c, id, pod.Status.PodIP, started, started)
@@ -125,6 +106,58 @@ func (k *Kubelet) instanceOf(pod *corev1.Pod, name string, previous bool) (*run,
 		}
 		return r
 	}), nil
+}
+
+// pickInstance is the instance of container name a kubelet API request is about: its
+// ID, when it started and (zero while it runs) when it ended.
+func pickInstance(pod *corev1.Pod, name string, previous bool) (id string, started, ended time.Time, err error) {
+	_, cs, _ := containerSpec(pod, name)
+	refuse := func(msg string) (string, time.Time, time.Time, error) {
+		return "", time.Time{}, time.Time{}, &apiError{http.StatusBadRequest, msg}
+	}
+	// Which instance, as the kubelet picks it (validateContainerLogStatus): the running
+	// one; else the terminated one; else, waiting to restart (CrashLoopBackOff), the
+	// one that ended last.
+	var last *corev1.ContainerStateTerminated
+	if cs != nil && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ContainerID != "" {
+		last = cs.LastTerminationState.Terminated
+	}
+	switch {
+	case previous:
+		if last == nil {
+			return refuse(fmt.Sprintf("previous terminated container %q in pod %q not found", name, pod.Name))
+		}
+		id, started, ended = last.ContainerID, last.StartedAt.Time, last.FinishedAt.Time
+	case cs == nil:
+		return refuse(fmt.Sprintf("container %q in pod %q is waiting to start: ContainerCreating", name, pod.Name))
+	case cs.State.Running != nil:
+		id, started = cs.ContainerID, cs.State.Running.StartedAt.Time
+	case cs.State.Terminated != nil && cs.State.Terminated.ContainerID != "":
+		t := cs.State.Terminated
+		id, started, ended = t.ContainerID, t.StartedAt.Time, t.FinishedAt.Time
+	case last != nil:
+		id, started, ended = last.ContainerID, last.StartedAt.Time, last.FinishedAt.Time
+	case cs.State.Terminated != nil:
+		return refuse(fmt.Sprintf("container %q in pod %q is terminated", name, pod.Name))
+	default:
+		return refuse(waitingMessage(name, pod.Name, cs.State.Waiting))
+	}
+	return id, started, ended, nil
+}
+
+// waitingMessage is the kubelet's answer for a container that has not run yet.
+func waitingMessage(name, pod string, w *corev1.ContainerStateWaiting) string {
+	reason := "ContainerCreating"
+	if w != nil && w.Reason != "" {
+		reason = w.Reason
+	}
+	switch reason {
+	case "ErrImagePull":
+		reason = "image can't be pulled"
+	case "ImagePullBackOff":
+		reason = "trying and failing to pull image"
+	}
+	return fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod, reason)
 }
 
 // writeAPIError answers a request with err.

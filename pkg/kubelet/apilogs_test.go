@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kroll-dev/kroll/pkg/container"
 )
 
@@ -46,5 +49,48 @@ func TestParseLogOptionsRefuses(t *testing.T) {
 		if _, err := parseLogOptions(v, time.Now()); err == nil {
 			t.Errorf("parseLogOptions(%q) accepted it", q)
 		}
+	}
+}
+
+func TestPickInstance(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dead := &corev1.ContainerStateTerminated{ContainerID: "containerd://old", StartedAt: metav1.NewTime(t0), FinishedAt: metav1.NewTime(t0.Add(time.Minute)), ExitCode: 137}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(2 * time.Minute))}}
+	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	cases := []struct {
+		name     string
+		state    corev1.ContainerState
+		last     *corev1.ContainerStateTerminated
+		previous bool
+		id       string
+		ended    bool
+		err      string
+	}{
+		{name: "running: the current instance", state: running, last: dead, id: "containerd://new"},
+		{name: "--previous after a restart: the dead instance", state: running, last: dead, previous: true, id: "containerd://old", ended: true},
+		{name: "in CrashLoopBackOff: the instance that ended last, as the kubelet serves it", state: backOff, last: dead, id: "containerd://old", ended: true},
+		{name: "never restarted: --previous is refused", state: running, previous: true, err: `previous terminated container "main" in pod "p" not found`},
+		{name: "waiting for an image: the kubelet's words", state: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}},
+			err: `container "main" in pod "p" is waiting to start: trying and failing to pull image`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
+			cs := corev1.ContainerStatus{Name: "main", State: tc.state, ContainerID: "containerd://new"}
+			if tc.last != nil {
+				cs.LastTerminationState.Terminated = tc.last
+			}
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+			id, _, ended, err := pickInstance(pod, "main", tc.previous)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || id != tc.id || ended.IsZero() == tc.ended {
+				t.Errorf("= %q ended %v (%v), want %q ended %v", id, ended, err, tc.id, tc.ended)
+			}
+		})
 	}
 }

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/kroll-dev/kroll/pkg/container"
 )
@@ -63,7 +62,8 @@ func (k *Kubelet) servePortForward(w http.ResponseWriter, r *http.Request, pod *
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	portforward.ServePortForward(w, r, &streamTarget{k: k, pod: pod}, pod.Name, string(pod.UID), opts, streamIdleTimeout, streamCreationTimeout, portforward.SupportedProtocols)
+	// As the runtime's streaming server does, the pod is named by its sandbox and no uid.
+	portforward.ServePortForward(w, r, &streamTarget{k: k, pod: pod}, sandboxID(pod), "", opts, streamIdleTimeout, streamCreationTimeout, portforward.SupportedProtocols)
 }
 
 // streamTarget is one pod's container instance as the streaming library's Executor,
@@ -80,66 +80,16 @@ var (
 	_ portforward.PortForwarder = &streamTarget{}
 )
 
-// ExecInContainer runs cmd in the instance with the shell subset; its output goes to
-// out and its exit status is the error's. Input is not read by the model's commands.
-func (t *streamTarget) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errOut io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
-	if msg, code, refused := refusedExec(cmd); refused {
-		w := errOut
-		if w == nil {
-			w = out
-		}
-		if w != nil {
-			_, _ = io.WriteString(w, msg)
-		}
-		return utilexec.CodeExitError{Err: errors.New(strings.TrimSpace(msg)), Code: code}
-	}
-	t.run.mu.Lock()
-	res := t.run.inst.Exec(time.Now(), cmd, nil)
-	t.run.mu.Unlock()
-	if out != nil {
-		text := res.Output
-		if tty {
-			text = strings.ReplaceAll(text, "\n", "\r\n")
-		}
-		_, _ = io.WriteString(out, text)
-	}
-	wait := res.Took
-	if res.Took == container.Forever {
-		wait = maxExecWait
-	}
-	if wait > 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(min(wait, maxExecWait)):
-		}
-	}
-	if res.ExitCode != 0 {
-		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", res.ExitCode), Code: res.ExitCode}
-	}
-	return nil
-}
-
-// refusedExec is the answer to a command the node cannot run at all: tar (which
-// `kubectl cp` runs) is not in the shell subset, and an interactive shell reading its
-// input is not modelled.
-func refusedExec(cmd []string) (string, int, bool) {
-	switch {
-	case len(cmd) == 0:
-		return "", 0, false
-	case cmd[0] == "tar":
-		return "kroll: the simulated container has no tar, so kubectl cp cannot copy files; use kubectl exec with cat or echo\n", 126, true
-	case len(cmd) == 1 && (cmd[0] == "sh" || cmd[0] == "/bin/sh" || cmd[0] == "bash" || cmd[0] == "/bin/bash"):
-		return "kroll: an interactive shell is not modelled on a simulated node; run a command: kubectl exec POD -- sh -c '...'\n", 126, true
-	}
-	return "", 0, false
-}
-
 // AttachContainer streams what the instance's main process writes from now on until
-// it ends (the stream then ends, without an exit code, as a runtime's does) or the
-// client goes.
-func (t *streamTarget) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, _ io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
+// it ends (the stream then ends, without an exit code, as a runtime's does), the
+// container restarts, or the client goes. With stdin, a main process that reads its
+// input (a shell with stdin: true) is given the lines typed; their end closes its
+// input when the container has stdinOnce, as a runtime closes it after the first attach.
+func (t *streamTarget) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, _ io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+	go drainResize(ctx, resize)
+	poke := make(chan struct{}, 1)
 	if in != nil {
-		go func() { _, _ = io.Copy(io.Discard, in) }()
+		go t.feedMain(in, tty, poke)
 	}
 	t.run.mu.Lock()
 	t.run.inst.AdvanceTo(time.Now())
@@ -147,44 +97,111 @@ func (t *streamTarget) AttachContainer(ctx context.Context, _, _, _ string, in i
 	t.run.mu.Unlock()
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
+	w := newExecWriters(out, nil, tty)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case now := <-tick.C:
-			t.run.mu.Lock()
-			t.run.inst.AdvanceTo(now)
-			var lines []container.LogLine
-			lines, next = t.run.inst.LogFrom(next)
-			_, _, exited := t.run.inst.Exited()
-			t.run.mu.Unlock()
-			for _, l := range lines {
-				text := l.Text + "\n"
-				if tty {
-					text = l.Text + "\r\n"
-				}
-				if out != nil {
-					if _, err := io.WriteString(out, text); err != nil {
-						return nil
-					}
-				}
-			}
-			if exited {
-				return nil // as a runtime's attach stream: it ends with the process
-			}
+		case <-tick.C:
+		case <-poke:
+		}
+		t.run.mu.Lock()
+		t.run.inst.AdvanceTo(time.Now())
+		var lines []container.LogLine
+		lines, next = t.run.inst.LogFrom(next)
+		_, _, exited := t.run.inst.Exited()
+		t.run.mu.Unlock()
+		for _, l := range lines {
+			w.stdout(l.Text + "\n")
+		}
+		if exited || t.k.restarted(t.pod, t.run.spec.Name, t.run.id) {
+			return nil // as a runtime's attach stream: it ends with the process
 		}
 	}
 }
 
-// PortForward serves HTTP requests arriving on stream from what the pod's containers
-// serve on port: each request is answered from the container model. A port no
-// container listens on is refused as on a real node.
-func (t *streamTarget) PortForward(ctx context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
+// feedMain gives the main process the lines read from in (or drops them when it
+// reads no input), and brings the pod to its sync after each: a line may end it.
+func (t *streamTarget) feedMain(in io.Reader, tty bool, poke chan<- struct{}) {
+	t.run.mu.Lock()
+	reads := t.run.inst.ReadsInput()
+	t.run.mu.Unlock()
+	if !reads {
+		_, _ = io.Copy(io.Discard, in)
+		return
+	}
+	lines := newLineReader(in, nil, tty)
+	for {
+		line, err := lines.next()
+		if errors.Is(err, errInterrupt) {
+			continue
+		}
+		t.run.mu.Lock()
+		if err == nil {
+			t.run.inst.Input(time.Now(), line)
+		} else if t.run.spec.StdinOnce {
+			t.run.inst.CloseStdin(time.Now())
+		}
+		t.run.mu.Unlock()
+		t.k.queue.Add(t.run.key)
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// PortForward connects stream to what the pod's containers serve on port: an HTTP
+// server answers each request from the container model, a TCP server (redis,
+// postgres, mysql) talks its protocol as far as the model knows it. A port no
+// container listens on is refused with the runtime's words.
+func (t *streamTarget) PortForward(_ context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
-	target, err := t.listenerOn(port)
+	target, l, err := t.listenerOn(port)
 	if err != nil {
 		return err
 	}
+	if l.Protocol == container.HTTP {
+		return t.forwardHTTP(target, port, stream)
+	}
+	forwardTCP(stream, l.Talk)
+	return nil
+}
+
+// maxTalkBuffer bounds what a TCP connection may send that its server has not used.
+const maxTalkBuffer = 1 << 20
+
+// forwardTCP is a connection to a TCP server of the model: what the client sends is
+// answered by talk (nil: read and not answered) until either side closes.
+func forwardTCP(conn io.ReadWriter, talk container.Talk) {
+	var pending []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 && talk != nil {
+			pending = append(pending, buf[:n]...)
+			reply, used, closing := talk(pending)
+			pending = pending[used:]
+			if len(reply) > 0 {
+				if _, werr := conn.Write(reply); werr != nil {
+					return
+				}
+			}
+			if closing || len(pending) > maxTalkBuffer {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// forwardHTTP answers the HTTP requests arriving on stream from target's server.
+func (t *streamTarget) forwardHTTP(target *run, port int32, stream io.ReadWriter) error {
 	br := bufio.NewReader(stream)
 	for {
 		req, err := http.ReadRequest(br)
@@ -198,7 +215,7 @@ func (t *streamTarget) PortForward(ctx context.Context, _, _ string, port int32,
 		code, body, err := target.inst.Request(time.Now(), "http", port, req.URL.Path, container.Client{Addr: "127.0.0.1", Agent: req.UserAgent()})
 		target.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("error forwarding port %d to pod %s: %v", port, t.pod.Name, err)
+			return t.refused(port, err)
 		}
 		resp := &http.Response{
 			StatusCode: code, ProtoMajor: 1, ProtoMinor: 1, Request: req,
@@ -214,8 +231,8 @@ func (t *streamTarget) PortForward(ctx context.Context, _, _ string, port int32,
 	}
 }
 
-// listenerOn is the run of the pod's container that listens on port.
-func (t *streamTarget) listenerOn(port int32) (*run, error) {
+// listenerOn is the run of the pod's container that listens on port, and its listener.
+func (t *streamTarget) listenerOn(port int32) (*run, container.Listener, error) {
 	for _, c := range t.pod.Spec.Containers {
 		if !running(t.pod, c.Name) {
 			continue
@@ -225,11 +242,25 @@ func (t *streamTarget) listenerOn(port int32) (*run, error) {
 			continue
 		}
 		r.mu.Lock()
-		err = r.inst.Dial(time.Now(), port)
+		l, ok := r.inst.Listening(time.Now(), port)
 		r.mu.Unlock()
-		if err == nil {
-			return r, nil
+		if ok {
+			return r, l, nil
 		}
 	}
-	return nil, fmt.Errorf("failed to connect to localhost:%d inside namespace of pod %s: %w", port, t.pod.Name, container.ErrRefused)
+	return nil, container.Listener{}, t.refused(port, container.ErrRefused)
+}
+
+// refused is a connection to port that nothing accepted, as containerd words it (the
+// streaming library puts "error forwarding port N to pod SANDBOX, uid :" before it,
+// as the runtime's streaming server does).
+func (t *streamTarget) refused(port int32, err error) error {
+	return fmt.Errorf("failed to execute portforward in network namespace %q: failed to connect to localhost:%d inside namespace %q, IPv4: dial tcp4 127.0.0.1:%d: %v IPv6 dial tcp6 [::1]:%d: %v ",
+		"/var/run/netns/cni-"+string(t.pod.UID), port, sandboxID(t.pod), port, err, port, err)
+}
+
+// sandboxID is the pod's sandbox as a runtime names it (what a port-forward error
+// shows in place of the pod).
+func sandboxID(pod *corev1.Pod) string {
+	return strings.TrimPrefix(containerID(string(pod.UID), "POD", 0), "containerd://")
 }

@@ -63,13 +63,17 @@
 // SubjectAccessReview on nodes/proxy (nodes/log, nodes/stats, … by path, as the
 // kubelet maps them). It serves /healthz; /containerLogs from the container model's
 // log (tailLines, sinceSeconds, sinceTime, timestamps, limitBytes, previous, follow
-// until the instance ends; the last 1000 lines, at most 16 KiB, of each instance are kept, the model's
+// until the instance ends or is killed; the instance as the kubelet picks it, the last
+// one ended during CrashLoopBackOff; the last 1000 lines, at most 16 KiB, of each instance are kept, the model's
 // stand-in for the kubelet's log rotation); /exec and /attach through
 // k8s.io/cri-streaming (the shell subset of pkg/container runs the command against the
-// instance's files, exit codes reach the client; stdin is not read: tar, hence kubectl
-// cp, and an interactive shell are refused with a message saying so; attach streams
-// what the main process writes); /portForward to what the pod's containers serve
-// (HTTP requests answered from the model, each logged in the server's access log).
+// instance's files, exit codes reach the client; with stdin, a shell reads its
+// commands line by line, with a tty's prompt and echo, and cat or tar x take the whole
+// input, hence kubectl cp (apiexec.go); attach streams what the main process writes
+// and feeds a main sh with stdin open); /portForward to what the pod's containers
+// serve (HTTP requests answered from the model, each logged in the server's access
+// log; a TCP server's protocol as far as the model speaks it, redis's PING; a port
+// nothing serves refused in containerd's words).
 // An instance the pod's sync does not model (no probes, a command that runs for ever)
 // is modelled when first asked for, from its start time; the API keeps the current
 // and previous instance of each container until the pod goes. PodConnection (egress.go)

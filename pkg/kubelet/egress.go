@@ -25,7 +25,7 @@ func (k *Kubelet) PodConnection(ip string, port int32) (serve func(ctx context.C
 		return nil, false, nil
 	}
 	target := &streamTarget{k: k, pod: pod}
-	if _, err := target.listenerOn(port); err != nil {
+	if _, _, err := target.listenerOn(port); err != nil {
 		return nil, true, err
 	}
 	return func(ctx context.Context, conn io.ReadWriteCloser) error {

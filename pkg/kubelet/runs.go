@@ -65,7 +65,7 @@ func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now 
 	r := &run{
 		id: id, key: pod.Namespace + "/" + pod.Name, spec: *c.DeepCopy(), podIP: podIP,
 		ref:    corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, FieldPath: fieldPath},
-		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Hostname: hostname, NodeIP: pod.Status.HostIP, Init: toCompletion}, started),
+		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Hostname: hostname, NodeIP: pod.Status.HostIP, Init: toCompletion, Stdin: c.Stdin, TTY: c.TTY}, started),
 		probes: prober.NewSet(&c, started),
 	}
 	r.probes.Resume(now)
@@ -73,7 +73,7 @@ func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now 
 }
 
 // needed tells whether a run must be kept: it has probes, or its command may still
-// end (it sleeps, or has ended). A server or a process that runs for ever without
+// end (it sleeps, has ended, or is a shell reading the input kubectl attach gives it). A server or a process that runs for ever without
 // probes behaves as the node did before it had a container model: it needs nothing.
 func (r *run) needed() bool {
 	if !r.probes.Empty() {
@@ -81,7 +81,7 @@ func (r *run) needed() bool {
 	}
 	_, sleeping := r.inst.Next()
 	_, _, ended := r.inst.Exited()
-	return sleeping || ended
+	return sleeping || ended || r.inst.ReadsInput()
 }
 
 // observe advances the instance and its probes to now.
