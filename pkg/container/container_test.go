@@ -420,3 +420,22 @@ func TestAgnhostTestWebserverProbeBreak(t *testing.T) {
 		}
 	}
 }
+
+func TestEndsOnTerm(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want bool
+	}{
+		{"nginx, a server, ends on SIGTERM", Spec{Image: "nginx:1.25"}, true},
+		{"agnhost netexec ends on SIGTERM", Spec{Image: "registry.k8s.io/e2e-test-images/agnhost:2.53", Args: []string{"netexec"}}, true},
+		{"an image kroll has no model of is taken to", Spec{Image: "example.com/app:1"}, true},
+		{"busybox sleep 3600 as PID 1 ignores it", Spec{Image: "busybox", Command: []string{"sleep", "3600"}}, false},
+		{"a shell script that sleeps ignores it", Spec{Image: "busybox", Command: []string{"sh", "-c", "touch /tmp/x; sleep 600"}}, false},
+	}
+	for _, tc := range tests {
+		if got := Start(tc.spec, t0).EndsOnTerm(t0.Add(time.Second)); got != tc.want {
+			t.Errorf("%s: EndsOnTerm = %v", tc.name, got)
+		}
+	}
+}

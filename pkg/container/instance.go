@@ -212,6 +212,16 @@ func (c *Instance) Next() (time.Time, bool) {
 	return c.wakeAt, !c.ended && !c.wakeAt.IsZero()
 }
 
+// EndsOnTerm tells whether the main process, as it runs at now, ends when sent
+// SIGTERM: a server does (nginx, redis, agnhost, pause, and the program of an image
+// kroll has no model of is taken to); a shell script or a sleep running as PID 1 has
+// no handler for it and, PID 1, ignores it: the kubelet's SIGKILL at the end of the
+// grace period ends it.
+func (c *Instance) EndsOnTerm(now time.Time) bool {
+	c.AdvanceTo(now)
+	return c.ended || c.server != nil
+}
+
 // Exited reports the main process's end: its exit code and when; ok false while it runs.
 func (c *Instance) Exited() (code int, at time.Time, ok bool) {
 	return c.code, c.endedAt, c.ended

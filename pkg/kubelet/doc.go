@@ -22,15 +22,17 @@
 //     instance of pkg/container's model of its image — what it serves, its files, its
 //     command in a documented shell subset — and its probes are pkg/prober's state
 //     machines. A command that ends ends the container (Completed or Error; the pod's
-//     restartPolicy restarts it through CrashLoopBackOff, or it stays terminated and a
-//     Job's pod completes); readiness and startup probes decide ready and started; a
-//     failed liveness or startup probe kills it (exit code 137, Killing event) and it
-//     restarts with back-off. Failed probes post the kubelet's Unhealthy events. One
+//     restartPolicy restarts it, or it stays terminated and a Job's pod completes);
+//     readiness and startup probes decide ready and started; a failed liveness or
+//     startup probe kills it (exit code 137, Killing event): a server stops at once, a
+//     shell or sleep as PID 1 ignores SIGTERM and stops when the grace period ends (the
+//     probe's terminationGracePeriodSeconds, else the pod's; kill.go). Restarts follow
+//     the kubelet's back-off (backoff.go): the first at once, then after 10s, 20s, …
+//     5m, in CrashLoopBackOff. Failed probes post the kubelet's Unhealthy events. One
 //     goroutine runs every due probe from a heap, and syncs a pod only when a result
-//     changes. A sidecar's startup and readiness probes decide its started and ready.
-//     Not modelled yet: init containers' commands (they complete at once), a sidecar's
-//     liveness probe and command, probe-level terminationGracePeriodSeconds (a kill is
-//     immediate), exec from outside, logs.
+//     changes. A sidecar (sidecars.go) runs the same way, restarting whatever the pod's
+//     restartPolicy, without holding back app containers that have started.
+//     Not modelled yet: init containers' commands (they complete at once).
 //   - Termination (termination.go): a deleted pod serves until its grace period (capped)
 //     is over, then reports its containers terminated, not Ready, Succeeded or Failed,
 //     and is deleted with a zero grace period; a finalizer keeps it with that status.
