@@ -20,7 +20,12 @@ func (s *simulator) sidecar(pod *corev1.Pod, c corev1.Container, old *corev1.Con
 		return s.container(&always, c, old, clk, created, s.delayFor(pod), now, w)
 	}
 	cs := runningStatus(pod, c.Name, normalizeImage(c.Image), created, true, 0, old)
-	started := clk.sinceOr(c.Name, cs.State.Running.StartedAt.Time)
+	// The first instance started with the sandbox; a restarted one when the restart
+	// recorded it (to the nanosecond: the status's startedAt is whole seconds).
+	started := created
+	if cs.RestartCount > 0 {
+		started = clk.sinceOr(c.Name, cs.State.Running.StartedAt.Time)
+	}
 	r := s.runOf(pod, c, &cs, clk, started, now)
 	if r == nil {
 		return cs
