@@ -69,7 +69,7 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 	f.DurationVar(&o.kubelet.MaxGracePeriod, "pod-max-grace-period", defaults.MaxGracePeriod,
 		"cap on a deleted pod's termination grace period")
 	f.DurationVar(&o.kubelet.CrashLoopBackOff, "crash-loop-back-off", defaults.CrashLoopBackOff,
-		"first restart back-off of a crashing container (doubles per restart, at most 5m)")
+		"restart back-off of a crashing container: the first restart is at once, the second after this, doubling per restart, at most 5m")
 	f.StringArrayVar(&o.faults, "fault", nil,
 		"IMAGE-GLOB=FAULT: containers of matching images misbehave; FAULT is ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None (repeatable; per pod: annotation "+kubelet.AnnotationFault+")")
 	f.StringVar(&o.faultRulesFile, "fault-rules", "", "YAML file of fault rules: {rules: [{image: GLOB, fault: FAULT}]}, applied after --fault")

@@ -90,7 +90,7 @@ func TestFilesChangeOverTheProcessLife(t *testing.T) {
 func TestHTTPAndExec(t *testing.T) {
 	c := Start(Spec{Image: "nginx:1.14.2", Hostname: "web-0"}, t0)
 	get := func(port int32, p string) (int, error) {
-		code, _, err := c.HTTPGet(t0.Add(time.Second), "http", port, p)
+		code, _, err := c.HTTPGet(t0.Add(time.Second), "http", port, p, nil)
 		return code, err
 	}
 	if code, err := get(80, "/"); code != 200 || err != nil {
@@ -181,20 +181,20 @@ func TestImages(t *testing.T) {
 				t.Fatalf("dial %d = %v, want %v", tc.port, err, tc.dial)
 			}
 			if tc.code != 0 {
-				if code, _, err := c.HTTPGet(now, "http", tc.port, tc.path); code != tc.code || err != nil {
+				if code, _, err := c.HTTPGet(now, "http", tc.port, tc.path, nil); code != tc.code || err != nil {
 					t.Errorf("GET %s = %d, %v; want %d", tc.path, code, err, tc.code)
 				}
 			}
 		})
 	}
-	if _, _, err := Start(Spec{Image: "redis"}, t0).HTTPGet(t0, "http", 6379, "/"); !errors.Is(err, ErrNotHTTP) {
+	if _, _, err := Start(Spec{Image: "redis"}, t0).HTTPGet(t0, "http", 6379, "/", nil); !errors.Is(err, ErrNotHTTP) {
 		t.Errorf("HTTP GET of redis = %v, want a malformed response", err)
 	}
 	live := Start(Spec{Image: "registry.k8s.io/e2e-test-images/agnhost:2.53", Args: []string{"liveness"}}, t0)
-	if code, _, _ := live.HTTPGet(t0.Add(9*time.Second), "http", 8080, "/healthz"); code != 200 {
+	if code, _, _ := live.HTTPGet(t0.Add(9*time.Second), "http", 8080, "/healthz", nil); code != 200 {
 		t.Errorf("agnhost liveness at 9s = %d, want 200", code)
 	}
-	if code, _, _ := live.HTTPGet(t0.Add(10*time.Second), "http", 8080, "/healthz"); code != 500 {
+	if code, _, _ := live.HTTPGet(t0.Add(10*time.Second), "http", 8080, "/healthz", nil); code != 500 {
 		t.Errorf("agnhost liveness at 10s = %d, want 500", code)
 	}
 }
@@ -287,11 +287,19 @@ func TestAccessLog(t *testing.T) {
 		want  string
 	}{
 		{"nginx logs a probe in the combined format, from the node, as kube-probe", "nginx:1.25",
-			func(c *Instance) { _, _, _ = c.HTTPGet(t0, "http", 80, "/") },
+			func(c *Instance) { _, _, _ = c.HTTPGet(t0, "http", 80, "/", nil) },
 			`10.0.0.7 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 ` + fmt.Sprint(len(nginxIndex)) + ` "-" "kube-probe/1.36" "-"`},
 		{"nginx logs a 404", "nginx:1.25",
-			func(c *Instance) { _, _, _ = c.HTTPGet(t0, "http", 80, "/healthz") },
+			func(c *Instance) { _, _, _ = c.HTTPGet(t0, "http", 80, "/healthz", nil) },
 			`10.0.0.7 - - [06/Dec/2026:23:30:00 +0000] "GET /healthz HTTP/1.1" 404 14 "-" "kube-probe/1.36" "-"`},
+		{"a probe's User-Agent header replaces kube-probe's", "nginx:1.25",
+			func(c *Instance) {
+				_, _, _ = c.HTTPGet(t0, "http", 80, "/", []Header{{Name: "user-agent", Value: "my-probe"}, {Name: "User-Agent", Value: "second"}})
+			},
+			`10.0.0.7 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 ` + fmt.Sprint(len(nginxIndex)) + ` "-" "my-probe" "-"`},
+		{"an empty User-Agent header sends none: nginx logs -", "nginx:1.25",
+			func(c *Instance) { _, _, _ = c.HTTPGet(t0, "http", 80, "/", []Header{{Name: "User-Agent"}}) },
+			`10.0.0.7 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 ` + fmt.Sprint(len(nginxIndex)) + ` "-" "-" "-"`},
 		{"a curl inside the container comes from localhost", "nginx:1.25",
 			func(c *Instance) { c.Exec(t0, []string{"curl", "-s", "http://localhost/"}, nil) },
 			`127.0.0.1 - - [06/Dec/2026:23:30:00 +0000] "GET / HTTP/1.1" 200 ` + fmt.Sprint(len(nginxIndex)) + ` "-" "curl/8.5.0" "-"`},
@@ -322,6 +330,34 @@ func TestAccessLog(t *testing.T) {
 
 // The log kept is bounded in lines and in bytes, the oldest lines dropped first, and
 // LogFrom still counts every line written.
+// A probe's httpHeaders reach the server: agnhost netexec's /header answers the value
+// of the header its key names, the kubelet's defaults included.
+func TestProbeHeadersReachTheServer(t *testing.T) {
+	c := Start(Spec{Image: "registry.k8s.io/e2e-test-images/agnhost:2.53", Args: []string{"netexec", "--http-port=8080"}}, t0)
+	headers := []Header{{Name: "X-Custom", Value: "v1"}, {Name: "Host", Value: "example.com"}}
+	tests := []struct {
+		path    string
+		headers []Header
+		want    string
+	}{
+		{"/header?key=X-Custom", headers, "v1"},
+		{"/header?key=x-custom", headers, "v1"},
+		{"/header?key=X-Custom", nil, ""},
+		{"/header?key=User-Agent", nil, ProbeAgent},
+		{"/header?key=User-Agent", []Header{{Name: "User-Agent", Value: "mine"}}, "mine"},
+		{"/header?key=Accept", nil, "*/*"},
+		{"/header?key=Accept", []Header{{Name: "Accept", Value: "application/json"}}, "application/json"},
+		{"/header?key=Host", headers, ""}, // Go's server keeps Host out of the headers
+		{"/echo?msg=hello%20there", nil, "hello there"},
+	}
+	for _, tc := range tests {
+		code, body, err := c.HTTPGet(t0.Add(time.Second), "http", 8080, tc.path, tc.headers)
+		if code != 200 || body != tc.want || err != nil {
+			t.Errorf("GET %s with %v = %d %q %v; want 200 %q", tc.path, tc.headers, code, body, err, tc.want)
+		}
+	}
+}
+
 func TestLogBounds(t *testing.T) {
 	c := Start(Spec{Image: "pause"}, t0)
 	for i := range 2*maxLogLines + 5 {
@@ -354,7 +390,7 @@ func TestLogBounds(t *testing.T) {
 func TestAgnhostTestWebserverProbeBreak(t *testing.T) {
 	c := Start(Spec{Image: "registry.k8s.io/e2e-test-images/agnhost:2.55", Args: []string{"test-webserver"}}, t0)
 	get := func(p string) int {
-		code, _, err := c.HTTPGet(t0.Add(time.Second), "http", 80, p)
+		code, _, err := c.HTTPGet(t0.Add(time.Second), "http", 80, p, nil)
 		if err != nil {
 			t.Fatalf("GET %s: %v", p, err)
 		}
@@ -387,6 +423,25 @@ func TestAgnhostTestWebserverProbeBreak(t *testing.T) {
 			if code := get(s.present); code != 200 {
 				t.Errorf("after %q: GET %s = %d, want 200", s.cmd, s.present, code)
 			}
+		}
+	}
+}
+
+func TestEndsOnTerm(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want bool
+	}{
+		{"nginx, a server, ends on SIGTERM", Spec{Image: "nginx:1.25"}, true},
+		{"agnhost netexec ends on SIGTERM", Spec{Image: "registry.k8s.io/e2e-test-images/agnhost:2.53", Args: []string{"netexec"}}, true},
+		{"an image kroll has no model of is taken to", Spec{Image: "example.com/app:1"}, true},
+		{"busybox sleep 3600 as PID 1 ignores it", Spec{Image: "busybox", Command: []string{"sleep", "3600"}}, false},
+		{"a shell script that sleeps ignores it", Spec{Image: "busybox", Command: []string{"sh", "-c", "touch /tmp/x; sleep 600"}}, false},
+	}
+	for _, tc := range tests {
+		if got := Start(tc.spec, t0).EndsOnTerm(t0.Add(time.Second)); got != tc.want {
+			t.Errorf("%s: EndsOnTerm = %v", tc.name, got)
 		}
 	}
 }

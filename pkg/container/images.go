@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/distribution/reference"
@@ -26,9 +27,10 @@ const (
 type Listener struct {
 	Port     int32
 	Protocol Protocol
-	// Serve answers an HTTP GET of path (HTTP only): the status code and the body. The
-	// container's files and how long it has run are what it may look at.
-	Serve func(fs *FS, path string, uptime time.Duration) (int, string)
+	// Serve answers an HTTP GET (HTTP only): the status code and the body. The request
+	// (its cleaned path, query and headers), the container's files and how long it has
+	// run are what it may look at.
+	Serve func(fs *FS, g Get, uptime time.Duration) (int, string)
 	// Talk is what a TCP server answers on a connection (talk.go); nil when it accepts
 	// connections and answers nothing the model knows.
 	Talk Talk
@@ -116,11 +118,23 @@ func tool(out string, code int) func([]string) result {
 }
 
 // staticFiles serves the files under root: a directory's index.html, 404 otherwise.
-func staticFiles(root string) func(*FS, string, time.Duration) (int, string) {
-	return func(fs *FS, p string, _ time.Duration) (int, string) {
-		f := path.Join(root, path.Clean("/"+p))
+// The files a path names are remembered (the last path asked, per server): every probe
+// of every nginx pod asks "/", and joining root, the path and index.html anew each
+// time is garbage the whole cluster's heap pays for. What is there is still looked up
+// on every request: an exec may have moved index.html away.
+func staticFiles(root string) func(*FS, Get, time.Duration) (int, string) {
+	type names struct{ path, file, index string }
+	var last atomic.Pointer[names]
+	return func(fs *FS, g Get, _ time.Duration) (int, string) {
+		n := last.Load()
+		if n == nil || n.path != g.Path {
+			f := path.Join(root, g.Path)
+			n = &names{path: g.Path, file: f, index: path.Join(f, "index.html")}
+			last.Store(n)
+		}
+		f := n.file
 		if fs.IsDir(f) {
-			f = path.Join(f, "index.html")
+			f = n.index
 		}
 		if c, ok := fs.Read(f); ok {
 			return 200, c
@@ -131,9 +145,9 @@ func staticFiles(root string) func(*FS, string, time.Duration) (int, string) {
 
 // fileServer is Go's http.FileServer over root, as agnhost test-webserver runs it: a
 // file's content, a directory's index.html or else its listing, 404 for anything absent.
-func fileServer(root string) func(*FS, string, time.Duration) (int, string) {
-	return func(fs *FS, p string, _ time.Duration) (int, string) {
-		f := path.Join(root, path.Clean("/"+p))
+func fileServer(root string) func(*FS, Get, time.Duration) (int, string) {
+	return func(fs *FS, g Get, _ time.Duration) (int, string) {
+		f := path.Join(root, g.Path)
 		if c, ok := fs.Read(f); ok {
 			return 200, c
 		}
@@ -277,25 +291,35 @@ func flagPort(flags []string, name string, def int32) int32 {
 }
 
 // netexec answers agnhost netexec's handlers; an unknown path is a 404.
-func netexec(fs *FS, p string, _ time.Duration) (int, string) {
-	switch p {
-	case "/", "/healthz", "/readyz", "/echo", "/clientip", "/header", "/serverport", "/dial", "/shell", "/redirect", "/upload", "/exit", "/shutdown":
+func netexec(fs *FS, g Get, _ time.Duration) (int, string) {
+	switch g.Path {
+	case "/header":
+		// The value of the request's header named by key (the Host header is the
+		// request's host, not a header, to Go's server: it answers "").
+		key := g.Param("key")
+		if strings.EqualFold(key, "Host") {
+			return 200, ""
+		}
+		return 200, g.Header(key)
+	case "/echo":
+		return 200, g.Param("msg")
+	case "/", "/healthz", "/readyz", "/clientip", "/serverport", "/dial", "/shell", "/redirect", "/upload", "/exit", "/shutdown":
 		return 200, "ok"
 	case "/hostname", "/hostName":
-		return hostnameOnly(fs, p, 0)
+		return hostnameOnly(fs, g, 0)
 	}
 	return 404, "404 page not found\n"
 }
 
-func hostnameOnly(fs *FS, _ string, _ time.Duration) (int, string) {
+func hostnameOnly(fs *FS, _ Get, _ time.Duration) (int, string) {
 	h, _ := fs.Read("/etc/hostname")
 	return 200, strings.TrimSpace(h)
 }
 
 // livenessHandler is agnhost liveness: /healthz answers 200 for its first 10 seconds,
 // then 500 for ever; other paths 404.
-func livenessHandler(_ *FS, p string, up time.Duration) (int, string) {
-	if p != "/healthz" {
+func livenessHandler(_ *FS, g Get, up time.Duration) (int, string) {
+	if g.Path != "/healthz" {
 		return 404, "404 page not found\n"
 	}
 	if up < 10*time.Second {

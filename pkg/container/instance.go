@@ -53,14 +53,18 @@ type Instance struct {
 	image *Image
 	fs    *FS
 	// logBytes is the size of log's lines, each with its newline.
-	logBytes  int
-	started   time.Time
-	proc      *process
-	now       time.Time // how far the main process has run
-	wakeAt    time.Time // when the sleeping main process resumes; zero when not sleeping
-	server    *Server   // what the main process serves, once it runs one
-	log       []LogLine
-	written   int    // lines ever written (log holds the last of them)
+	logBytes int
+	started  time.Time
+	proc     *process
+	now      time.Time // how far the main process has run
+	wakeAt   time.Time // when the sleeping main process resumes; zero when not sleeping
+	server   *Server   // what the main process serves, once it runs one
+	// log[first:] are the lines kept (first moves on as lines are dropped, and the
+	// slice is compacted every 32 lines dropped: no copy per line written).
+	log       []logEntry
+	first     int
+	written   int    // lines ever written (log[first:] holds the last of them)
+	scratch   []byte // an access line formatted to learn its length
 	probeFrom Client // the kubelet's probes, as the access log names them
 	init      bool   // an init container's (Spec.Init)
 	ended     bool
@@ -173,20 +177,58 @@ func (c *Instance) forever(at time.Time, s *Server, note string) {
 
 func (c *Instance) write(at time.Time, lines ...string) {
 	for _, l := range lines {
-		c.log = append(c.log, LogLine{At: at, Text: l})
-		c.logBytes += len(l) + 1
+		c.keep(logEntry{at: at, text: l, n: int32(len(l))})
 	}
-	c.written += len(lines)
-	n := max(0, len(c.log)-maxLogLines)
-	for i := 0; i < n; i++ {
-		c.logBytes -= len(c.log[i].Text) + 1
+}
+
+// logEntry is one line kept: a line as written, or (format set) a server's access
+// line kept as its parts and formatted when read. An nginx pod probed every 10 s logs
+// a line each time; 10,000 of them formatting a string per probe made garbage that
+// brought on collections of the whole cluster's heap. 64 bytes a line, the line's
+// text included for an access line (before: 40 and the text, about 100).
+type logEntry struct {
+	at     time.Time
+	text   string // the line; for an access line, the path requested
+	format AccessFormat
+	client *Client // for an access line: who asked
+	code   int32   // for an access line: the status and the body's size
+	size   int32
+	n      int32 // the line's length in bytes
+}
+
+// line is e as read.
+func (e *logEntry) line() LogLine {
+	if e.format == nil {
+		return LogLine{At: e.at, Text: e.text}
 	}
-	for n < len(c.log)-1 && c.logBytes > maxLogBytes {
-		c.logBytes -= len(c.log[n].Text) + 1
-		n++
+	b := e.format(make([]byte, 0, e.n), e.at, *e.client, e.text, int(e.code), int(e.size))
+	return LogLine{At: e.at, Text: string(b)}
+}
+
+// access logs one request the server answered, in its access format. client must not
+// change after (the instance's own probe client, or a copy).
+func (c *Instance) access(at time.Time, client *Client, p string, code, size int) {
+	c.scratch = c.server.Access(c.scratch[:0], at, *client, p, code, size)
+	c.keep(logEntry{at: at, text: p, format: c.server.Access, client: client, code: int32(code), size: int32(size), n: int32(len(c.scratch))})
+}
+
+// keep adds e to the log and drops the oldest lines beyond the bounds: more than
+// maxLogLines lines, or more than maxLogBytes bytes (newlines counted) while more
+// than one line is kept.
+func (c *Instance) keep(e logEntry) {
+	c.log = append(c.log, e)
+	c.logBytes += int(e.n) + 1
+	c.written++
+	for kept := len(c.log) - c.first; kept > maxLogLines || (kept > 1 && c.logBytes > maxLogBytes); kept-- {
+		c.logBytes -= int(c.log[c.first].n) + 1
+		c.log[c.first] = logEntry{}
+		c.first++
 	}
-	if n > 0 {
-		c.log = append(c.log[:0], c.log[n:]...)
+	if c.first >= 32 { // about 160 lines kept: a copy of them every 32 lines
+
+		n := copy(c.log, c.log[c.first:])
+		clear(c.log[n:])
+		c.log, c.first = c.log[:n], 0
 	}
 }
 
@@ -196,20 +238,43 @@ func (c *Instance) Next() (time.Time, bool) {
 	return c.wakeAt, !c.ended && !c.wakeAt.IsZero()
 }
 
+// EndsOnTerm tells whether the main process, as it runs at now, ends when sent
+// SIGTERM: a server does (nginx, redis, agnhost, pause, and the program of an image
+// kroll has no model of is taken to); a shell script or a sleep running as PID 1 has
+// no handler for it and, PID 1, ignores it: the kubelet's SIGKILL at the end of the
+// grace period ends it.
+func (c *Instance) EndsOnTerm(now time.Time) bool {
+	c.AdvanceTo(now)
+	return c.ended || c.server != nil
+}
+
 // Exited reports the main process's end: its exit code and when; ok false while it runs.
 func (c *Instance) Exited() (code int, at time.Time, ok bool) {
 	return c.code, c.endedAt, c.ended
 }
 
 // Log is what the instance wrote, oldest first.
-func (c *Instance) Log() []LogLine { return append([]LogLine(nil), c.log...) }
+func (c *Instance) Log() []LogLine { return c.lines(c.first) }
+
+// lines is the kept lines from log[from:].
+func (c *Instance) lines(from int) []LogLine {
+	if from >= len(c.log) {
+		return nil
+	}
+	out := make([]LogLine, 0, len(c.log)-from)
+	for i := from; i < len(c.log); i++ {
+		out = append(out, c.log[i].line())
+	}
+	return out
+}
 
 // LogFrom is what the instance wrote after its first seq lines (those still kept),
 // and the count to ask from next time: how a follower reads only what is new.
 func (c *Instance) LogFrom(seq int) ([]LogLine, int) {
-	skip := seq - (c.written - len(c.log))
-	skip = max(0, min(skip, len(c.log)))
-	return append([]LogLine(nil), c.log[skip:]...), c.written
+	kept := len(c.log) - c.first
+	skip := seq - (c.written - kept)
+	skip = max(0, min(skip, kept))
+	return c.lines(c.first + skip), c.written
 }
 
 // FS is the instance's file system (for inspection; writes through Exec).
@@ -218,6 +283,10 @@ func (c *Instance) FS() *FS { return c.fs }
 // Image is the behaviour the instance runs.
 func (c *Instance) Image() *Image { return c.image }
 
+// anyPort is what listens on every port of a server that answers on any (its Port is
+// not the port asked).
+var anyPort = Listener{Protocol: HTTP, Serve: func(*FS, Get, time.Duration) (int, string) { return 200, "" }}
+
 // listener is what listens on port now; nil when nothing does.
 func (c *Instance) listener(now time.Time, port int32) *Listener {
 	c.AdvanceTo(now)
@@ -225,7 +294,7 @@ func (c *Instance) listener(now time.Time, port int32) *Listener {
 		return nil
 	}
 	if c.server.AnyPort {
-		return &Listener{Port: port, Protocol: HTTP, Serve: func(*FS, string, time.Duration) (int, string) { return 200, "" }}
+		return &anyPort
 	}
 	for i := range c.server.Listen {
 		if c.server.Listen[i].Port == port {
@@ -259,17 +328,43 @@ var ErrNotHTTP = errors.New("net/http: HTTP/1.x transport connection broken: mal
 // ErrNotTLS is the error of an HTTPS request to a port that speaks plain HTTP.
 var ErrNotTLS = errors.New("http: server gave HTTP response to HTTPS client")
 
-// HTTPGet requests path on port with scheme "http" or "https": the status code and
-// body, or ErrRefused / ErrNotHTTP / ErrNotTLS. A query string is ignored. The model's
-// servers speak plain HTTP, except a server that answers every port (an image kroll has
-// no model of), which is taken to speak whatever it is asked. It is the kubelet's
-// probe: the server's access log records it so.
-func (c *Instance) HTTPGet(now time.Time, scheme string, port int32, p string) (int, string, error) {
-	return c.Request(now, scheme, port, p, c.probeFrom)
+// HTTPGet requests path (with its query, if any) on port with scheme "http" or
+// "https", sending headers as the kubelet's httpGet probe does: the status code and
+// body, or ErrRefused / ErrNotHTTP / ErrNotTLS. A User-Agent among headers replaces
+// the probe's own (kube-probe/1.36; an empty one sends none) and a Host header is the
+// request's host, as the kubelet's prober sends them. The model's servers speak plain
+// HTTP, except a server that answers every port (an image kroll has no model of),
+// which is taken to speak whatever it is asked. It is the kubelet's probe: the server's
+// access log records it so.
+func (c *Instance) HTTPGet(now time.Time, scheme string, port int32, p string, headers []Header) (int, string, error) {
+	client := c.probeFrom
+	var host string
+	for _, h := range headers {
+		switch {
+		case strings.EqualFold(h.Name, "User-Agent") && client.Agent == ProbeAgent:
+			client.Agent = h.Value
+		case strings.EqualFold(h.Name, "Host") && host == "":
+			host = h.Value
+		}
+	}
+	if client == c.probeFrom {
+		return c.get(now, scheme, port, p, host, headers, &c.probeFrom)
+	}
+	other := client
+	return c.get(now, scheme, port, p, host, headers, &other)
 }
 
-// Request is HTTPGet from client: a server with an access format logs the request.
+// Request is a GET of path from client (a program in the container, a port-forward):
+// a server with an access format logs the request.
 func (c *Instance) Request(now time.Time, scheme string, port int32, p string, client Client) (int, string, error) {
+	if client == localClient {
+		return c.get(now, scheme, port, p, "", nil, &localClient)
+	}
+	other := client
+	return c.get(now, scheme, port, p, "", nil, &other)
+}
+
+func (c *Instance) get(now time.Time, scheme string, port int32, p, host string, headers []Header, client *Client) (int, string, error) {
 	l := c.listener(now, port)
 	switch {
 	case l == nil:
@@ -279,15 +374,24 @@ func (c *Instance) Request(now time.Time, scheme string, port int32, p string, c
 	case scheme == "https" && !c.server.AnyPort:
 		return 0, "", ErrNotTLS
 	}
-	p, _, _ = strings.Cut(p, "?")
+	p, query, _ := strings.Cut(p, "?")
 	if p == "" {
 		p = "/"
 	}
-	code, body := l.Serve(c.fs, path.Clean("/"+p), now.Sub(c.started))
+	g := Get{Path: cleanPath(p), Query: query, Host: host, Agent: client.Agent, Headers: headers}
+	code, body := l.Serve(c.fs, g, now.Sub(c.started))
 	if c.server.Access != nil {
-		c.write(now, c.server.Access(now, client, p, code, len(body)))
+		c.access(now, client, p, code, len(body))
 	}
 	return code, body, nil
+}
+
+// cleanPath is p cleaned and rooted, without a copy when it already is (a probe's "/").
+func cleanPath(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return path.Clean(p)
+	}
+	return path.Clean("/" + p)
 }
 
 // GRPCHealth calls grpc.health.v1.Health/Check on port: serving, or the probe's

@@ -35,8 +35,9 @@ type Config struct {
 	// MaxGracePeriod caps a deleted pod's termination grace period so tests stay fast;
 	// zero finalises deletions as soon as they are seen.
 	MaxGracePeriod time.Duration
-	// CrashLoopBackOff is the first restart back-off of a crashing container; it doubles
-	// per restart up to five minutes, as the kubelet's does.
+	// CrashLoopBackOff is the first restart back-off of a crashing container (the
+	// first restart is at once, the second waits this); it doubles per restart up to
+	// five minutes, as the kubelet's does. Image pulls are retried after it too.
 	CrashLoopBackOff time.Duration
 	// Faults decides which containers misbehave; nil means DefaultFaultRules only.
 	Faults *FaultRules

@@ -58,7 +58,12 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 			case o.exited:
 				return s.ended(pod, c, old, int32(o.code), o.exitedAt, clk, w)
 			case o.probes.Kill != "":
-				return s.ended(pod, c, old, exitKilled, now, clk, w)
+				// Killed: it stops at once or when its grace period ends (kill.go).
+				stop := killStop(o.probes.KilledAt, killGrace(pod, &c, o.probes.KilledBy), r.inst.EndsOnTerm(now))
+				if !now.Before(stop) {
+					return s.ended(pod, c, old, exitKilled, stop, clk, w)
+				}
+				w.offer(stop)
 			}
 			if s.onRun == nil {
 				if t, ok := r.next(); ok {
@@ -95,11 +100,12 @@ func (s *simulator) container(pod *corev1.Pod, c corev1.Container, old *corev1.C
 			finished = t.FinishedAt.Time
 		}
 		finished = clk.sinceOr(c.Name, finished)
-		restartAt := finished.Add(s.backOff(old.RestartCount))
+		restartAt, entry := s.restartDue(c, finished, now, clk)
 		if now.Before(restartAt) {
 			w.offer(restartAt)
 			return *old.DeepCopy()
 		}
+		clk.backOff[c.Name] = entry
 		return s.startInstance(pod, c, image, old.DeepCopy(), now, old.RestartCount+1, s.readinessDelay(fault, 0), delay, clk, w)
 
 	case old.State.Waiting != nil && !plan.pull.OK:
@@ -171,6 +177,9 @@ func (s *simulator) startInstance(pod *corev1.Pod, c corev1.Container, image str
 	if c.ReadinessProbe != nil || c.StartupProbe != nil {
 		// Its probes decide, from the next sync on (runOf): not ready until they pass.
 		cs.Ready = false
+	}
+	if c.ReadinessProbe != nil || c.StartupProbe != nil || c.LivenessProbe != nil {
+		// The next sync, at once, starts its probes on their schedule from now.
 		w.offer(now)
 	}
 	if c.StartupProbe != nil {

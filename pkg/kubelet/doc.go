@@ -22,19 +22,21 @@
 //     instance of pkg/container's model of its image — what it serves, its files, its
 //     command in a documented shell subset — and its probes are pkg/prober's state
 //     machines. A command that ends ends the container (Completed or Error; the pod's
-//     restartPolicy restarts it through CrashLoopBackOff, or it stays terminated and a
-//     Job's pod completes); readiness and startup probes decide ready and started; a
-//     failed liveness or startup probe kills it (exit code 137, Killing event) and it
-//     restarts with back-off. Failed probes post the kubelet's Unhealthy events. One
+//     restartPolicy restarts it, or it stays terminated and a Job's pod completes);
+//     readiness and startup probes decide ready and started; a failed liveness or
+//     startup probe kills it (exit code 137, Killing event): a server stops at once, a
+//     shell or sleep as PID 1 ignores SIGTERM and stops when the grace period ends (the
+//     probe's terminationGracePeriodSeconds, else the pod's; kill.go). Restarts follow
+//     the kubelet's back-off (backoff.go): the first at once, then after 10s, 20s, …
+//     5m, in CrashLoopBackOff. Failed probes post the kubelet's Unhealthy events. One
 //     goroutine runs every due probe from a heap, and syncs a pod only when a result
-//     changes. A sidecar's startup and readiness probes decide its started and ready.
+//     changes. A sidecar (sidecars.go) runs the same way, restarting whatever the pod's
+//     restartPolicy, without holding back app containers that have started.
 //     Init containers (initcontainers.go) run their commands in the same model, one
 //     after another: exit 0 lets the next start; another code restarts it with
 //     back-off (Init:CrashLoopBackOff), or under restartPolicy Never fails the pod
 //     (Init:Error); a command that runs for ever keeps the pod initializing. An image
 //     the model does not know completes at once as an init container.
-//     Not modelled yet: a sidecar's liveness probe and command, probe-level
-//     terminationGracePeriodSeconds (a kill is immediate).
 //   - Events (events.go): every status write posts what the kubelet posts for the
 //     change it reports, decided by a pure function of the old and new status —
 //     Pulling, Pulled (with the pull's time and the image's size, or "already

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -108,7 +109,9 @@ func containerEvents(pod *corev1.Pod, c *corev1.Container, old, cur *corev1.Cont
 		switch {
 		case normalizeImage(was.Image) != normalizeImage(c.Image):
 			add(corev1.EventTypeNormal, eventKilling, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
-		case newInstance && cur.State.Running != nil:
+		case newInstance && cur.State.Running != nil && !apiequality.Semantic.DeepEqual(was.Resources, cur.Resources):
+			// A new instance with the old one's resources is a restart after an exit
+			// (the first is at once), not the kubelet's stop.
 			add(corev1.EventTypeNormal, eventKilling, fmt.Sprintf("Container %s resize requires restart", c.Name))
 		}
 	}

@@ -34,10 +34,12 @@ func (s *simulator) initContainer(pod *corev1.Pod, c corev1.Container, old *core
 		if t := old.LastTerminationState.Terminated; t != nil {
 			finished = t.FinishedAt.Time
 		}
-		if restartAt := clk.sinceOr(c.Name, finished).Add(s.backOff(old.RestartCount)); now.Before(restartAt) {
+		restartAt, entry := s.restartDue(c, clk.sinceOr(c.Name, finished), now, clk)
+		if now.Before(restartAt) {
 			w.offer(restartAt)
 			return *old.DeepCopy()
 		}
+		clk.backOff[c.Name] = entry
 		cs = initInstance(pod, c.Name, image, old, old.RestartCount+1, now)
 		clk.since[c.Name] = now
 	default:
@@ -90,6 +92,17 @@ func initFailed(spec []corev1.Container, statuses []corev1.ContainerStatus) bool
 	for _, c := range spec {
 		if cs := findStatus(statuses, c.Name); !isSidecar(c) && cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// regularInit tells whether name is one of pod's run-to-completion init containers
+// (not a sidecar).
+func regularInit(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return !isSidecar(c)
 		}
 	}
 	return false

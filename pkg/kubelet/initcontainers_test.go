@@ -67,13 +67,13 @@ func TestPodStatus_initContainerCommands(t *testing.T) {
 			},
 		},
 		{
-			name: "exit 3 under restartPolicy Always: CrashLoopBackOff, restarted after 10s, then 20s (Init:CrashLoopBackOff)",
+			name: "exit 3 under restartPolicy Always: restarted at once, then after 10s, then 20s in CrashLoopBackOff (Init:CrashLoopBackOff)",
 			pod:  withInits(corev1.RestartPolicyAlways, sh("setup", "echo failing; exit 3")),
 			syncs: []sync{
 				{at: 0, phase: corev1.PodPending, inits: "%s", wake: 500 * ms},
-				{at: 500 * ms, phase: corev1.PodPending, inits: "CrashLoopBackOff/0 PodInitializing", wake: 10500 * ms},
-				{at: 5 * sec, phase: corev1.PodPending, inits: "CrashLoopBackOff/0 PodInitializing", wake: 10500 * ms},
-				{at: 10500 * ms, phase: corev1.PodPending, inits: "CrashLoopBackOff/1 PodInitializing", wake: 30500 * ms},
+				{at: 500 * ms, phase: corev1.PodPending, inits: "Running/1 PodInitializing", wake: 500 * ms},
+				{at: 5 * sec, phase: corev1.PodPending, inits: "CrashLoopBackOff/1 PodInitializing", wake: 10500 * ms},
+				{at: 10500 * ms, phase: corev1.PodPending, inits: "CrashLoopBackOff/2 PodInitializing", wake: 30500 * ms},
 			},
 			log: "failing",
 		},
@@ -82,7 +82,8 @@ func TestPodStatus_initContainerCommands(t *testing.T) {
 			pod:  withInits(corev1.RestartPolicyOnFailure, sh("setup", "exit 3")),
 			syncs: []sync{
 				{at: 0, phase: corev1.PodPending, inits: "%s", wake: 500 * ms},
-				{at: 500 * ms, phase: corev1.PodPending, inits: "CrashLoopBackOff/0 PodInitializing", wake: 10500 * ms},
+				{at: 500 * ms, phase: corev1.PodPending, inits: "Running/1 PodInitializing", wake: 500 * ms},
+				{at: 5 * sec, phase: corev1.PodPending, inits: "CrashLoopBackOff/1 PodInitializing", wake: 10500 * ms},
 			},
 		},
 		{

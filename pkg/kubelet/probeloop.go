@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -44,7 +43,7 @@ func (l *probeLoop) schedule(r *run) {
 	}
 	r.queued = at
 	r.mu.Unlock()
-	heap.Push(&l.due, dueRun{at: at, r: r})
+	l.due.push(dueRun{at: at, r: r})
 	first := l.due[0].r == r
 	l.mu.Unlock()
 	if first {
@@ -59,12 +58,14 @@ func (l *probeLoop) schedule(r *run) {
 func (l *probeLoop) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var fire []*run // reused: the loop allocates nothing per run it fires
 	for {
 		now := time.Now()
-		var fire []*run
+		clear(fire)
+		fire = fire[:0]
 		l.mu.Lock()
 		for len(l.due) > 0 && !l.due[0].at.After(now) {
-			d := heap.Pop(&l.due).(dueRun)
+			d := l.due.pop()
 			d.r.mu.Lock()
 			current := d.r.queued.Equal(d.at) && !d.r.dead
 			if current {
@@ -117,17 +118,46 @@ type dueRun struct {
 	r  *run
 }
 
+// runHeap is a min-heap of due runs by time, typed (container/heap would box every
+// push in an interface: an allocation per probe period of every pod).
 type runHeap []dueRun
 
-func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)        { *h = append(*h, x.(dueRun)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *runHeap) push(d dueRun) {
+	*h = append(*h, d)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q[i].at.Before(q[parent].at) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+func (h *runHeap) pop() dueRun {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q[last] = dueRun{}
+	q = q[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(q) && q[l].at.Before(q[least].at) {
+			least = l
+		}
+		if r < len(q) && q[r].at.Before(q[least].at) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		q[i], q[least] = q[least], q[i]
+		i = least
+	}
+	*h = q
+	return top
 }
 
 // trackRun is the simulator's onRun: the run's probe events come from its node's

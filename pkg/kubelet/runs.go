@@ -167,7 +167,7 @@ func (s *simulator) runOf(pod *corev1.Pod, c corev1.Container, old *corev1.Conta
 
 // ended is the status of container c whose instance old ended at at with code: it
 // stays terminated when the pod's restartPolicy says so (Never; OnFailure after a
-// success), and otherwise waits CrashLoopBackOff for the back-off, then restarts.
+// success), and otherwise restarts at once or waits CrashLoopBackOff (backoff.go).
 func (s *simulator) ended(pod *corev1.Pod, c corev1.Container, old *corev1.ContainerStatus, code int32, at time.Time, clk *podClock, w *wake) corev1.ContainerStatus {
 	reason := reasonCompleted
 	if code != 0 {
@@ -187,38 +187,9 @@ func (s *simulator) ended(pod *corev1.Pod, c corev1.Container, old *corev1.Conta
 		return next
 	}
 	next.LastTerminationState = corev1.ContainerState{Terminated: term}
-	backOff := s.backOff(old.RestartCount)
-	next.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-		Reason:  reasonCrashLoopBackOff,
-		Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOff, c.Name, pod.Name, pod.Namespace, pod.UID),
-	}}
-	clk.since[c.Name] = at
-	w.offer(at.Add(backOff))
-	return next
+	return s.afterExit(pod, c, next, at, clk, w)
 }
 
 func isSidecar(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// probeSidecar lets a running sidecar's (restartable init container's) probes decide
-// its started and ready: the app containers start once it has started, and the pod is
-// not ready while it is not. What a failed liveness probe or an ended command does to
-// a sidecar (a restart) is not modelled yet: it keeps running.
-func (s *simulator) probeSidecar(pod *corev1.Pod, c corev1.Container, cs *corev1.ContainerStatus, clk *podClock, started, now time.Time, w *wake) {
-	if c.StartupProbe == nil && c.ReadinessProbe == nil {
-		return
-	}
-	c.LivenessProbe = nil // it would kill, and a kill is not modelled for sidecars
-	r := s.runOf(pod, c, cs, clk, started, now)
-	if r == nil {
-		return
-	}
-	o := r.observe(now)
-	cs.Ready, cs.Started = o.probes.Ready, ptrBool(o.probes.Started)
-	if s.onRun == nil {
-		if t, ok := r.next(); ok {
-			w.offer(t)
-		}
-	}
 }

@@ -50,16 +50,21 @@ type podClock struct {
 	runs  map[string]*run
 	noRun map[string]string
 	podIP string
+	// backOff is, per container name, its restart back-off (backoff.go).
+	backOff map[string]crashBackOff
 }
 
 func newPodClock() *podClock {
-	return &podClock{since: map[string]time.Time{}, readyAt: map[string]time.Time{}, runs: map[string]*run{}, noRun: map[string]string{}}
+	return &podClock{since: map[string]time.Time{}, readyAt: map[string]time.Time{}, runs: map[string]*run{}, noRun: map[string]string{}, backOff: map[string]crashBackOff{}}
 }
 
 func (c *podClock) clone() *podClock {
 	n := &podClock{admitted: c.admitted, deleteSeen: c.deleteSeen, resizeAt: c.resizeAt, resizeGen: c.resizeGen, resizeDelayWarned: c.resizeDelayWarned, podIP: c.podIP,
 		since: make(map[string]time.Time, len(c.since)), readyAt: make(map[string]time.Time, len(c.readyAt)),
-		runs: make(map[string]*run, len(c.runs)), noRun: make(map[string]string, len(c.noRun))}
+		runs: make(map[string]*run, len(c.runs)), noRun: make(map[string]string, len(c.noRun)), backOff: make(map[string]crashBackOff, len(c.backOff))}
+	for k, v := range c.backOff {
+		n.backOff[k] = v
+	}
 	for k, v := range c.since {
 		n.since[k] = v
 	}
@@ -144,8 +149,8 @@ func (w *wake) offer(t time.Time) {
 //
 //	creating ──delay──▶ running ──(readiness delay)──▶ running+ready
 //	   │                  │ CrashLoopBackOff fault: exits after max(delay,1s)
-//	   │                  ▼
-//	   │        waiting CrashLoopBackOff ──back-off 10s·2ⁿ (≤5m)──▶ running, restartCount+1
+//	   │                  ▼ (the first exit: running again at once, restartCount+1)
+//	   │        waiting CrashLoopBackOff ──back-off 10s·2ⁿ⁻¹ (≤5m)──▶ running, restartCount+1
 //	   ▼ image does not pull (catalogue, or ImagePullBackOff fault)
 //	waiting ErrImagePull ──max(delay,1s)──▶ waiting ImagePullBackOff ──back-off 10s·2ⁿ──▶ ErrImagePull …
 //	   (a malformed reference: waiting InvalidImageName, never retried)
@@ -189,9 +194,9 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 	initDone, initResizing := true, false
 	var incomplete, unreadySidecars []string
 	initStatuses := make([]corev1.ContainerStatus, 0, len(pod.Spec.InitContainers))
+	initialized := initializedOnce(st.ContainerStatuses)
 	for _, c := range pod.Spec.InitContainers {
 		old := findStatus(st.InitContainerStatuses, c.Name)
-		image := normalizeImage(c.Image)
 		var cs corev1.ContainerStatus
 		switch plan := s.planImage(pod, c.Image); {
 		case !initDone || now.Before(created):
@@ -201,9 +206,8 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 			}
 		case !plan.pull.OK:
 			cs = s.pullFailure(c, plan.pull, old, clk, now, &w)
-		case c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways:
-			cs = runningStatus(pod, c.Name, image, created, true, 0, old)
-			s.probeSidecar(pod, c, &cs, clk, created, now, &w)
+		case isSidecar(c):
+			cs = s.sidecar(pod, c, old, clk, created, now, &w)
 		default:
 			cs = s.initContainer(pod, c, old, clk, now, &w)
 		}
@@ -218,7 +222,9 @@ func (s *simulator) podStatusWith(pod *corev1.Pod, clk *podClock, ips addresses,
 		}
 		done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		if isSidecar(c) {
-			done = cs.State.Running != nil && (cs.Ready || (cs.Started != nil && *cs.Started))
+			// A sidecar restarting after the pod initialized does not hold the app
+			// containers back: they run on.
+			done = initialized || (cs.State.Running != nil && (cs.Ready || (cs.Started != nil && *cs.Started)))
 		}
 		if !done {
 			if initDone {

@@ -58,7 +58,7 @@ func TestStoppedStatus(t *testing.T) {
 		},
 		{
 			name:  "a crash-looping pod deleted: its last exit is its state, Failed",
-			pod:   simulated(t, newPod("app:crash"), []FaultRule{{Image: "*:crash", Fault: "CrashLoopBackOff"}}, 0, 500*time.Millisecond, 1500*time.Millisecond),
+			pod:   simulated(t, newPod("app:crash"), []FaultRule{{Image: "*:crash", Fault: "CrashLoopBackOff"}}, 0, 500*time.Millisecond, 1500*time.Millisecond, 2500*time.Millisecond),
 			phase: corev1.PodFailed, container: "Terminated Error 1", ready: "False/PodFailed", init: "True/", hostIP: "127.1.0.1",
 		},
 		{

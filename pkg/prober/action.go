@@ -47,7 +47,7 @@ func (r Result) String() string {
 
 // Target is what a probe runs against: one running container instance.
 type Target interface {
-	HTTPGet(now time.Time, scheme string, port int32, path string) (int, string, error)
+	HTTPGet(now time.Time, scheme string, port int32, path string, headers []container.Header) (int, string, error)
 	Dial(now time.Time, port int32) error
 	GRPCHealth(now time.Time, port int32, service string) (bool, error)
 	Exec(now time.Time, argv []string, env map[string]string) container.ExecResult
@@ -83,8 +83,8 @@ func Run(p *corev1.Probe, c *corev1.Container, podIP string, t Target, now time.
 		if host == "" {
 			host = podIP
 		}
-		addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 		if !isPod(host, podIP) || t.Dial(now, port) != nil {
+			addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 			return Outcome{Result: Failure, Output: "dial tcp " + addr + ": " + container.ErrRefused.Error()}
 		}
 		return Outcome{Result: Success}
@@ -174,7 +174,14 @@ func runHTTP(g *corev1.HTTPGetAction, c *corev1.Container, podIP string, t Targe
 	if !isPod(host, podIP) {
 		return Outcome{Result: Failure, Output: fmt.Sprintf("Get %q: dial tcp %s: %v", url(), addr(), container.ErrRefused)}
 	}
-	code, _, err := t.HTTPGet(now, scheme, port, path)
+	var headers []container.Header
+	if len(g.HTTPHeaders) > 0 {
+		headers = make([]container.Header, len(g.HTTPHeaders))
+		for i, h := range g.HTTPHeaders {
+			headers[i] = container.Header{Name: h.Name, Value: h.Value}
+		}
+	}
+	code, _, err := t.HTTPGet(now, scheme, port, path, headers)
 	switch {
 	case errors.Is(err, container.ErrRefused):
 		return Outcome{Result: Failure, Output: fmt.Sprintf("Get %q: dial tcp %s: %v", url(), addr(), err)}
@@ -199,8 +206,12 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int32, error) {
 		}
 		return p.IntVal, nil
 	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return int32(n), nil
+	// A name never starts with a digit: only then is it worth parsing ("8080"), and
+	// a name is not parsed (the parse error is garbage every probe by name would make).
+	if s := p.StrVal; s != "" && s[0] >= '0' && s[0] <= '9' {
+		if n, err := strconv.Atoi(s); err == nil {
+			return int32(n), nil
+		}
 	}
 	for _, cp := range c.Ports {
 		if cp.Name == p.StrVal {

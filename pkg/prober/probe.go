@@ -61,8 +61,10 @@ func TimingOf(p *corev1.Probe) Timing {
 type State struct {
 	Result Result    // the reported result
 	Due    time.Time // when the probe next runs; zero while it holds
-	last   Result    // the last run's result
-	run    int       // how many runs in a row gave last
+	// Changed is the run at which Result last changed; zero while it has not.
+	Changed time.Time
+	last    Result // the last run's result
+	run     int    // how many runs in a row gave last
 }
 
 // NewState is kind's probe of an instance started at started.
@@ -95,6 +97,9 @@ func (s State) Observe(kind Kind, t Timing, r Result, now time.Time) (State, boo
 	}
 	changed := s.Result != r
 	s.Result = r
+	if changed {
+		s.Changed = now
+	}
 	if (kind == Liveness && r == Failure) || kind == Startup {
 		s.Due, s.run = time.Time{}, 0
 	}

@@ -220,3 +220,19 @@ func TestEventWording(t *testing.T) {
 		t.Fatalf("readiness events %+v", evs)
 	}
 }
+
+// An httpGet probe sends its httpHeaders: nginx logs the User-Agent the probe set,
+// and a Host header does not change where the probe connects (the pod).
+func TestHTTPProbeSendsItsHeaders(t *testing.T) {
+	c := corev1.Container{Name: "web", Image: "nginx:1.25"}
+	p := httpGet("/", intstr.FromInt32(80))
+	p.HTTPGet.HTTPHeaders = []corev1.HTTPHeader{{Name: "User-Agent", Value: "health-checker/2"}, {Name: "Host", Value: "www.example.com"}}
+	inst := container.Start(container.Spec{Image: c.Image, NodeIP: "10.0.0.7"}, t0)
+	if got := Run(p, &c, podIP, inst, t0.Add(time.Second)); got.Result != Success {
+		t.Fatalf("Run = %+v, want success", got)
+	}
+	log := inst.Log()
+	if last := log[len(log)-1].Text; !strings.Contains(last, `"health-checker/2"`) {
+		t.Errorf("nginx logged %q; want the probe's User-Agent", last)
+	}
+}

@@ -30,8 +30,11 @@ type Status struct {
 	// Ready: started, and the readiness probe reports Success (or there is none).
 	Ready bool
 	// Kill is the Killing event's message when a liveness or startup probe failed and
-	// the container must be killed and restarted; empty otherwise.
-	Kill string
+	// the container must be killed and restarted; empty otherwise. KilledBy is that
+	// probe (Liveness or Startup) and KilledAt the run that decided it.
+	Kill     string
+	KilledBy Kind
+	KilledAt time.Time
 }
 
 // NewSet is c's probes for an instance started at started.
@@ -68,6 +71,7 @@ func (s *Set) Status(container string) Status {
 		if s.probes[i] != nil && s.state[i].Result == Failure {
 			st.Ready = false
 			st.Kill = fmt.Sprintf("Container %s failed %s probe, will be restarted", container, lower(s.kinds[i]))
+			st.KilledBy, st.KilledAt = s.kinds[i], s.state[i].Changed
 		}
 	}
 	return st
