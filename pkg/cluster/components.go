@@ -89,13 +89,19 @@ func apiServerRunner(ctx context.Context, listener net.Listener, etcdURL string,
 	port := listener.Addr().(*net.TCPAddr).Port
 	args := append([]string{
 		"--etcd-servers=" + etcdURL,
+		"--etcd-cafile=" + p.etcdCACert(),
+		"--etcd-certfile=" + p.apiServerEtcdClientCert(),
+		"--etcd-keyfile=" + p.apiServerEtcdClientKey(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
 		"--tls-cert-file=" + p.servingCert(),
 		"--tls-private-key-file=" + p.servingKey(),
 		"--client-ca-file=" + p.caCert(),
+		// Each simulated node writes as itself (identities.go): the Node authorizer and
+		// NodeRestriction admission keep it to its own Node, Lease and pods.
 		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p.saPub(),
 		"--service-account-signing-key-file=" + p.saKey(),
@@ -160,7 +166,9 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 	return kcmRunner(ctx, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + controllers,
-		"--use-service-account-credentials=false",
+		// Each controller as its own service account, under upstream's bootstrap roles:
+		// kube-controller-manager's own identity is not in system:masters.
+		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + p.saKey(),
 		"--root-ca-file=" + p.caCert(),
 		"--cluster-signing-cert-file=" + p.caCert(),
@@ -265,6 +273,7 @@ func (c *Cluster) RunUpstreamWorkloadControllers(ctx context.Context) error {
 	run, err := kcmRunner(ctx, []string{
 		"--kubeconfig=" + c.pki.path("controller-manager.kubeconfig"),
 		"--controllers=" + strings.Join(workloadControllers, ","),
+		"--use-service-account-credentials=true",
 	})
 	if err != nil {
 		return err

@@ -155,16 +155,7 @@ func TestEtcd_onlyTheAPIServersCertificateGetsIn(t *testing.T) {
 // removed (as a data dir from before etcd spoke TLS lacks it) and it starts again,
 // then the PKI is made anew and the object is still there.
 func TestEtcd_aRestartedDataDirKeepsItsObjects(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	cfg := Config{DataDir: t.TempDir(), WorkloadControllers: WorkloadControllersNone, Kubelet: kubelet.DefaultConfig(), EtcdUnsafeNoFsync: true}
-	cfg.Kubelet.Nodes = 1
-	c, err := Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c, cfg := startTestCluster(t, 1)
 	ctx := context.Background()
 	if _, err := c.Client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"a": "1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -202,4 +193,21 @@ func foreignClientCert(t *testing.T) [2]string {
 		t.Fatal(err)
 	}
 	return [2]string{cert, key}
+}
+
+// startTestCluster starts a cluster of nodes simulated nodes without workload
+// controllers, stopped when t ends; it skips t in -short runs.
+func startTestCluster(t *testing.T, nodes int) (*Cluster, Config) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	cfg := Config{DataDir: t.TempDir(), WorkloadControllers: WorkloadControllersNone, Kubelet: kubelet.DefaultConfig(), EtcdUnsafeNoFsync: true}
+	cfg.Kubelet.Nodes = nodes
+	c, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c, cfg
 }
