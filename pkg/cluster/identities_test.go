@@ -2,7 +2,12 @@ package cluster
 
 import (
 	"context"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
@@ -122,5 +128,56 @@ func TestIdentities_aNodeCannotTouchAnothersObjects(t *testing.T) {
 	}
 	if _, err := kubernetes.NewForConfigOrDie(controllers).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("kroll's controllers' identity may not list pods: %v", err)
+	}
+}
+
+// Given the clients of three nodes made from one configuration, when each lists pods,
+// then each request carries its node's identity (Impersonate-User system:node:<name>,
+// Impersonate-Group system:nodes) and all of them travel over one connection: a node's
+// identity costs no connection of its own.
+func TestNodeClients_oneConnectionManyIdentities(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	seen := map[string]string{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("Impersonate-User")] = strings.Join(r.Header.Values("Impersonate-Group"), ",")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","items":[]}`))
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	base := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+	asNode, err := nodeClients(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := asNode(kubelet.NodeName(i)).CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asNode(kubelet.NodeName(0)) != asNode(kubelet.NodeName(0)) {
+		t.Error("a node's client is made anew on every use")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 3 {
+		if got := seen[nodeUser(kubelet.NodeName(i))]; got != nodesGroup {
+			t.Errorf("requests of %s carried groups %q, want %s (seen: %v)", kubelet.NodeName(i), got, nodesGroup, seen)
+		}
+	}
+	if conns != 1 {
+		t.Errorf("three nodes' requests opened %d connections, want 1", conns)
 	}
 }
