@@ -166,9 +166,12 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 	return kcmRunner(ctx, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + controllers,
-		// Each controller as its own service account, under upstream's bootstrap roles:
-		// kube-controller-manager's own identity is not in system:masters.
-		"--use-service-account-credentials=true",
+		// Its controllers run as kube-controller-manager's own identity, which is bound
+		// to each of their bootstrap roles (identities.go), not as one service account
+		// each: client-go's service-account clients drop the transport wrapper that
+		// names kube-controller-manager as their writes' field manager
+		// (kcmidentity.go), which kroll's preflight and rollout verdicts read.
+		"--use-service-account-credentials=false",
 		"--service-account-private-key-file=" + p.saKey(),
 		"--root-ca-file=" + p.caCert(),
 		"--cluster-signing-cert-file=" + p.caCert(),
@@ -273,7 +276,6 @@ func (c *Cluster) RunUpstreamWorkloadControllers(ctx context.Context) error {
 	run, err := kcmRunner(ctx, []string{
 		"--kubeconfig=" + c.pki.path("controller-manager.kubeconfig"),
 		"--controllers=" + strings.Join(workloadControllers, ","),
-		"--use-service-account-credentials=true",
 	})
 	if err != nil {
 		return err

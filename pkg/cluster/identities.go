@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -25,9 +27,12 @@ import (
 
 // Every component runs under an identity of its own, as on a kubeadm cluster, and may
 // do only what that identity's roles grant (pki.go lists the identities):
-//   - kube-controller-manager as system:kube-controller-manager, each of its
-//     controllers as its own service account (--use-service-account-credentials), under
-//     upstream's bootstrap roles; kube-scheduler as system:kube-scheduler, likewise;
+//   - kube-controller-manager as system:kube-controller-manager, bound to upstream's
+//     bootstrap role of each of its controllers (system:controller:*): what kubeadm's
+//     one service account per controller (--use-service-account-credentials) may do
+//     together, without a service account's client per controller, whose transport
+//     loses the field-manager name kroll reads (components.go); kube-scheduler as
+//     system:kube-scheduler, under its bootstrap roles;
 //   - each simulated node as system:node:<name> in system:nodes, which the Node
 //     authorizer and NodeRestriction admission hold to its own Node, Lease and pods.
 //     The simulator's informers read every node's objects through one shared identity
@@ -104,6 +109,9 @@ func (c *Cluster) ensureIdentities(ctx context.Context, nodes int) error {
 	if err := ensureClusterRole(ctx, client, controllersRole, controllers); err != nil {
 		return err
 	}
+	if err := bindControllerRoles(ctx, client); err != nil {
+		return err
+	}
 	for _, b := range []struct{ name, role, user string }{
 		{simulatedKubeletRole, simulatedKubeletRole, identityKubelet.cn},
 		{controllersRole, controllersRole, identityControllers.cn},
@@ -113,7 +121,14 @@ func (c *Cluster) ensureIdentities(ctx context.Context, nodes int) error {
 			return err
 		}
 	}
-	return nil
+	// The namespace controller's role, one of the last bound.
+	finalize := authorizationv1.ResourceAttributes{Verb: "update", Resource: "namespaces", Subresource: "finalize"}
+	if err := c.waitFor(ctx, "kube-controller-manager's roles", func(ctx context.Context) bool {
+		return allowed(ctx, c.Client, identityControllerManager.cn, finalize)
+	}); err != nil {
+		return err
+	}
+	return c.ensureNodeIdentities(ctx, nodes)
 }
 
 // ensureNodeIdentities lets the simulated kubelets act as each of the first nodes
@@ -127,17 +142,48 @@ func (c *Cluster) ensureNodeIdentities(ctx context.Context, nodes int) error {
 		return nil
 	}
 	last := kubelet.NodeName(nodes - 1)
-	return c.waitFor(ctx, "the simulated nodes' identities", func(ctx context.Context) bool { return mayImpersonateNode(ctx, c.Client, last) })
+	may := authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: nodeUser(last)}
+	return c.waitFor(ctx, "the simulated nodes' identities", func(ctx context.Context) bool { return allowed(ctx, c.Client, identityKubelet.cn, may) })
 }
 
-// mayImpersonateNode reports whether the simulated kubelets' identity may act as node.
-func mayImpersonateNode(ctx context.Context, client kubernetes.Interface, node string) bool {
+// allowed reports whether user may do what attrs say, as the API server's
+// authorizers see it now.
+func allowed(ctx context.Context, client kubernetes.Interface, user string, attrs authorizationv1.ResourceAttributes) bool {
 	review, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:               identityKubelet.cn,
-		Groups:             []string{"system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: nodeUser(node)},
+		User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: &attrs,
 	}}, metav1.CreateOptions{})
 	return err == nil && review.Status.Allowed
+}
+
+// controllerRolePrefix begins the names of upstream's bootstrap ClusterRoles of
+// kube-controller-manager's controllers, which the API server creates before it is ready.
+const controllerRolePrefix = "system:controller:"
+
+// bindControllerRoles binds kube-controller-manager's identity to every controller
+// role, each binding named after its role with kroll's prefix.
+func bindControllerRoles(ctx context.Context, client kubernetes.Interface) error {
+	roles, err := client.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("cluster roles: %w", err)
+	}
+	for _, name := range controllerRoles(roles.Items) {
+		if err := ensureClusterRoleBinding(ctx, client, "kroll:kube-controller-manager:"+strings.TrimPrefix(name, controllerRolePrefix), name, identityControllerManager.cn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// controllerRoles are the names of the controller roles among roles, sorted.
+func controllerRoles(roles []rbacv1.ClusterRole) []string {
+	var out []string
+	for _, r := range roles {
+		if strings.HasPrefix(r.Name, controllerRolePrefix) {
+			out = append(out, r.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ensureClusterRole creates the ClusterRole name with rules, or sets its rules.

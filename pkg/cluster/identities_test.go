@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,17 @@ func TestSimulatedKubeletRules_actAsEachNodeByName(t *testing.T) {
 	}
 	if strings.Join(groups, " ") != "system:nodes" {
 		t.Errorf("impersonates groups %v, want system:nodes only", groups)
+	}
+}
+
+func TestControllerRoles_upstreamsControllersOnly(t *testing.T) {
+	var roles []rbacv1.ClusterRole
+	for _, name := range []string{"system:controller:namespace-controller", "cluster-admin", "system:kube-scheduler", "system:controller:attachdetach-controller", "system:controllers"} {
+		roles = append(roles, rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	got := strings.Join(controllerRoles(roles), " ")
+	if want := "system:controller:attachdetach-controller system:controller:namespace-controller"; got != want {
+		t.Errorf("controller roles %q, want %q", got, want)
 	}
 }
 

@@ -25,8 +25,8 @@ import (
 var (
 	// The admin kubeconfig's: cluster-admin, as kubeadm's admin.conf.
 	identityAdmin = identity{file: "admin", cn: "kroll-admin", orgs: []string{"system:masters"}}
-	// kube-controller-manager's own identity; its controllers run as one service account
-	// each (--use-service-account-credentials), under upstream's bootstrap roles.
+	// kube-controller-manager's own identity, bound to upstream's bootstrap role of
+	// each of its controllers (identities.go), not in system:masters.
 	identityControllerManager = identity{file: "controller-manager", cn: "system:kube-controller-manager"}
 	identityScheduler         = identity{file: "scheduler", cn: "system:kube-scheduler"}
 	// The simulated kubelets' shared identity: reads, and acts as each node
