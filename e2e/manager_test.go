@@ -519,6 +519,11 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 		rss := s.replicaSets(t)
 		return len(rss) == 2, rsSizes(rss)
 	})
+	// A resize in place (pods/resize patch).
+	s.apply(t, resizeDeployment("sized", 2, inplace.IfPossible, 1, "100m"))
+	rolledOut("deployment/sized")
+	s.kubectl(t, "set", "resources", "deployment/sized", "-c", "app", "--requests=cpu=200m,memory=64Mi")
+	rolledOut("deployment/sized")
 
 	// A ReplicaSet and a ReplicationController adopt their orphaned pods back, then
 	// scale down (pod delete).
