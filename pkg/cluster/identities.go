@@ -36,8 +36,10 @@ import (
 //   - each simulated node as system:node:<name> in system:nodes, which the Node
 //     authorizer and NodeRestriction admission hold to its own Node, Lease and pods.
 //     The simulator's informers read every node's objects through one shared identity
-//     (kroll:kubelet, simulatedKubeletRole) that may also act as any of the cluster's
-//     nodes (impersonation) and nothing else: one connection, not one per node;
+//     (kroll:kubelet, simulatedKubeletRole), which also records events, removes nodes
+//     beyond --nodes and may act as each of the cluster's nodes by name
+//     (impersonation), but writes no pod or node status itself: one connection for
+//     every node's identity, not one per node;
 //   - kroll's controllers as kroll:controller-manager, bound to deploy/rbac.yaml's
 //     ClusterRole and nothing more, so `kroll up` exercises the role users deploy;
 //   - kube-apiserver's client of the nodes' kubelet API under upstream's
