@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -209,9 +210,10 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 		return sample, err
 	}
 
-	profileAddr := "" // where the measured kroll process serves its profiles
+	profileAddr := ""                      // where the measured kroll process serves its profiles
+	var serving cluster.ServingCertificate // and its certificate, the cluster CA's
 	if arm.Controllers != NoControllers {
-		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, Unthrottled, logFile, "", ""); err != nil {
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, Unthrottled, logFile, "", cluster.ServingCertificate{}, ""); err != nil {
 			return fail(err)
 		}
 	}
@@ -230,6 +232,9 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 				return fail(err)
 			}
 			profileAddr = fmt.Sprintf("127.0.0.1:%d", port)
+			if serving, err = c.IssueServingCertificate("bench-controllers-serving", net.ParseIP("127.0.0.1")); err != nil {
+				return fail(err)
+			}
 		}
 		cpuProfile := ""
 		if o.ProfileDir != "" {
@@ -238,7 +243,7 @@ func runOnce(ctx context.Context, o Options, s Scenario, arm Arm, rep int) (Samp
 			}
 			cpuProfile = filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%s-%d.controllers.pprof", s.Name, arm.Name, rep))
 		}
-		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, s.Limits, logFile, profileAddr, cpuProfile); err != nil {
+		if r.controllers, err = startControllers(o.Binary, arm.Controllers, c.KubeconfigPath, s.Limits, logFile, profileAddr, serving, cpuProfile); err != nil {
 			return fail(err)
 		}
 		if err := sleep(ctx, s.settle); err != nil {
@@ -366,13 +371,11 @@ func startProfile(dir, name string) (stop func() error, err error) {
 }
 
 // fetchHeapProfile saves the heap profile served at addr (/debug/pprof/heap) to file,
-// asking as cfg's identity (the cluster's admin, allowed every path). The certificate
-// kroll serves is self-signed: not verified.
+// asking as cfg's identity (the cluster's admin, allowed every path), and verifying the
+// server against cfg's CA, the cluster CA, which signed the certificate kroll serves.
 func fetchHeapProfile(ctx context.Context, cfg *rest.Config, addr, file string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cfg = rest.CopyConfig(cfg)
-	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return err

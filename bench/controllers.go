@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kroll-dev/kroll/pkg/cluster"
 )
 
 // Controllers names who runs the workload controllers of a run.
@@ -56,10 +58,11 @@ type controllerProcess struct {
 
 // startControllers starts who's controllers against kubeconfig with limits, logging to
 // logFile. Each kind's controller has its own client, as in kube-controller-manager.
-// With profileAddr (host:port), kroll's serve their Go profiles there (HTTPS, to
-// kubeconfig's identity, which the bench's cluster makes an admin). With cpuProfile (a
-// file), the process writes a CPU profile of itself there, from start until it stops.
-func startControllers(binary string, who Controllers, kubeconfig string, limits Limits, logFile, profileAddr, cpuProfile string) (*controllerProcess, error) {
+// With profileAddr (host:port), kroll's serve their Go profiles there (HTTPS with the
+// serving certificate serving, to kubeconfig's identity, which the bench's cluster
+// makes an admin). With cpuProfile (a file), the process writes a CPU profile of itself
+// there, from start until it stops.
+func startControllers(binary string, who Controllers, kubeconfig string, limits Limits, logFile, profileAddr string, serving cluster.ServingCertificate, cpuProfile string) (*controllerProcess, error) {
 	qps, burst := strconv.FormatFloat(float64(limits.QPS), 'g', -1, 32), strconv.Itoa(limits.Burst)
 	var args []string
 	switch who {
@@ -72,7 +75,8 @@ func startControllers(binary string, who Controllers, kubeconfig string, limits 
 			if err != nil {
 				return nil, fmt.Errorf("profile address %q: %w", profileAddr, err)
 			}
-			args = append(args, "--bind-address="+host, "--secure-port="+port, "--profiling")
+			args = append(args, "--bind-address="+host, "--secure-port="+port, "--profiling",
+				"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile)
 		}
 	case Upstream:
 		args = []string{"upstream-controller-manager", "--log-file=" + logFile + ".klog"}

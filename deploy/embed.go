@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed admission-policy.yaml
 var AdmissionPolicy []byte
+
+// RBAC is rbac.yaml: kroll's controller manager's ServiceAccount, roles and bindings.
+// `kroll up` binds its own controllers to the very ClusterRole users apply.
+//
+//go:embed rbac.yaml
+var RBAC []byte

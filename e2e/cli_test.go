@@ -97,7 +97,9 @@ func (k krollCLI) inTerminal(args ...string) (int, string) {
 func startCLICluster(t *testing.T) (*cluster.Cluster, krollCLI) {
 	t.Helper()
 	bin := krollBinary(t)
-	c := clustertest.Start(t, clustertest.WithNodes(3))
+	// The data dir is a .kroll, as `kroll up` run in a directory makes it, so that the
+	// CLI finds the cluster from that directory without flags.
+	c := clustertest.Start(t, clustertest.WithNodes(3), clustertest.WithDataDir(filepath.Join(t.TempDir(), ".kroll")))
 	newScene(t, c, "cli", cluster.WorkloadControllersKroll)
 	return c, krollCLI{t: t, bin: bin, kubeconfig: c.KubeconfigPath, ns: "cli"}
 }
@@ -213,21 +215,34 @@ spec:
 		t.Errorf("a has %s replicas after the refused scale, want 5", got)
 	}
 
-	// The kubeconfig of a `kroll up` in ./.kroll is found without flags or $KUBECONFIG.
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, ".kroll"), 0o755); err != nil {
-		t.Fatal(err)
+	// The kubeconfig of a `kroll up` running on ./.kroll is found without flags or
+	// $KUBECONFIG, silently, by kubectl's verbs and kroll's own.
+	dir := filepath.Dir(filepath.Dir(c.KubeconfigPath))
+	for _, args := range [][]string{
+		{"get", "deployment", "a", "-n", "cli", "-o", "name"},
+		{"rollout", "status", "deployment/a", "-n", "cli", "--watch=false"},
+		{"status", "-n", "cli"},
+	} {
+		code, out, errOut := kroll.runIn(dir, []string{"KUBECONFIG=", "HOME=" + dir}, args...)
+		if code != 0 || !strings.Contains(out, "a") || errOut != "" {
+			t.Errorf("kroll %s from the directory of a running kroll up: exit %d, %q %q", strings.Join(args, " "), code, out, errOut)
+		}
 	}
+	// Its kubeconfig copied elsewhere, where no cluster holds the lock: ignored, said so.
+	elsewhere := t.TempDir()
 	data, err := os.ReadFile(c.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".kroll", "kubeconfig"), data, 0o600); err != nil {
+	if err := os.Mkdir(filepath.Join(elsewhere, ".kroll"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := kroll.runIn(dir, []string{"KUBECONFIG=", "HOME=" + dir}, "get", "deployment", "a", "-n", "cli", "-o", "name")
-	if code != 0 || out != "deployment.apps/a\n" {
-		t.Errorf("kroll get from a directory with .kroll/kubeconfig: exit %d, %q %q", code, out, errOut)
+	if err := os.WriteFile(filepath.Join(elsewhere, ".kroll", "kubeconfig"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := kroll.runIn(elsewhere, []string{"KUBECONFIG=", "HOME=" + elsewhere}, "get", "deployment", "a", "-n", "cli", "-o", "name")
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, "kroll: ignoring .kroll/kubeconfig: ") {
+		t.Errorf("kroll get from a directory with a copied .kroll/kubeconfig: exit %d, %q %q", code, out, errOut)
 	}
 }
 

@@ -519,6 +519,16 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 		rss := s.replicaSets(t)
 		return len(rss) == 2, rsSizes(rss)
 	})
+	// A new image that does not pull is rolled back (the Deployment's own update).
+	s.apply(t, healDeployment("healed", 2, "1", "0", "kroll.dev/on-failure=Rollback"))
+	rolledOut("deployment/healed")
+	s.kubectl(t, "set", "image", "deployment/healed", "app=nginx:1.161")
+	s.expectRolledBack(t, "healed", 2, ": ErrImagePull)")
+	// A resize in place (pods/resize patch).
+	s.apply(t, resizeDeployment("sized", 2, inplace.IfPossible, 1, "100m"))
+	rolledOut("deployment/sized")
+	s.kubectl(t, "set", "resources", "deployment/sized", "-c", "app", "--requests=cpu=200m,memory=64Mi")
+	rolledOut("deployment/sized")
 
 	// A ReplicaSet and a ReplicationController adopt their orphaned pods back, then
 	// scale down (pod delete).

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kroll-dev/kroll/internal/cli/asbinary"
+	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 )
 
 // defaultParallel is how many of the package's tests run at once unless -parallel says
@@ -94,6 +95,11 @@ func startUp(t *testing.T, bin string, args ...string) *upProcess {
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
+		for i, a := range args {
+			if a == "--data-dir" && i+1 < len(args) {
+				clustertest.CheckNoRefusals(t, args[i+1])
+			}
+		}
 	})
 	select {
 	case <-p.ready:

@@ -23,11 +23,13 @@ var krollUpKubeconfig = filepath.Join(".kroll", "kubeconfig")
 
 // clientFlags are kubectl's connection flags (--kubeconfig, --context, -n, --server, …).
 type clientFlags struct {
-	config *genericclioptions.ConfigFlags
+	config     *genericclioptions.ConfigFlags
+	cmd        *cobra.Command
+	kubeconfig kubeconfigChoice
 }
 
 func addClientFlags(cmd *cobra.Command) *clientFlags {
-	f := &clientFlags{config: genericclioptions.NewConfigFlags(true)}
+	f := &clientFlags{config: genericclioptions.NewConfigFlags(true), cmd: cmd}
 	f.config.AddFlags(cmd.Flags())
 	return f
 }
@@ -48,7 +50,9 @@ func kubeconfigMissing(path string) error {
 // client returns a clientset and the namespace to work in (-n, else the context's,
 // else "default").
 func (f *clientFlags) client() (kubernetes.Interface, string, string, error) {
-	resolveKubeconfig(f.config)
+	if err := f.kubeconfig.resolve(f.config, f.cmd.ErrOrStderr()); err != nil {
+		return nil, "", "", err
+	}
 	if err := kubeconfigMissing(*f.config.KubeConfig); err != nil {
 		return nil, "", "", err
 	}

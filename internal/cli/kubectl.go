@@ -38,6 +38,8 @@ type kubectlVerbs struct {
 	config  *genericclioptions.ConfigFlags
 	factory cmdutil.Factory
 	streams genericiooptions.IOStreams
+	// kubeconfig is the command's kubeconfig, resolved once.
+	kubeconfig kubeconfigChoice
 }
 
 func newKubectlVerbs(stdin io.Reader, stdout, stderr io.Writer) *kubectlVerbs {
@@ -78,7 +80,7 @@ func (k *kubectlVerbs) commands() []*cobra.Command {
 	}
 	for _, c := range cmds {
 		k.config.AddFlags(c.PersistentFlags())
-		c.PersistentPreRun = func(*cobra.Command, []string) { k.prepare() }
+		c.PersistentPreRunE = func(*cobra.Command, []string) error { return k.prepare() }
 		c.Example = strings.ReplaceAll(c.Example, "kubectl ", "kroll ")
 		for _, sub := range c.Commands() {
 			sub.Example = strings.ReplaceAll(sub.Example, "kubectl ", "kroll ")
@@ -89,9 +91,9 @@ func (k *kubectlVerbs) commands() []*cobra.Command {
 
 // prepare runs before any kubectl verb: the kubeconfig as kroll resolves it, and API
 // warnings printed the way kubectl prints them.
-func (k *kubectlVerbs) prepare() {
-	resolveKubeconfig(k.config)
+func (k *kubectlVerbs) prepare() error {
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(k.streams.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
+	return k.kubeconfig.resolve(k.config, k.streams.ErrOut)
 }
 
 // cp is kubectl's cp, whose fatal errors end the process at once: kubectl cp checks its
@@ -131,17 +133,5 @@ func printFatal(stderr io.Writer, msg string) {
 			msg += "\n"
 		}
 		fmt.Fprint(stderr, msg)
-	}
-}
-
-// resolveKubeconfig picks the kubeconfig as kroll documents it: --kubeconfig, then
-// $KUBECONFIG, then the kubeconfig of a `kroll up` running in ./.kroll, then
-// ~/.kube/config (client-go's default).
-func resolveKubeconfig(config *genericclioptions.ConfigFlags) {
-	if *config.KubeConfig != "" || os.Getenv("KUBECONFIG") != "" {
-		return
-	}
-	if _, err := os.Stat(krollUpKubeconfig); err == nil {
-		*config.KubeConfig = krollUpKubeconfig
 	}
 }

@@ -45,7 +45,9 @@ func (k *kubectlVerbs) rollout(cmd *cobra.Command) *cobra.Command {
 // client is a clientset and the namespace (-n, else the context's) for kroll's own
 // rollout verbs, from the same flags as the kubectl verbs.
 func (k *kubectlVerbs) client() (kubernetes.Interface, string, error) {
-	resolveKubeconfig(k.config)
+	if err := k.kubeconfig.resolve(k.config, k.streams.ErrOut); err != nil {
+		return nil, "", err
+	}
 	if err := kubeconfigMissing(*k.config.KubeConfig); err != nil {
 		return nil, "", err
 	}

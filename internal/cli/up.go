@@ -183,6 +183,7 @@ func runUp(ctx context.Context, o *upOptions, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kroll: starting Kubernetes %s in %s (%d nodes, workload controllers: %s; logs: %s/kroll.log)\n",
 			cluster.KubernetesVersion, cfg.DataDir, cfg.Kubelet.Nodes, cfg.WorkloadControllers, cfg.DataDir)
 	}
+	cfg.Warn = func(msg string) { fmt.Fprintln(stderr, "kroll: warning: "+msg) }
 	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -2,6 +2,11 @@
 // kill it there: with KROLL_FAILPOINTS=name[,name...] in its environment, the command
 // prints "failpoint <name>" on stderr when it reaches that point and then waits to be
 // killed. Without the variable a failpoint costs one map lookup.
+//
+// Only test binaries read the variable: they call Arm (package asbinary does, for the
+// test binaries that run as kroll), and nothing in cmd/kroll does, so the linker leaves
+// Arm out of the kroll command, and no environment can make a user's `kroll
+// rolling-update` hang.
 package failpoint
 
 import (
@@ -14,7 +19,11 @@ import (
 // EnvVar names the failpoints to stop at.
 const EnvVar = "KROLL_FAILPOINTS"
 
-var armed = parse(os.Getenv(EnvVar))
+// armed are the failpoints Arm armed; nil in the kroll command.
+var armed map[string]bool
+
+// Arm arms the failpoints EnvVar names. Test binaries only.
+func Arm() { armed = parse(os.Getenv(EnvVar)) }
 
 func parse(v string) map[string]bool {
 	m := map[string]bool{}

@@ -86,6 +86,9 @@ type Config struct {
 	NoAdmissionPolicy bool
 	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
 	ReadyTimeout time.Duration
+	// Warn, if set, receives warnings a user should act on (a data dir others may
+	// read); otherwise they go to the log.
+	Warn func(string)
 	// Starting, if set, is called once Start holds the data dir and the API port and
 	// before anything else happens: a command prints its "starting" line there, so a
 	// refused start (data dir in use, port busy) prints nothing but its error.
@@ -181,6 +184,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		listener.Close()
 		return nil, fmt.Errorf("create certificates in %s: %w", c.pki.dir, err)
 	}
+	warnExposure(dir, cfg.Warn)
 	c.Server = fmt.Sprintf("https://%s", listener.Addr().String())
 
 	release, err := bootstrapSlot(ctx)
@@ -189,7 +193,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	defer release() // once the API server is ready, or Start has failed
-	etcd, etcdURL, err := startEtcd(ctx, dir, cfg.LogFile, cfg.EtcdUnsafeNoFsync)
+	etcd, etcdURL, err := startEtcd(ctx, dir, cfg.LogFile, c.pki, cfg.EtcdUnsafeNoFsync)
 	if err != nil {
 		listener.Close()
 		return nil, err
@@ -221,6 +225,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	release()
 	if err := c.admissionPolicy(ctx); err != nil {
+		return nil, err
+	}
+
+	if err := c.ensureIdentities(ctx, cfg.Kubelet.Nodes); err != nil {
 		return nil, err
 	}
 
@@ -316,7 +324,11 @@ func (c *Cluster) AddNodes(ctx context.Context, n int) error {
 	cfg := c.cfg.Kubelet
 	cfg.FirstNode, cfg.Nodes = c.nodes, n
 	c.nodes += n
+	total := c.nodes
 	c.nodesMu.Unlock()
+	if err := c.ensureNodeIdentities(ctx, total); err != nil {
+		return err
+	}
 	kl, err := c.newKubelet(cfg)
 	if err != nil {
 		return err

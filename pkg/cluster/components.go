@@ -89,13 +89,19 @@ func apiServerRunner(ctx context.Context, listener net.Listener, etcdURL string,
 	port := listener.Addr().(*net.TCPAddr).Port
 	args := append([]string{
 		"--etcd-servers=" + etcdURL,
+		"--etcd-cafile=" + p.etcdCACert(),
+		"--etcd-certfile=" + p.apiServerEtcdClientCert(),
+		"--etcd-keyfile=" + p.apiServerEtcdClientKey(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
 		"--tls-cert-file=" + p.servingCert(),
 		"--tls-private-key-file=" + p.servingKey(),
 		"--client-ca-file=" + p.caCert(),
+		// Each simulated node writes as itself (identities.go): the Node authorizer and
+		// NodeRestriction admission keep it to its own Node, Lease and pods.
 		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p.saPub(),
 		"--service-account-signing-key-file=" + p.saKey(),
@@ -160,6 +166,11 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 	return kcmRunner(ctx, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + controllers,
+		// Its controllers run as kube-controller-manager's own identity, which is bound
+		// to each of their bootstrap roles (identities.go), not as one service account
+		// each: client-go's service-account clients drop the transport wrapper that
+		// names kube-controller-manager as their writes' field manager
+		// (kcmidentity.go), which kroll's preflight and rollout verdicts read.
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file=" + p.saKey(),
 		"--root-ca-file=" + p.caCert(),

@@ -164,6 +164,16 @@ func (c *Cluster) newKubelet(cfg kubelet.Config) (*kubelet.Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each node writes as itself, over the shared clients' connections.
+	podWriters, err := nodeClients(rest.AddUserAgent(podConfig, "kroll-kubelet"))
+	if err != nil {
+		return nil, err
+	}
+	heartbeatWriters, err := nodeClients(rest.AddUserAgent(heartbeatConfig, "kroll-kubelet-heartbeat"))
+	if err != nil {
+		return nil, err
+	}
+	kl.SetNodeClients(podWriters, heartbeatWriters)
 	c.egress.add(kl)
 	return kl, nil
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -24,7 +25,12 @@ const etcdReadyTimeout = time.Minute
 // loopback ports, chosen afresh on every start: a one-member cluster never dials its own
 // peer URL, so a resumed member is not bothered that its port moved. (Port 0 cannot be
 // passed through: etcd would advertise it, and its clients would dial it.)
-func startEtcd(ctx context.Context, dir, logFile string, unsafeNoFsync bool) (*embed.Etcd, string, error) {
+//
+// etcd speaks TLS only, and serves only clients with a certificate its own CA signed,
+// which only the API server holds (pki.ensureEtcd): any other local process is refused,
+// so the API server's authentication, RBAC and admission cannot be bypassed. The peer
+// listener, which a one-member cluster never uses, demands the same of its peers.
+func startEtcd(ctx context.Context, dir, logFile string, p pki, unsafeNoFsync bool) (*embed.Etcd, string, error) {
 	var (
 		e      *embed.Etcd
 		client string
@@ -34,7 +40,7 @@ func startEtcd(ctx context.Context, dir, logFile string, unsafeNoFsync bool) (*e
 	// an outgoing connection's local port (both come from the ephemeral range); other
 	// ports are then tried.
 	for range etcdPortAttempts {
-		if e, client, err = startEtcdOnFreePorts(dir, logFile, unsafeNoFsync); !errors.Is(err, syscall.EADDRINUSE) {
+		if e, client, err = startEtcdOnFreePorts(dir, logFile, p, unsafeNoFsync); !errors.Is(err, syscall.EADDRINUSE) {
 			break
 		}
 	}
@@ -60,7 +66,7 @@ func startEtcd(ctx context.Context, dir, logFile string, unsafeNoFsync bool) (*e
 const etcdPortAttempts = 5
 
 // startEtcdOnFreePorts starts etcd on two ports found free.
-func startEtcdOnFreePorts(dir, logFile string, unsafeNoFsync bool) (*embed.Etcd, string, error) {
+func startEtcdOnFreePorts(dir, logFile string, p pki, unsafeNoFsync bool) (*embed.Etcd, string, error) {
 	clientPort, err := FreePort()
 	if err != nil {
 		return nil, "", err
@@ -72,8 +78,10 @@ func startEtcdOnFreePorts(dir, logFile string, unsafeNoFsync bool) (*embed.Etcd,
 	cfg := embed.NewConfig()
 	cfg.Name = "kroll"
 	cfg.Dir = filepath.Join(dir, "etcd")
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
+	client := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
+	peer := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
+	tls := transport.TLSInfo{CertFile: p.etcdServerCert(), KeyFile: p.etcdServerKey(), TrustedCAFile: p.etcdCACert(), ClientCertAuth: true}
+	cfg.ClientTLSInfo, cfg.PeerTLSInfo = tls, tls
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)

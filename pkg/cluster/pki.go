@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/util/keyutil"
@@ -22,21 +23,21 @@ import (
 // Identities the embedded components present to the API server. Each is a client
 // certificate signed by the cluster CA; RBAC's bootstrap policy knows the component ones.
 var (
+	// The admin kubeconfig's: cluster-admin, as kubeadm's admin.conf.
 	identityAdmin = identity{file: "admin", cn: "kroll-admin", orgs: []string{"system:masters"}}
-	// kube-controller-manager runs its controllers under its own identity instead of one
-	// service account each (--use-service-account-credentials=false): building forty
-	// token-based clients one after another costs seconds on every start. That identity
-	// needs every controller's permissions, hence system:masters.
-	identityControllerManager = identity{file: "controller-manager", cn: "system:kube-controller-manager", orgs: []string{"system:masters"}}
+	// kube-controller-manager's own identity, bound to upstream's bootstrap role of
+	// each of its controllers (identities.go), not in system:masters.
+	identityControllerManager = identity{file: "controller-manager", cn: "system:kube-controller-manager"}
 	identityScheduler         = identity{file: "scheduler", cn: "system:kube-scheduler"}
-	// The simulated kubelets act for many nodes at once, which the Node authorizer's
-	// one-node-per-identity model cannot express; they run as cluster admins.
-	identityKubelet = identity{file: "kubelet", cn: "kroll:kubelet", orgs: []string{"system:masters"}}
-	// kroll's workload controllers.
-	identityControllers = identity{file: "kroll-controllers", cn: "kroll:controller-manager", orgs: []string{"system:masters"}}
+	// The simulated kubelets' shared identity: reads, and acts as each node
+	// (identities.go, simulatedKubeletRole).
+	identityKubelet = identity{file: "kubelet", cn: "kroll:kubelet"}
+	// kroll's workload controllers: deploy/rbac.yaml's ClusterRole only.
+	identityControllers = identity{file: "kroll-controllers", cn: "kroll:controller-manager"}
 	// kube-apiserver's client certificate to the nodes' kubelet API (logs, exec,
-	// port-forward); the nodes authorize it by SubjectAccessReview on nodes/proxy.
-	identityAPIServerKubeletClient = identity{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}}
+	// port-forward); the nodes authorize it by SubjectAccessReview on nodes/proxy,
+	// which upstream's system:kubelet-api-admin grants it.
+	identityAPIServerKubeletClient = identity{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client"}
 	// The simulated storage provisioner: no group, only the ClusterRole storage.go binds.
 	identityStorage = identity{file: "storage-provisioner", cn: "kroll:storage-provisioner"}
 )
@@ -68,6 +69,19 @@ func (p pki) servingKey() string  { return p.path("apiserver.key") }
 func (p pki) saKey() string { return p.path("sa.key") }
 func (p pki) saPub() string { return p.path("sa.pub") }
 
+// etcd's own CA, apart from the cluster CA: etcd trusts every client certificate its
+// CA signed, so the cluster CA (which signs every component's and the admin's client
+// certificate) must not be the one. Only the API server holds a certificate it signed.
+func (p pki) etcdCACert() string { return p.path("etcd-ca.crt") }
+func (p pki) etcdCAKey() string  { return p.path("etcd-ca.key") }
+
+// etcd's serving certificate (for 127.0.0.1; also its peer certificate) and the API
+// server's client certificate to etcd.
+func (p pki) etcdServerCert() string          { return p.path("etcd-server.crt") }
+func (p pki) etcdServerKey() string           { return p.path("etcd-server.key") }
+func (p pki) apiServerEtcdClientCert() string { return p.path("apiserver-etcd-client.crt") }
+func (p pki) apiServerEtcdClientKey() string  { return p.path("apiserver-etcd-client.key") }
+
 func (p pki) clientCert(id identity) string { return p.path(id.file + ".crt") }
 func (p pki) clientKey(id identity) string  { return p.path(id.file + ".key") }
 
@@ -77,8 +91,11 @@ func (p pki) ensure(serviceIP net.IP) error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
-	ca, caKey, err := p.loadOrCreateCA()
+	ca, caKey, err := p.loadOrCreateCA(p.caCert(), p.caKey(), "kroll-ca")
 	if err != nil {
+		return err
+	}
+	if err := p.ensureEtcd(); err != nil {
 		return err
 	}
 	serving := &x509.Certificate{
@@ -116,9 +133,33 @@ func (p pki) ensure(serviceIP net.IP) error {
 	return os.WriteFile(p.saPub(), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
 }
 
-func (p pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
-	if exists(p.caCert()) && exists(p.caKey()) {
-		return loadPair(p.caCert(), p.caKey())
+// ensureEtcd creates etcd's CA, serving certificate and the API server's client
+// certificate where missing (a data dir from before etcd spoke TLS gains them).
+func (p pki) ensureEtcd() error {
+	ca, caKey, err := p.loadOrCreateCA(p.etcdCACert(), p.etcdCAKey(), "kroll-etcd-ca")
+	if err != nil {
+		return err
+	}
+	server := &x509.Certificate{
+		Subject: pkix.Name{CommonName: "kroll-etcd"},
+		// Client auth too: etcd presents it to its (unused) peer listener.
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	if err := p.ensureSigned(p.etcdServerCert(), p.etcdServerKey(), server, ca, caKey); err != nil {
+		return err
+	}
+	client := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	return p.ensureSigned(p.apiServerEtcdClientCert(), p.apiServerEtcdClientKey(), client, ca, caKey)
+}
+
+func (p pki) loadOrCreateCA(certFile, keyFile, cn string) (*x509.Certificate, crypto.Signer, error) {
+	if exists(certFile) && exists(keyFile) {
+		return loadPair(certFile, keyFile)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -126,7 +167,7 @@ func (p pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "kroll-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(certValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -141,19 +182,23 @@ func (p pki) loadOrCreateCA() (*x509.Certificate, crypto.Signer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := writeKey(p.caKey(), key); err != nil {
+	if err := writeKey(keyFile, key); err != nil {
 		return nil, nil, err
 	}
-	if err := writeCert(p.caCert(), der); err != nil {
+	if err := writeCert(certFile, der); err != nil {
 		return nil, nil, err
 	}
 	return cert, key, nil
 }
 
-// ensureSigned creates certFile/keyFile from tmpl, signed by ca, unless both exist.
+// ensureSigned creates certFile/keyFile from tmpl, signed by ca, unless both exist with
+// tmpl's subject, signed by ca: a data dir from an older kroll, whose components were
+// in system:masters, has those certificates issued anew.
 func (p pki) ensureSigned(certFile, keyFile string, tmpl *x509.Certificate, ca *x509.Certificate, caKey crypto.Signer) error {
-	if exists(certFile) && exists(keyFile) {
-		return nil
+	if exists(keyFile) {
+		if cert, _, err := loadPair(certFile, keyFile); err == nil && sameSubject(cert.Subject, tmpl.Subject) && cert.CheckSignatureFrom(ca) == nil {
+			return nil
+		}
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -171,6 +216,11 @@ func (p pki) ensureSigned(certFile, keyFile string, tmpl *x509.Certificate, ca *
 		return err
 	}
 	return writeCert(certFile, der)
+}
+
+// sameSubject: a and b name the same common name and organizations.
+func sameSubject(a, b pkix.Name) bool {
+	return a.CommonName == b.CommonName && slices.Equal(a.Organization, b.Organization)
 }
 
 func loadPair(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error) {

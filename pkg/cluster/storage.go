@@ -2,11 +2,7 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -45,26 +41,8 @@ func (c *Cluster) startStorage(ctx context.Context) error {
 // ensureStorageRBAC binds identityStorage to storage.ClusterRole. The role is kroll's
 // own, so it is brought up to date on every start (a newer kroll may need more).
 func ensureStorageRBAC(ctx context.Context, client kubernetes.Interface) error {
-	roles := client.RbacV1().ClusterRoles()
-	want := storage.ClusterRole(storageRole)
-	role, err := roles.Get(ctx, storageRole, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = roles.Create(ctx, want, metav1.CreateOptions{})
-	case err == nil:
-		role.Rules = want.Rules
-		_, err = roles.Update(ctx, role, metav1.UpdateOptions{})
+	if err := ensureClusterRole(ctx, client, storageRole, storage.ClusterRole(storageRole).Rules); err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("cluster role %s: %w", storageRole, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: storageRole},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: storageRole},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: identityStorage.cn}},
-	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("cluster role binding %s: %w", storageRole, err)
-	}
-	return nil
+	return ensureClusterRoleBinding(ctx, client, storageRole, storageRole, identityStorage.cn)
 }

@@ -32,10 +32,13 @@ type Kubelet struct {
 	// so that heartbeats never wait behind pod status writes.
 	client    kubernetes.Interface
 	heartbeat kubernetes.Interface
-	sim       simulator
-	ipam      *ipam
-	nodeIndex map[string]int
-	nodeUIDs  sync.Map // node name → types.UID, for Lease owner references
+	// nodePods and nodeHeartbeats, when set, are each node's own clients for its
+	// writes (nodeclients.go).
+	nodePods, nodeHeartbeats func(node string) kubernetes.Interface
+	sim                      simulator
+	ipam                     *ipam
+	nodeIndex                map[string]int
+	nodeUIDs                 sync.Map // node name → types.UID, for Lease owner references
 
 	leaseMu sync.Mutex
 	leases  map[string]*coordinationv1.Lease
@@ -381,7 +384,7 @@ func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, clk *podC
 			return 0, nil // already finalised; finalizers of others hold it now
 		}
 		zero := int64(0)
-		err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		err := k.podWriter(pod.Spec.NodeName).CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: &zero,
 			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
 		})

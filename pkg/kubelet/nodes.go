@@ -96,7 +96,7 @@ func (k *Kubelet) registerNodes(ctx context.Context) error {
 		want := k.desiredNode(i)
 		now := metav1.Now()
 		want.Status.Conditions = nodeConditions(now, nil)
-		node, err := k.heartbeat.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
+		node, err := k.nodeWriter(want.Name).CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			node, err = k.refreshNode(ctx, want)
 		}
@@ -137,13 +137,13 @@ func (k *Kubelet) refreshNode(ctx context.Context, want *corev1.Node) (*corev1.N
 	if err != nil {
 		return nil, err
 	}
-	node, err := k.heartbeat.CoreV1().Nodes().Patch(ctx, want.Name, types.StrategicMergePatchType, meta, metav1.PatchOptions{})
+	node, err := k.nodeWriter(want.Name).CoreV1().Nodes().Patch(ctx, want.Name, types.StrategicMergePatchType, meta, metav1.PatchOptions{})
 	if err != nil {
 		// podCIDR is immutable once set; a node laid out differently keeps its own.
 		if !apierrors.IsInvalid(err) {
 			return nil, err
 		}
-		if node, err = k.heartbeat.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
+		if node, err = k.nodeWriter(want.Name).CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +153,7 @@ func (k *Kubelet) refreshNode(ctx context.Context, want *corev1.Node) (*corev1.N
 // postNodeStatus reports the node healthy with a fresh heartbeat; base, when set, also
 // replaces capacity, addresses and node info.
 func (k *Kubelet) postNodeStatus(ctx context.Context, name string, base *corev1.NodeStatus) error {
-	node, err := k.heartbeat.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	node, err := k.nodeWriter(name).CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -163,14 +163,14 @@ func (k *Kubelet) postNodeStatus(ctx context.Context, name string, base *corev1.
 		node.Status.Conditions = conds
 	}
 	node.Status.Conditions = nodeConditions(metav1.Now(), node.Status.Conditions)
-	_, err = k.heartbeat.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	_, err = k.nodeWriter(name).CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	return err
 }
 
 // renewLease renews (or creates) a node's heartbeat Lease, as the kubelet does every
 // LeaseRenewInterval. The Lease is owned by its Node, so it goes when the node goes.
 func (k *Kubelet) renewLease(ctx context.Context, node string) error {
-	leases := k.heartbeat.CoordinationV1().Leases(nodeLeaseNamespace)
+	leases := k.nodeWriter(node).CoordinationV1().Leases(nodeLeaseNamespace)
 	now := metav1.NewMicroTime(time.Now())
 	k.leaseMu.Lock()
 	lease := k.leases[node]

@@ -87,7 +87,7 @@ func (k *Kubelet) patchStatus(ctx context.Context, pod *corev1.Pod, status *core
 	if err != nil {
 		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return k.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	return k.podWriter(pod.Spec.NodeName).CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
 }
 
 // statusPatchBody is the strategic-merge patch that writes status's kubelet-owned fields

@@ -17,6 +17,7 @@ import (
 	"os"
 
 	"github.com/kroll-dev/kroll/internal/cli"
+	"github.com/kroll-dev/kroll/internal/failpoint"
 )
 
 // EnvVar, set to "1" in a process's environment, makes a test binary that calls
@@ -30,6 +31,7 @@ const EnvVar = "KROLL_TEST_BINARY_AS_KROLL"
 // its own executable (kroll bench's controller processes); and it returns.
 func RunIfAsked() {
 	if os.Getenv(EnvVar) == "1" {
+		failpoint.Arm() // crash tests' failpoints: in test binaries only
 		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	if err := os.Setenv(EnvVar, "1"); err != nil {

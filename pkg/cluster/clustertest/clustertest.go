@@ -88,6 +88,9 @@ func Start(t testing.TB, opts ...Option) *cluster.Cluster {
 			logTail(t, cfg)
 			t.Errorf("embedded cluster failed during the test: %v", failed)
 		}
+		if cfg.LogFile == "" {
+			CheckNoRefusals(t, cfg.DataDir)
+		}
 	})
 	return c
 }

@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"context"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kroll-dev/kroll/pkg/kubelet"
+)
+
+func TestSimulatedKubeletRules_actAsEachNodeByName(t *testing.T) {
+	rules := simulatedKubeletRules(3)
+	var users, groups []string
+	for _, r := range rules {
+		for _, res := range r.Resources {
+			if res == "users" {
+				users = append(users, r.ResourceNames...)
+			}
+			if res == "groups" {
+				groups = append(groups, r.ResourceNames...)
+			}
+		}
+		for _, v := range r.Verbs {
+			for _, res := range r.Resources {
+				switch {
+				case v == "get" || v == "list" || v == "watch" || v == "impersonate":
+				case res == "events" || res == "subjectaccessreviews" || (res == "nodes" && v == "delete"):
+				default:
+					t.Errorf("the shared identity may %s %s: it writes only through the nodes' identities", v, res)
+				}
+			}
+		}
+	}
+	if want := "system:node:kroll-node-0 system:node:kroll-node-1 system:node:kroll-node-2"; strings.Join(users, " ") != want {
+		t.Errorf("impersonates users %v, want %s", users, want)
+	}
+	if strings.Join(groups, " ") != "system:nodes" {
+		t.Errorf("impersonates groups %v, want system:nodes only", groups)
+	}
+}
+
+func TestControllerRoles_upstreamsControllersOnly(t *testing.T) {
+	var roles []rbacv1.ClusterRole
+	for _, name := range []string{"system:controller:namespace-controller", "cluster-admin", "system:kube-scheduler", "system:controller:attachdetach-controller", "system:controllers"} {
+		roles = append(roles, rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	got := strings.Join(controllerRoles(roles), " ")
+	if want := "system:controller:attachdetach-controller system:controller:namespace-controller"; got != want {
+		t.Errorf("controller roles %q, want %q", got, want)
+	}
+}
+
+func TestDeployedControllersRules_areRbacYamls(t *testing.T) {
+	rules, err := deployedControllersRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) < 5 {
+		t.Fatalf("deploy/rbac.yaml's role has %d rules", len(rules))
+	}
+	for _, r := range rules {
+		for _, v := range r.Verbs {
+			if v == "*" || v == "impersonate" || v == "escalate" || v == "bind" {
+				t.Errorf("kroll's controllers would be granted %s on %v", v, r.Resources)
+			}
+		}
+	}
+}
+
+// Given a cluster with two simulated nodes and a pod bound to each, when node 0's own
+// client (the one the simulator writes through) tries to change node 1's Node, its
+// status, its pod's status or delete its pod, then each is forbidden, while the same
+// on node 0's own objects succeeds; the simulator's shared identity cannot write a pod's
+// status or a Node itself, and kroll's controllers' identity cannot read Secrets.
+func TestIdentities_aNodeCannotTouchAnothersObjects(t *testing.T) {
+	c, _ := startTestCluster(t, 2)
+	ctx := context.Background()
+	node0, node1 := kubelet.NodeName(0), kubelet.NodeName(1)
+	for i, node := range []string{node0, node1} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p" + string(rune('0'+i)), Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+		if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared, err := c.pki.restConfigFor(c.Server, identityKubelet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asNode, err := nodeClients(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := []byte(`{"metadata":{"labels":{"kroll.dev/touched":"yes"}}}`)
+	status := []byte(`{"status":{"conditions":[{"type":"kroll.dev/Touched","status":"True"}]}}`)
+	writes := func(client kubernetes.Interface, node, pod string) map[string]error {
+		_, patchNode := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, label, metav1.PatchOptions{})
+		_, patchNodeStatus := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status")
+		_, patchPodStatus := client.CoreV1().Pods("default").Patch(ctx, pod, types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status")
+		return map[string]error{"patch its Node": patchNode, "patch its Node's status": patchNodeStatus, "patch its pod's status": patchPodStatus}
+	}
+	for what, err := range writes(asNode(node0), node1, "p1") {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("node %s may %s of node %s: %v", node0, what, node1, err)
+		}
+	}
+	if err := asNode(node0).CoreV1().Pods("default").Delete(ctx, "p1", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node %s may delete node %s's pod: %v", node0, node1, err)
+	}
+	for what, err := range writes(asNode(node0), node0, "p0") {
+		if err != nil {
+			t.Errorf("node %s may not %s of its own: %v", node0, what, err)
+		}
+	}
+	sharedClient := kubernetes.NewForConfigOrDie(shared)
+	for what, err := range writes(sharedClient, node1, "p1") {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the simulator's shared identity may %s (of node %s) as itself: %v", what, node1, err)
+		}
+	}
+	controllers, err := c.pki.restConfigFor(c.Server, identityControllers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(controllers).CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("kroll's controllers' identity may list Secrets: %v", err)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(controllers).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("kroll's controllers' identity may not list pods: %v", err)
+	}
+}
+
+// Given the clients of three nodes made from one configuration, when each lists pods,
+// then each request carries its node's identity (Impersonate-User system:node:<name>,
+// Impersonate-Group system:nodes) and all of them travel over one connection: a node's
+// identity costs no connection of its own.
+func TestNodeClients_oneConnectionManyIdentities(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	seen := map[string]string{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("Impersonate-User")] = strings.Join(r.Header.Values("Impersonate-Group"), ",")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","items":[]}`))
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	base := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+	asNode, err := nodeClients(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := asNode(kubelet.NodeName(i)).CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asNode(kubelet.NodeName(0)) != asNode(kubelet.NodeName(0)) {
+		t.Error("a node's client is made anew on every use")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 3 {
+		if got := seen[nodeUser(kubelet.NodeName(i))]; got != nodesGroup {
+			t.Errorf("requests of %s carried groups %q, want %s (seen: %v)", kubelet.NodeName(i), got, nodesGroup, seen)
+		}
+	}
+	if conns != 1 {
+		t.Errorf("three nodes' requests opened %d connections, want 1", conns)
+	}
+}
