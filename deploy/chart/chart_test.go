@@ -30,6 +30,16 @@ func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Strictly: a key twice in one mapping (two templates both setting a label) is
+	// an error for kubectl and for Helm's own apply.
+	for name, text := range manifests {
+		for i, doc := range strings.Split(text, "\n---") {
+			var v map[string]any
+			if err := yaml.UnmarshalStrict([]byte(doc), &v); err != nil {
+				t.Errorf("%s, document %d: %v", name, i+1, err)
+			}
+		}
+	}
 	objs, err := Objects(manifests)
 	if err != nil {
 		t.Fatal(err)
