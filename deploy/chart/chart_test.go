@@ -192,6 +192,11 @@ func TestRenderRefuses(t *testing.T) {
 		{"a ServiceMonitor without its Service", map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}}, "needs metrics.service.enabled"},
 		{"the dashboard without TLS", map[string]any{"dashboard": map[string]any{"enabled": true, "tlsSecretName": ""}}, "dashboard.tlsSecretName is required"},
 		{"request headers without their CA", map[string]any{"dashboard": map[string]any{"enabled": true, "requestHeader": map[string]any{"enabled": true}}}, "needs dashboard.requestHeader.clientCAConfigMap"},
+		// values.schema.json: typos and wrong types are refused, not silently ignored.
+		{"a misspelt key", map[string]any{"dashboard": map[string]any{"enable": true}}, "additional properties 'enable' not allowed"},
+		{"a controller kroll does not have", map[string]any{"controllerManager": map[string]any{"controllers": []any{"deploy"}}}, "'deploy' does not match pattern"},
+		{"replicas as words", map[string]any{"controllerManager": map[string]any{"replicas": "two"}}, "/controllerManager/replicas': got string, want integer"},
+		{"a lease duration without its unit", map[string]any{"controllerManager": map[string]any{"leaderElection": map[string]any{"leaseDuration": "15"}}}, "leaseDuration"},
 	}
 	for _, tt := range tests {
 		if _, err := Render(namespace, tt.values); err == nil || !strings.Contains(err.Error(), tt.want) {
