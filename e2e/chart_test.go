@@ -13,7 +13,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 )
 
-// Given a `kroll up` cluster with the release's namespace, when the Helm chart's
+// Given a `kroll up` cluster (without its admission policy) and the release's namespace, when the Helm chart's
 // manifests (rendered by Helm's own engine, as `helm install` would send them) are
 // applied with server-side apply in dry run — for the default values, for
 // dashboard.enabled=true, and for the dashboard with actions, its request-header
@@ -22,7 +22,9 @@ import (
 // read workloads, pods and their logs, and may neither write nor impersonate.
 func TestHelmChartAppliesServerSide(t *testing.T) {
 	t.Parallel()
-	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(1))
+	// Without kroll up's own admission policy: the chart installs it, as on a real cluster.
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(1),
+		func(c *cluster.Config) { c.NoAdmissionPolicy = true })
 	const ns = "kroll-system"
 	mustKubectl(t, c.KubeconfigPath, "create", "namespace", ns)
 	renderings := []struct {
