@@ -147,7 +147,8 @@ func (s *scene) expectRolledBack(t *testing.T, name string, replicas int, why st
 
 // expectTimelineRolledBack checks the rollout record (kroll.dev/rollout-timeline) of
 // a workload rolled back from revision 2: one record holding revision 2's failed
-// pods before the rollback's moment and the restored revision after it, so that
+// pods before the rollback's moment (as new pods, or, updated in place, as pods made
+// unavailable while still counted old) and the restored revision after it, so that
 // `kroll rollout timeline` charts both.
 func expectTimelineRolledBack(t *testing.T, workload, annotation string) {
 	t.Helper()
@@ -157,10 +158,10 @@ func expectTimelineRolledBack(t *testing.T, workload, annotation string) {
 	}
 	failedPods := false
 	for _, sm := range tl.Samples {
-		failedPods = failedPods || (sm.At < tl.Rollback.At && sm.New > 0)
+		failedPods = failedPods || (sm.At < tl.Rollback.At && (sm.New > 0 || sm.Unavailable > 0))
 	}
 	if !failedPods || len(tl.Samples) == 0 || tl.Samples[len(tl.Samples)-1].At < tl.Rollback.At || tl.Revision == tl.Rollback.From {
-		t.Errorf("%s: timeline %s: want revision 2's new pods before the rollback at %v and the restored revision's samples after it", workload, annotation, tl.Rollback.At)
+		t.Errorf("%s: timeline %s: want revision 2's new or unavailable pods before the rollback at %v and the restored revision's samples after it", workload, annotation, tl.Rollback.At)
 	}
 }
 
