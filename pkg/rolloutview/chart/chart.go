@@ -369,14 +369,15 @@ func dodge(i int) float64 {
 }
 
 // lineY is where a series dodged by offset draws the count v: offset below v's place,
-// but never below where it draws zero, and zero is raised so that the stroke of the
-// lowest series (dodged by maxDodge) ends on the x axis instead of crossing it. With
-// 12 pods on 286 px a pod is 24 px and only zero is raised: the four series at 0 lie
-// at 7.5, 5.5, 3.5 and 1.5 px above the axis, side by side as stripes, where they
-// used to run 3 px under it and read as a negative count. With 1,200 pods a pod is a
-// quarter pixel, and a line at 1 or 2 pods is held at zero's place too.
+// but never below where it draws zero. At zero the series lie just above the x axis,
+// a pixel apart (half their dodge), so that each shows a stripe of itself and the
+// lowest one's stroke ends on the axis instead of crossing it. With 12 pods on 286 px
+// a pod is 24 px and only zero is held: the four series at 0 lie 4.5, 3.5, 2.5 and
+// 1.5 px above the axis (a fifth of a pod at most), where they used to run up to 3 px
+// under it and read as a negative count. With 1,200 pods a pod is a quarter pixel,
+// and a line at 1 or 2 pods is held at zero's place too.
 func lineY(f frame, v int32, offset float64) float64 {
-	zero := f.bottom - (dodge(len(allSeries)-1) - offset) - seriesWidth/2.0 - axisWidth/2.0
+	zero := f.bottom - axisWidth/2.0 - seriesWidth/2.0 - (dodge(len(allSeries)-1)-offset)/2
 	return min(f.y(int64(v))+offset, zero)
 }
 

@@ -338,11 +338,11 @@ func TestSteps(t *testing.T) {
 		offset float64
 		want   []point
 	}{
-		// Zero is raised above the axis (see lineY): 100 − (3 − 0) − 1 − 0.5.
-		{"in place", 0, []point{{0, 95.5}, {20, 95.5}, {20, 50}, {60, 50}, {60, 0}, {100, 0}}},
+		// Zero is raised above the axis (see lineY): 100 − 0.5 − 1 − (3 − 0)/2.
+		{"in place", 0, []point{{0, 97}, {20, 97}, {20, 50}, {60, 50}, {60, 0}, {100, 0}}},
 		// Down by the offset everywhere but at zero, right by it only at the corners.
 		{"dodged right", 3, []point{{0, 98.5}, {23, 98.5}, {23, 53}, {63, 53}, {63, 3}, {100, 3}}},
-		{"dodged left", -3, []point{{0, 92.5}, {17, 92.5}, {17, 47}, {57, 47}, {57, -3}, {100, -3}}},
+		{"dodged left", -3, []point{{0, 95.5}, {17, 95.5}, {17, 47}, {57, 47}, {57, -3}, {100, -3}}},
 	}
 	for _, tt := range tests {
 		got := steps(f, samples, func(c timeline.Counts) int32 { return c.New }, tt.offset)
@@ -412,8 +412,8 @@ func TestLineY(t *testing.T) {
 		want   float64
 	}{
 		{"0 pods, lowest series (unavailable): its stroke ends on the axis", small, 0, 3, 348.5},
-		{"0 pods, highest series (old): the top stripe", small, 0, -3, 342.5},
-		{"0 pods, undodged", small, 0, 0, 345.5},
+		{"0 pods, highest series (old): the top stripe, 4.5 px up", small, 0, -3, 345.5},
+		{"0 pods, undodged", small, 0, 0, 347},
 		{"1 pod of 12 is well above zero: only dodged", small, 1, 3, 350 - 286.0/12 + 3},
 		{"12 of 12 at the top: dodged above the plot's edge, as before", small, 12, -3, 61},
 		{"1 pod of 1200 would run under the axis: held at zero's place", large, 1, 3, 348.5},
