@@ -22,6 +22,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/metrics"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // healDeployment is Deployment name of app:1 with replicas, maxSurge/maxUnavailable,
@@ -140,7 +141,28 @@ func (s *scene) expectRolledBack(t *testing.T, name string, replicas int, why st
 	if n := s.eventCount(t, name, failure.EventRolledBack); n != 1 {
 		t.Errorf("%d RolledBack events, want 1", n)
 	}
+	expectTimelineRolledBack(t, "deployment/"+name, d.Annotations[timeline.Annotation])
 	return d
+}
+
+// expectTimelineRolledBack checks the rollout record (kroll.dev/rollout-timeline) of
+// a workload rolled back from revision 2: one record holding revision 2's failed
+// pods before the rollback's moment (as new pods, or, updated in place, as pods made
+// unavailable while still counted old) and the restored revision after it, so that
+// `kroll rollout timeline` charts both.
+func expectTimelineRolledBack(t *testing.T, workload, annotation string) {
+	t.Helper()
+	tl, err := timeline.Parse(annotation)
+	if err != nil || tl.Rollback == nil || tl.Rollback.Failed != "2" {
+		t.Fatalf("%s: timeline %s (%v): want a record marked rolled back from 2", workload, annotation, err)
+	}
+	failedPods := false
+	for _, sm := range tl.Samples {
+		failedPods = failedPods || (sm.At < tl.Rollback.At && (sm.New > 0 || sm.Unavailable > 0))
+	}
+	if !failedPods || len(tl.Samples) == 0 || tl.Samples[len(tl.Samples)-1].At < tl.Rollback.At || tl.Revision == tl.Rollback.From {
+		t.Errorf("%s: timeline %s: want revision 2's new or unavailable pods before the rollback at %v and the restored revision's samples after it", workload, annotation, tl.Rollback.At)
+	}
 }
 
 // expectKrollStatusFails checks that kroll rollout status and kroll status report the

@@ -19,6 +19,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/metrics"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // annotateWorkload adds annotations (key, value, key, value…) to the workload name in
@@ -183,6 +184,7 @@ func (s *scene) expectSetRolledBack(t *testing.T, workload string, iw *imageWatc
 		t.Errorf("%d pods ran %s, want 1 (the failure threshold)", n, image)
 	}
 	s.expectEvent(t, failure.EventRolledBack, "rolled back from revision 2 to 1")
+	expectTimelineRolledBack(t, workload, s.setsAnnotation(t, workload, timeline.Annotation))
 	_, msg, _ := strings.Cut(s.setsCondition(t, workload, failure.ConditionRolloutFailed), ": ")
 	kind, name, _ := strings.Cut(workload, "/")
 	s.expectKrollStatusFails(t, kind, name, msg)

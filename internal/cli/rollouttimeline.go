@@ -34,6 +34,11 @@ of the workload, with the status write they make anyway: one sample per status c
 started again by each new revision; at 240 samples every other one is dropped. Workloads run by other
 controllers have no record.
 
+After kroll's automatic rollback (kroll.dev/on-failure: Rollback, or rollout abort)
+the record holds the failed rollout and the recovery: a red line marks the moment of
+the rollback ("rolled back from 5"); before it "new" counts the failed revision's pods,
+after it the restored revision's.
+
 A staged rollout's step boundaries are marked with dashed lines ("1/5", "partition 10"),
 from its RolloutStep events: events expire (after an hour by default), so an older
 rollout's chart has fewer marks, or none.`,
@@ -62,6 +67,10 @@ rollout's chart has fewer marks, or none.`,
 				return fmt.Errorf("%s: %w", ref, err)
 			}
 			opts := chart.Options{Title: fmt.Sprintf("%s → revision %s", ref, t.Revision)}
+			if t.Rollback != nil {
+				// The record holds the failed rollout too: the chart marks the rollback.
+				opts.Title += ", rolled back from " + t.Rollback.Failed
+			}
 			if _, recorded := staging.RecordOf(annotationsOf(obj)); recorded || staging.SettingsOf(annotationsOf(obj)).Staged() {
 				events, err := stepEvents(cmd.Context(), client, obj)
 				if err != nil {

@@ -8,6 +8,12 @@
 // an hour, and say nothing about availability. A new rollout (a new revision) starts a
 // new record; a record holds at most MaxSamples: when full, every other sample is
 // dropped, so older stretches end up coarser than newer ones.
+//
+// One revision change does not start a new record: kroll's own automatic rollback
+// (kroll.dev/on-failure: Rollback, or `kroll rollout abort`). The controller marks the
+// record in the Update that rolls back (MarkRollback), and the record then follows the
+// restored revision on from the failed one's samples, so that the chart shows what the
+// rollback reacted to, and when.
 package timeline
 
 import (
@@ -47,14 +53,56 @@ type Timeline struct {
 	// at the latest sample.
 	Desired int32
 	Samples []Sample
+	// Rollback is kroll's automatic rollback during this record; nil when there was none.
+	// Samples before Rollback.At count the failed revision's pods as New, those after
+	// it the restored revision's (Revision).
+	Rollback *Rollback
+}
+
+// Rollback is an automatic rollback within a record.
+type Rollback struct {
+	// At is when kroll rolled back, since Start.
+	At time.Duration
+	// From is the record's Revision when it rolled back: the failed revision in the
+	// form the controller records (a Deployment's number, a StatefulSet's
+	// ControllerRevision name, a DaemonSet's hash). The record follows the first
+	// revision after it; the one after that starts a new record.
+	From string
+	// Failed names the failed revision for people: its number ("5").
+	Failed string
+}
+
+// MarkRollback marks the record held in annotations (nil or absent: none) as rolled
+// back at now from its revision, whose number is failed, and returns the new
+// annotation value; "" when there is no record to mark, or it is marked already (a
+// record holds one rollback: a rollback is never rolled back). Call it on the object
+// of the Update that rolls back.
+func MarkRollback(annotations map[string]string, failed string, now time.Time) string {
+	t, err := Parse(annotations[Annotation])
+	if err != nil || t.Revision == "" || t.Rollback != nil {
+		return ""
+	}
+	t.Rollback = &Rollback{At: max(now.Sub(t.Start), 0), From: t.Revision, Failed: failed}
+	return t.String()
+}
+
+// continues tells whether a record of t's revision goes on under revision: t was
+// rolled back from its revision, and revision is the one it went back to.
+func (t Timeline) continues(revision string) bool {
+	return t.Rollback != nil && t.Rollback.From == t.Revision && revision != t.Revision
 }
 
 // Record appends counts at now to the timeline held in annotations (nil or absent: none)
 // and returns the new annotation value, or "" when nothing changed: the same revision
-// and counts as the last sample. A different revision starts a new record at now.
+// and counts as the last sample. A different revision starts a new record at now, but
+// for the revision a marked record was rolled back to, which goes on in it (see
+// MarkRollback).
 func Record(annotations map[string]string, revision string, desired int32, c Counts, now time.Time) string {
 	t, err := Parse(annotations[Annotation])
-	if err != nil || t.Revision != revision {
+	switch {
+	case err == nil && t.continues(revision):
+		t.Revision = revision
+	case err != nil || t.Revision != revision:
 		t = Timeline{Revision: revision, Start: now}
 	}
 	if n := len(t.Samples); n > 0 && t.Samples[n-1].Counts == c && t.Desired == desired {
@@ -84,10 +132,18 @@ func thin(s []Sample) []Sample {
 
 // wire is the annotation's JSON: samples as [milliseconds, old, new, available, unavailable].
 type wire struct {
-	Revision string     `json:"revision"`
-	Start    time.Time  `json:"start"`
-	Desired  int32      `json:"desired"`
-	Samples  [][5]int64 `json:"samples"`
+	Revision string        `json:"revision"`
+	Start    time.Time     `json:"start"`
+	Desired  int32         `json:"desired"`
+	Samples  [][5]int64    `json:"samples"`
+	Rollback *wireRollback `json:"rollback,omitempty"`
+}
+
+// wireRollback is a Rollback with At in milliseconds.
+type wireRollback struct {
+	At     int64  `json:"at"`
+	From   string `json:"from"`
+	Failed string `json:"failed"`
 }
 
 // String is the annotation value of t.
@@ -95,6 +151,9 @@ func (t Timeline) String() string {
 	w := wire{Revision: t.Revision, Start: t.Start.UTC().Truncate(time.Millisecond), Desired: t.Desired, Samples: make([][5]int64, len(t.Samples))}
 	for i, s := range t.Samples {
 		w.Samples[i] = [5]int64{s.At.Milliseconds(), int64(s.Old), int64(s.New), int64(s.Available), int64(s.Unavailable)}
+	}
+	if r := t.Rollback; r != nil {
+		w.Rollback = &wireRollback{At: r.At.Milliseconds(), From: r.From, Failed: r.Failed}
 	}
 	b, _ := json.Marshal(w)
 	return string(b)
@@ -112,6 +171,9 @@ func Parse(v string) (Timeline, error) {
 	t := Timeline{Revision: w.Revision, Start: w.Start, Desired: w.Desired, Samples: make([]Sample, len(w.Samples))}
 	for i, s := range w.Samples {
 		t.Samples[i] = Sample{At: time.Duration(s[0]) * time.Millisecond, Counts: Counts{Old: int32(s[1]), New: int32(s[2]), Available: int32(s[3]), Unavailable: int32(s[4])}}
+	}
+	if r := w.Rollback; r != nil {
+		t.Rollback = &Rollback{At: time.Duration(r.At) * time.Millisecond, From: r.From, Failed: r.Failed}
 	}
 	return t, nil
 }
@@ -135,4 +197,12 @@ func Stamp(obj metav1.Object, revision string, desired int32, c Counts, now time
 	a[Annotation] = v
 	obj.SetAnnotations(a)
 	return true
+}
+
+// StampRollback marks the record on obj's annotations (obj about to be written with
+// the rollback) with MarkRollback.
+func StampRollback(obj metav1.Object, failed string, now time.Time) {
+	if v := MarkRollback(obj.GetAnnotations(), failed, now); v != "" {
+		obj.GetAnnotations()[Annotation] = v
+	}
 }

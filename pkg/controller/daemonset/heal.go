@@ -13,6 +13,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // A DaemonSet's failure policy (see pkg/failure): a rollout is in progress while some
@@ -118,7 +119,7 @@ func planFailure(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs dsRevisions, has
 }
 
 // actOnFailure is ds as act leaves it (a copy), and the outcome to report.
-func actOnFailure(ds *appsv1.DaemonSet, revs dsRevisions, act failure.Action) (*appsv1.DaemonSet, string, error) {
+func actOnFailure(ds *appsv1.DaemonSet, revs dsRevisions, act failure.Action, now time.Time) (*appsv1.DaemonSet, string, error) {
 	next := ds.DeepCopy()
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
@@ -131,6 +132,7 @@ func actOnFailure(ds *appsv1.DaemonSet, revs dsRevisions, act failure.Action) (*
 		}
 		next.Spec.Template = restored.Spec.Template
 		next.Annotations[failure.RolledBackFromAnnotation] = bad
+		timeline.StampRollback(next, bad, now)
 		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(revs.target.Revision, 10)), nil
 	}
 	next.Annotations[failure.PausedAnnotation] = "true"
@@ -142,7 +144,7 @@ func actOnFailure(ds *appsv1.DaemonSet, revs dsRevisions, act failure.Action) (*
 // controller.SetFailure.Act). A conflict means the cache was stale: the sync is
 // retried, and decides afresh.
 func (c *Controller) carryOut(ctx context.Context, ds *appsv1.DaemonSet, revs dsRevisions, plan failure.SetPlan, now time.Time) error {
-	next, outcome, err := actOnFailure(ds, revs, plan.Act)
+	next, outcome, err := actOnFailure(ds, revs, plan.Act, now)
 	if err != nil {
 		return err
 	}
@@ -173,7 +175,7 @@ func (c *Controller) abort(ctx context.Context, ds *appsv1.DaemonSet, pods []*co
 	next, r := ds.DeepCopy(), failure.Report{}
 	if act {
 		var outcome string
-		if next, outcome, err = actOnFailure(ds, revs, failure.Rollback); err != nil {
+		if next, outcome, err = actOnFailure(ds, revs, failure.Rollback, now); err != nil {
 			return true, err
 		}
 		r = failure.AbortedReport(outcome)

@@ -15,6 +15,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // A failing rollout heals itself (kroll.dev/on-failure, see pkg/failure): planHeal
@@ -229,6 +230,7 @@ func (c *Controller) rollBack(ctx context.Context, d *appsv1.Deployment, to *app
 	delete(next.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	history.SetAnnotationsFrom(next, to)
 	next.Annotations[failure.RolledBackFromAnnotation] = from
+	timeline.StampRollback(next, from, c.now())
 	delete(next.Annotations, staging.AbortAnnotation)
 	return c.actAndReport(ctx, next, failure.Report{Action: failure.Rollback, Reason: reason, Message: msg})
 }

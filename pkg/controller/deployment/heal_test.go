@@ -19,6 +19,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/metrics"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // crashing is a pod of rs whose container waits in CrashLoopBackOff.
@@ -197,6 +198,8 @@ func TestSync_rollbackOnFailure(t *testing.T) {
 	d.Annotations[history.ChangeCauseAnnotation] = "bad"
 	r2.Annotations[history.ChangeCauseAnnotation] = "good"
 	bad.Annotations[history.ChangeCauseAnnotation] = "bad"
+	d.Annotations[timeline.Annotation] = timeline.Timeline{Revision: "3", Start: time.Now().Add(-time.Minute), Desired: 1,
+		Samples: []timeline.Sample{{Counts: timeline.Counts{Old: 1, Available: 1}}}}.String()
 	f := newFixture(t, d, r1, r2, bad, crashing(bad, "web-bad-1"))
 	w := &fakeWriter{}
 	f.c.writes = w
@@ -204,6 +207,10 @@ func TestSync_rollbackOnFailure(t *testing.T) {
 	f.sync()
 	checkReported(t, w)
 	got := w.updated[0]
+	// The rollout's record keeps revision 3's samples, marked rolled back from 3.
+	if tl, err := timeline.Parse(got.Annotations[timeline.Annotation]); err != nil || tl.Rollback == nil || tl.Rollback.Failed != "3" || tl.Rollback.From != "3" || len(tl.Samples) != 1 {
+		t.Errorf("timeline after the rollback: %+v (rollback %+v, %v), want revision 3's record marked rolled back from 3", tl, tl.Rollback, err)
+	}
 	if img := got.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.16.1" || got.Annotations[failure.RolledBackFromAnnotation] != "3" ||
 		got.Annotations[failure.OnFailureAnnotation] != "Rollback" || got.Annotations[history.ChangeCauseAnnotation] != "good" {
 		t.Errorf("rolled back to image %s, annotations %v; want nginx:1.16.1, rolled-back-from 3, the setting kept, change-cause good", img, got.Annotations)

@@ -13,6 +13,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/staging"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // A StatefulSet's failure policy (see pkg/failure): a rollout is in progress while the
@@ -93,7 +94,7 @@ func rollbackTarget(set *appsv1.StatefulSet, revs revisions) *appsv1.ControllerR
 
 // actOnFailure is set as plan's action leaves it (a copy), and the outcome to report.
 // A rollback needs a target (rollbackTarget): the plan pauses without one.
-func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, act failure.Action) (*appsv1.StatefulSet, string, error) {
+func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, act failure.Action, now time.Time) (*appsv1.StatefulSet, string, error) {
 	next := set.DeepCopy()
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
@@ -110,6 +111,7 @@ func actOnFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, a
 		}
 		next.Spec.Template = *template.DeepCopy()
 		next.Annotations[failure.RolledBackFromAnnotation] = bad
+		timeline.StampRollback(next, bad, now)
 		return next, failure.RolledBackOutcome(bad, strconv.FormatInt(to.Revision, 10)), nil
 	}
 	next.Annotations[failure.PausedOnFailureAnnotation] = bad
@@ -157,7 +159,7 @@ func pausePartition(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions)
 // controller.SetFailure.Act). A conflict means the cache was stale: the sync is
 // retried, and decides afresh.
 func (c *Controller) carryOut(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, plan failure.SetPlan, now time.Time) error {
-	next, outcome, err := actOnFailure(set, pods, revs, plan.Act)
+	next, outcome, err := actOnFailure(set, pods, revs, plan.Act, now)
 	if err != nil {
 		return err
 	}
@@ -183,7 +185,7 @@ func (c *Controller) abort(ctx context.Context, set *appsv1.StatefulSet, pods []
 	if act {
 		var outcome string
 		var err error
-		if next, outcome, err = actOnFailure(set, pods, revs, failure.Rollback); err != nil {
+		if next, outcome, err = actOnFailure(set, pods, revs, failure.Rollback, now); err != nil {
 			return true, err
 		}
 		r = failure.AbortedReport(outcome)

@@ -166,7 +166,7 @@ func TestPlanFailureUntilComplete(t *testing.T) {
 			if tc.wantImage == "" {
 				return
 			}
-			next, outcome, err := actOnFailure(set, []*corev1.Pod{pod}, revs, plan.Act)
+			next, outcome, err := actOnFailure(set, []*corev1.Pod{pod}, revs, plan.Act, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,9 +74,9 @@ const (
 	// every axis gets 4 to 7 ticks.
 	maxIntervals = 6
 
-	// minSpan keeps a rollout that lasted a moment (or one sample) from being drawn on
-	// an axis a fraction of a second wide.
-	minSpan = 5 * time.Second
+	// zeroSpan is the axis of a record whose samples all fall at one moment (one
+	// sample): any span would do, and a second reads as "at once".
+	zeroSpan = time.Second
 
 	// charWidth estimates the advance of a 12px sans-serif character; it is exactly the
 	// advance of basicfont's 7×13 face, so the legend fits in both formats.
@@ -83,6 +84,7 @@ const (
 
 	textSize, titleSize, noteSize = 12, 16, 14
 	seriesWidth, swatchWidth      = 2, 3
+	axisWidth                     = 1
 )
 
 // rgb is an opaque color.
@@ -149,6 +151,9 @@ type label struct {
 	size   float64
 	anchor anchor
 	bold   bool
+	// halo outlines the glyphs in the background color, so that a label over the
+	// series' lines stays readable.
+	halo bool
 }
 
 type scene struct {
@@ -183,11 +188,14 @@ func compose(t timeline.Timeline, o Options) scene {
 	addGrid(&s, f)
 	addAxes(&s, f)
 	addDesired(&s, f, t.Desired)
-	addMarks(&s, f, o.Marks)
+	markLabels := addMarks(&s, f, markList(t, o.Marks), t.Desired)
 	for i, sr := range allSeries {
 		if pts := steps(f, t.Samples, sr.value, dodge(i)); len(pts) > 0 {
 			s.add(polyline{points: pts, color: sr.color, width: seriesWidth})
 		}
+	}
+	for _, l := range markLabels {
+		s.add(l)
 	}
 	if len(t.Samples) == 0 {
 		s.add(label{at: point{(f.left + f.right) / 2, (f.top + f.bottom) / 2}, text: "no samples recorded", color: quietInk, size: noteSize, anchor: anchorMiddle})
@@ -207,12 +215,17 @@ func orDefault(v, def, least int) int {
 	return max(v, least)
 }
 
-// layout sizes both axes to the data: time up to the last sample, pods up to the largest
-// count or Desired, each rounded up to a whole number of nice steps.
+// layout sizes both axes to the data: time up to the last sample (or the rollback,
+// should it come later), pods up to the largest count or Desired,
+// each rounded up to a whole number of nice steps. A rollout of 1.2 s gets an axis of
+// 1.2 s in steps of 0.2 s, not a fixed minimum that would squeeze it into a corner.
 func layout(t timeline.Timeline, width, height int) frame {
 	f := frame{left: marginLeft, top: marginTop, right: float64(width - marginRight), bottom: float64(height - marginBottom)}
 
 	var last time.Duration
+	if t.Rollback != nil {
+		last = max(last, t.Rollback.At)
+	}
 	peak := int64(t.Desired)
 	for _, s := range t.Samples {
 		last = max(last, s.At)
@@ -221,7 +234,10 @@ func layout(t timeline.Timeline, width, height int) frame {
 		}
 	}
 
-	span := max(last, minSpan)
+	span := last
+	if span <= 0 {
+		span = zeroSpan
+	}
 	f.timeStep = timeStep(span)
 	f.span = time.Duration(ceilDiv(int64(span), int64(f.timeStep))) * f.timeStep
 
@@ -235,7 +251,8 @@ func layout(t timeline.Timeline, width, height int) frame {
 
 // timeSteps are the steps a clock reader expects; beyond a day, countStep picks days.
 var timeSteps = []time.Duration{
-	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 20 * time.Second, 30 * time.Second,
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
+	50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 20 * time.Second, 30 * time.Second,
 	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 20 * time.Minute, 30 * time.Minute,
 	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
 }
@@ -265,12 +282,18 @@ func countStep(n int64) int64 {
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
-// tickLabel names a time tick. Axes up to two minutes count seconds ("0s 15s … 90s"),
-// which read faster than mixed units there; longer ones use "1m30s"-style units and drop
-// the unit at zero ("0 1m 2m") because the other ticks carry it.
+// tickLabel names a time tick. Axes shorter than a second count milliseconds ("0ms
+// 200ms … 800ms"); axes with steps below a second count seconds with decimals ("0s
+// 0.2s … 1.2s"); axes up to two minutes count seconds ("0s 15s … 90s"), which read
+// faster than mixed units there; longer ones use "1m30s"-style units and drop the
+// unit at zero ("0 1m 2m") because the other ticks carry it.
 func (f frame) tickLabel(d time.Duration) string {
 	const day = 24 * time.Hour
 	switch {
+	case f.span < time.Second:
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	case f.timeStep < time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 	case f.span <= 2*time.Minute:
 		return fmt.Sprintf("%ds", d/time.Second)
 	case d == 0:
@@ -336,19 +359,6 @@ func addDesired(s *scene, f frame, desired int32) {
 	s.add(label{at: point{f.right - 4, y - 6}, text: fmt.Sprintf("desired %d", desired), color: axisInk, size: textSize, anchor: anchorEnd})
 }
 
-// addMarks draws each mark as a dashed vertical line over the plot, its label at the
-// top, just right of the line, where the legend is not.
-func addMarks(s *scene, f frame, marks []Mark) {
-	for _, m := range marks {
-		if m.At < 0 || m.At > f.span {
-			continue
-		}
-		x := f.x(m.At)
-		s.add(line{from: point{x, f.top}, to: point{x, f.bottom}, color: quietInk, width: 1, dashed: true})
-		s.add(label{at: point{x + 3, f.top + textSize}, text: m.Label, color: quietInk, size: textSize})
-	}
-}
-
 // dodge is how far series i is moved right and down, in pixels. The series often
 // coincide (old and available at the start of a rollout, new and available at its end,
 // old and unavailable at zero), and drawn exactly on top of each other all but the last
@@ -358,12 +368,25 @@ func dodge(i int) float64 {
 	return (float64(i) - float64(len(allSeries)-1)/2) * seriesWidth
 }
 
+// lineY is where a series dodged by offset draws the count v: offset below v's place,
+// but never below where it draws zero. At zero the series lie just above the x axis,
+// a pixel apart (half their dodge), so that each shows a stripe of itself and the
+// lowest one's stroke ends on the axis instead of crossing it. With 12 pods on 286 px
+// a pod is 24 px and only zero is held: the four series at 0 lie 4.5, 3.5, 2.5 and
+// 1.5 px above the axis (a fifth of a pod at most), where they used to run up to 3 px
+// under it and read as a negative count. With 1,200 pods a pod is a quarter pixel,
+// and a line at 1 or 2 pods is held at zero's place too.
+func lineY(f frame, v int32, offset float64) float64 {
+	zero := f.bottom - axisWidth/2.0 - seriesWidth/2.0 - (dodge(len(allSeries)-1)-offset)/2
+	return min(f.y(int64(v))+offset, zero)
+}
+
 // steps is a series as a step line: each value holds until the next sample changes it,
 // and the last one holds to the end of the axis since it is the workload's current state.
 // offset moves the line down and its corners right (see dodge); the ends stay where they
 // are, so all series start at their first sample and end at the plot's edge together.
 func steps(f frame, samples []timeline.Sample, value func(timeline.Counts) int32, offset float64) []point {
-	y := func(v int32) float64 { return f.y(int64(v)) + offset }
+	y := func(v int32) float64 { return lineY(f, v, offset) }
 	var pts []point
 	var prev int32
 	for i, s := range samples {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -57,6 +58,26 @@ func oneSample() timeline.Timeline {
 	}}
 }
 
+// rolledBack is a 4-replica rollout to revision 5 whose new pods crash-loop: at 12 s
+// kroll rolls back, and revision 6 (revision 4's template) replaces them.
+func rolledBack() timeline.Timeline {
+	c := func(ms int, old, new, avail, unavail int32) timeline.Sample {
+		return timeline.Sample{At: time.Duration(ms) * time.Millisecond, Counts: timeline.Counts{Old: old, New: new, Available: avail, Unavailable: unavail}}
+	}
+	return timeline.Timeline{Revision: "6", Start: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), Desired: 4,
+		Samples:  []timeline.Sample{c(0, 4, 0, 4, 0), c(800, 4, 1, 4, 0), c(2000, 3, 1, 3, 1), c(12100, 1, 3, 3, 1), c(14000, 1, 4, 4, 0), c(15000, 0, 4, 4, 0)},
+		Rollback: &timeline.Rollback{At: 12 * time.Second, From: "5", Failed: "5"}}
+}
+
+// short is a 3-replica staged rollout over in 1.2 s, its first three steps 20 ms apart.
+func short() timeline.Timeline {
+	c := func(ms int, old, new, avail int32) timeline.Sample {
+		return timeline.Sample{At: time.Duration(ms) * time.Millisecond, Counts: timeline.Counts{Old: old, New: new, Available: avail, Unavailable: 3 - avail}}
+	}
+	return timeline.Timeline{Revision: "2", Desired: 3, Samples: []timeline.Sample{
+		c(0, 3, 0, 3), c(300, 2, 1, 2), c(340, 1, 2, 2), c(700, 1, 2, 3), c(1100, 0, 3, 2), c(1200, 0, 3, 3)}}
+}
+
 type chartCase struct {
 	name string
 	t    timeline.Timeline
@@ -68,6 +89,10 @@ func cases() []chartCase {
 		{"rolling_update", rollingUpdate(), Options{Title: "deployment/web → revision 2"}},
 		{"empty", timeline.Timeline{}, Options{Title: "deployment/idle → revision 1"}},
 		{"one_sample", oneSample(), Options{Title: "statefulset/api → revision 5", Width: 640, Height: 320}},
+		{"rolled_back", rolledBack(), Options{Title: "deployment/web → revision 6, rolled back from 5"}},
+		{"short", short(), Options{Title: "deployment/tiny → revision 2", Marks: []Mark{
+			{At: 300 * time.Millisecond, Label: "1/4"}, {At: 320 * time.Millisecond, Label: "2/4"}, {At: 340 * time.Millisecond, Label: "3/4"},
+			{At: 1100 * time.Millisecond, Label: "partition 0"}}}},
 		{"steps_marked", rollingUpdate(), Options{Title: "deployment/web → revision 2", Marks: []Mark{
 			{At: 2 * time.Second, Label: "1/3"}, {At: 6 * time.Second, Label: "2/3"}, {At: time.Hour, Label: "past the end: left out"}}}},
 	}
@@ -239,7 +264,10 @@ func TestTimeAxis(t *testing.T) {
 		last time.Duration
 		want string // tick labels
 	}{
-		{0, "0s 1s 2s 3s 4s 5s"},
+		{0, "0s 0.2s 0.4s 0.6s 0.8s 1s"}, // one sample: a second, "at once"
+		{300 * time.Millisecond, "0ms 50ms 100ms 150ms 200ms 250ms 300ms"},
+		{1200 * time.Millisecond, "0s 0.2s 0.4s 0.6s 0.8s 1s 1.2s"},
+		{3500 * time.Millisecond, "0s 1s 2s 3s 4s"},
 		{27800 * time.Millisecond, "0s 5s 10s 15s 20s 25s 30s"},
 		{45 * time.Second, "0s 10s 20s 30s 40s 50s"},
 		{90 * time.Second, "0s 15s 30s 45s 60s 75s 90s"},
@@ -310,10 +338,11 @@ func TestSteps(t *testing.T) {
 		offset float64
 		want   []point
 	}{
-		{"in place", 0, []point{{0, 100}, {20, 100}, {20, 50}, {60, 50}, {60, 0}, {100, 0}}},
-		// Down by the offset everywhere, right by it only at the corners.
-		{"dodged right", 3, []point{{0, 103}, {23, 103}, {23, 53}, {63, 53}, {63, 3}, {100, 3}}},
-		{"dodged left", -3, []point{{0, 97}, {17, 97}, {17, 47}, {57, 47}, {57, -3}, {100, -3}}},
+		// Zero is raised above the axis (see lineY): 100 − 0.5 − 1 − (3 − 0)/2.
+		{"in place", 0, []point{{0, 97}, {20, 97}, {20, 50}, {60, 50}, {60, 0}, {100, 0}}},
+		// Down by the offset everywhere but at zero, right by it only at the corners.
+		{"dodged right", 3, []point{{0, 98.5}, {23, 98.5}, {23, 53}, {63, 53}, {63, 3}, {100, 3}}},
+		{"dodged left", -3, []point{{0, 95.5}, {17, 95.5}, {17, 47}, {57, 47}, {57, -3}, {100, -3}}},
 	}
 	for _, tt := range tests {
 		got := steps(f, samples, func(c timeline.Counts) int32 { return c.New }, tt.offset)
@@ -368,5 +397,99 @@ func TestSize(t *testing.T) {
 		if s.width != tt.w || s.height != tt.h {
 			t.Errorf("%+v: %dx%d, want %dx%d", tt.o, s.width, s.height, tt.w, tt.h)
 		}
+	}
+}
+
+func TestLineY(t *testing.T) {
+	// 286 px for 12 pods: 23.8 px a pod; 1,200 pods: 0.24 px a pod.
+	small := frame{top: 64, bottom: 350, maxPods: 12}
+	large := frame{top: 64, bottom: 350, maxPods: 1200}
+	tests := []struct {
+		name   string
+		f      frame
+		v      int32
+		offset float64
+		want   float64
+	}{
+		{"0 pods, lowest series (unavailable): its stroke ends on the axis", small, 0, 3, 348.5},
+		{"0 pods, highest series (old): the top stripe, 4.5 px up", small, 0, -3, 345.5},
+		{"0 pods, undodged", small, 0, 0, 347},
+		{"1 pod of 12 is well above zero: only dodged", small, 1, 3, 350 - 286.0/12 + 3},
+		{"12 of 12 at the top: dodged above the plot's edge, as before", small, 12, -3, 61},
+		{"1 pod of 1200 would run under the axis: held at zero's place", large, 1, 3, 348.5},
+		{"30 pods of 1200: above zero's place, dodged", large, 30, 3, 350 - 7.15 + 3},
+	}
+	for _, tt := range tests {
+		got := lineY(tt.f, tt.v, tt.offset)
+		if math.Abs(got-tt.want) > 1e-3 {
+			t.Errorf("%s: y = %.3f, want %.3f", tt.name, got, tt.want)
+		}
+		// Nothing is drawn below the axis: the stroke's lower edge is at most the
+		// axis line's upper edge.
+		if got+seriesWidth/2.0 > tt.f.bottom-axisWidth/2.0 {
+			t.Errorf("%s: the stroke reaches %.2f, under the axis at %.2f", tt.name, got+seriesWidth/2.0, tt.f.bottom-axisWidth/2.0)
+		}
+	}
+}
+
+func TestPlaceLabels(t *testing.T) {
+	tests := []struct {
+		name  string
+		xs, w []float64
+		rows  int
+		taken [][]span
+		want  []placement
+	}{
+		{"far apart: all in row 0, right of their lines", []float64{100, 300}, []float64{21, 21}, 3, nil,
+			[]placement{{0, false}, {0, false}}},
+		{"steps 10 px apart: each in the next row", []float64{100, 110, 120}, []float64{21, 21, 21}, 3, nil,
+			[]placement{{0, false}, {1, false}, {2, false}}},
+		{"a fourth with three rows full: left out, never drawn over another", []float64{100, 110, 120, 125}, []float64{21, 21, 21, 21}, 3, nil,
+			[]placement{{0, false}, {1, false}, {2, false}, {-1, false}}},
+		{"near the right edge: left of its line", []float64{690}, []float64{21}, 2, nil,
+			[]placement{{0, true}}},
+		{"row 0 taken by the desired label there: row 1", []float64{600}, []float64{21}, 2, [][]span{{{600, 700}}},
+			[]placement{{1, false}}},
+		{"a row freed further right is used again", []float64{100, 105, 200}, []float64{70, 21, 21}, 2, nil,
+			[]placement{{0, false}, {1, false}, {0, false}}},
+	}
+	for _, tt := range tests {
+		got := placeLabels(tt.xs, tt.w, 700, tt.rows, tt.taken)
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Across a dense set of marks, no two drawn labels overlap.
+func TestMarkLabelsNeverOverlap(t *testing.T) {
+	var marks []Mark
+	for i := range 30 {
+		marks = append(marks, Mark{At: time.Duration(i*37) * time.Millisecond, Label: fmt.Sprintf("%d/30", i+1)})
+	}
+	tl := short()
+	tl.Rollback = &timeline.Rollback{At: 500 * time.Millisecond, From: "2", Failed: "2"}
+	s := compose(tl, Options{Marks: marks})
+	type box struct{ x0, x1, y float64 }
+	var boxes []box
+	for _, sh := range s.shapes {
+		l, ok := sh.(label)
+		if !ok || !l.halo {
+			continue
+		}
+		w := labelWidth(l.text)
+		x0 := l.at.x
+		if l.anchor == anchorEnd {
+			x0 -= w
+		}
+		for _, b := range boxes {
+			if math.Abs(b.y-l.at.y) < rowHeight && x0 < b.x1 && b.x0 < x0+w {
+				t.Fatalf("label %q at (%.1f, %.1f) overlaps one at %v", l.text, x0, l.at.y, b)
+			}
+		}
+		boxes = append(boxes, box{x0, x0 + w, l.at.y})
+	}
+	if len(boxes) < 4 || !strings.Contains(string(SVG(tl, Options{Marks: marks})), "rolled back from 2") {
+		t.Errorf("%d mark labels drawn, want the rollback's and several steps'", len(boxes))
 	}
 }

@@ -108,6 +108,13 @@ func text(img *image.RGBA, l label) {
 	case anchorEnd:
 		x -= w
 	}
+	if l.halo {
+		halo := font.Drawer{Dst: img, Src: background.uniform(), Face: face}
+		for _, o := range []image.Point{{-1, 0}, {1, 0}, {0, -1}, {0, 1}, {-1, -1}, {1, 1}, {-1, 1}, {1, -1}} {
+			halo.Dot = fixed.P(x+o.X, y+o.Y)
+			halo.DrawString(s)
+		}
+	}
 	d.Dot = fixed.P(x, y)
 	d.DrawString(s)
 	if l.bold {

@@ -50,6 +50,9 @@ func writeSVG(s scene, title string) []byte {
 			if sh.bold {
 				b.WriteString(` font-weight="bold"`)
 			}
+			if sh.halo {
+				fmt.Fprintf(&b, ` stroke="%s" stroke-width="3" stroke-linejoin="round" paint-order="stroke"`, background.hex())
+			}
 			fmt.Fprintf(&b, ` fill="%s">%s</text>`+"\n", sh.color.hex(), escape(sh.text))
 		}
 	}
