@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -27,6 +28,8 @@ type Cache struct {
 
 	deployments, statefulSets, daemonSets, replicaSets cache.SharedIndexInformer
 	revisions, pods, nodes, controllers, events        cache.SharedIndexInformer
+
+	client kubernetes.Interface
 
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}
@@ -50,17 +53,32 @@ func NewCache(client kubernetes.Interface, namespaces []string) *Cache {
 	c.pods, c.controllers, c.events = core.Pods().Informer(), core.ReplicationControllers().Informer(), core.Events().Informer()
 	// Nodes are cluster-wide: a staged DaemonSet counts the nodes it should run on.
 	c.nodes = informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
+	c.client = client
 	return c
 }
 
+// names are the informers' resources, in the order of informers().
+var names = []string{"deployments", "statefulsets", "daemonsets", "replicasets", "controllerrevisions", "pods", "replicationcontrollers", "events", "nodes"}
+
 func (c *Cache) informers() []cache.SharedIndexInformer {
-	return []cache.SharedIndexInformer{c.deployments, c.statefulSets, c.daemonSets, c.replicaSets,
-		c.revisions, c.pods, c.nodes, c.controllers, c.events}
+	all := []cache.SharedIndexInformer{c.deployments, c.statefulSets, c.daemonSets, c.replicaSets,
+		c.revisions, c.pods, c.controllers, c.events}
+	if c.nodes != nil {
+		all = append(all, c.nodes)
+	}
+	return all
 }
 
 // Start runs the informers until ctx ends and waits (at most timeout) until they have
 // listed; one that cannot list (RBAC) is named in the error.
+//
+// Nodes are read only by a user who may list them: one bound to the `view` ClusterRole
+// may not (nodes are cluster-scoped), and sees every page all the same, a staged
+// DaemonSet's step counted without its nodes.
 func (c *Cache) Start(ctx context.Context, timeout time.Duration) error {
+	if _, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); apierrors.IsForbidden(err) {
+		c.nodes = nil
+	}
 	poke := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.changed() },
 		UpdateFunc: func(any, any) { c.changed() },
@@ -74,7 +92,6 @@ func (c *Cache) Start(ctx context.Context, timeout time.Duration) error {
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	names := []string{"deployments", "statefulsets", "daemonsets", "replicasets", "controllerrevisions", "pods", "nodes", "replicationcontrollers", "events"}
 	for i, inf := range c.informers() {
 		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 			return fmt.Errorf("could not list and watch %s within %s; can this user list and watch them?", names[i], timeout)
@@ -135,10 +152,7 @@ func (c *Cache) Workloads(now time.Time) []rolloutview.Snapshot {
 		p := x.(*corev1.Pod)
 		of(p.Namespace).Pods = append(of(p.Namespace).Pods, p)
 	}
-	var nodes []*corev1.Node
-	for _, x := range c.nodes.GetStore().List() {
-		nodes = append(nodes, x.(*corev1.Node))
-	}
+	nodes := c.nodeList()
 	var out []rolloutview.Snapshot
 	for _, inf := range []cache.SharedIndexInformer{c.deployments, c.statefulSets, c.daemonSets} {
 		for _, x := range inf.GetStore().List() {
@@ -186,11 +200,20 @@ func (c *Cache) Workload(kind, ns, name string, now time.Time) (rolloutview.Snap
 		o.Pods = append(o.Pods, x.(*corev1.Pod))
 	}
 	if kind == "daemonset" {
-		for _, x := range c.nodes.GetStore().List() {
-			o.Nodes = append(o.Nodes, x.(*corev1.Node))
-		}
+		o.Nodes = c.nodeList()
 	}
 	return o.SnapshotOf(x.(runtime.Object), now), true
+}
+
+func (c *Cache) nodeList() []*corev1.Node {
+	if c.nodes == nil {
+		return nil
+	}
+	var nodes []*corev1.Node
+	for _, x := range c.nodes.GetStore().List() {
+		nodes = append(nodes, x.(*corev1.Node))
+	}
+	return nodes
 }
 
 // Controllers are the ReplicationControllers and ReplicaSets shown that a client-side
