@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+)
+
+// Given 1,000 Deployments of one pod across 10 namespaces, when `kroll dashboard`
+// serves them, then the list's first render takes under a second and the dashboard
+// process stays under 150 MiB.
+func TestDashboardThousandDeployments(t *testing.T) {
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(10))
+	stop := startKrollControllers(t, c)
+	t.Cleanup(stop)
+	ctx := context.Background()
+	const namespaces, perNamespace = 10, 100
+	for i := range namespaces {
+		ns := fmt.Sprintf("scale-%d", i)
+		newScene(t, c, ns, cluster.WorkloadControllersKroll)
+		for j := range perNamespace {
+			name := fmt.Sprintf("app-%03d", j)
+			one := int32(1)
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}}}
+			if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, 10*time.Minute, "1,000 Deployments available", func(ctx context.Context) (bool, string) {
+		n := 0
+		for i := range namespaces {
+			list, err := c.Client.AppsV1().Deployments(fmt.Sprintf("scale-%d", i)).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, d := range list.Items {
+				if d.Status.AvailableReplicas == 1 {
+					n++
+				}
+			}
+		}
+		return n == namespaces*perNamespace, fmt.Sprintf("%d available", n)
+	})
+
+	started := time.Now()
+	dash := startDashboard(t, krollBinary(t), "--read-only", "--kubeconfig", c.KubeconfigPath)
+	t.Logf("the dashboard listed the cluster and printed its URL in %s", time.Since(started).Round(time.Millisecond))
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: time.Minute}
+	var first time.Duration
+	var body string
+	for i := range 3 {
+		start := time.Now()
+		resp, err := client.Get(dash.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		if i == 0 {
+			first, body = took, string(b)
+		}
+		t.Logf("GET / (every workload) #%d: %s, %d KiB", i+1, took.Round(time.Millisecond), len(b)/1024)
+	}
+	if n := strings.Count(body, `data-workload="scale-`); n != namespaces*perNamespace {
+		t.Errorf("the list has %d rows of scale-*, want %d", n, namespaces*perNamespace)
+	}
+	if first > time.Second {
+		t.Errorf("the list's first render took %s, want under 1 s", first)
+	}
+
+	browser := newBrowser(t)
+	start := time.Now()
+	run(t, browser, time.Minute, "the list in a browser", chromedp.Navigate(dash.url), chromedp.WaitVisible(`tr[data-workload="scale-9/deployment/app-099"]`))
+	inBrowser := time.Since(start)
+	rows := eval[int](t, browser, "counting rows", `document.querySelectorAll('tr[data-workload^="scale-"]').length`)
+	t.Logf("the list rendered in the browser (navigation to the last row visible) in %s, %d rows", inBrowser.Round(time.Millisecond), rows)
+	if inBrowser > time.Second {
+		t.Errorf("the list took %s to show in the browser, want under 1 s", inBrowser)
+	}
+	rss, hwm := processMemory(t, dash.cmd.Process.Pid)
+	t.Logf("dashboard memory: RSS %d MiB, peak RSS %d MiB", rss>>20, hwm>>20)
+	if hwm > 150<<20 {
+		t.Errorf("the dashboard's peak RSS is %d MiB, want under 150 MiB", hwm>>20)
+	}
+}
+
+// processMemory reads a process's resident set size and its peak, in bytes.
+func processMemory(t *testing.T, pid int) (rss, hwm int64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			hwm = kb << 10
+		}
+	}
+	return rss, hwm
+}
