@@ -300,6 +300,23 @@ func TestInClusterBearerTokenImpersonatesAndShowsTheRefusal(t *testing.T) {
 	if len(asUser) != 1 || asUser[0].Name != "dev" || strings.Join(asUser[0].Groups, ",") != "devs,system:authenticated" {
 		t.Errorf("the action was made as %+v, want as dev (devs, system:authenticated)", asUser)
 	}
+
+	// A browser signs in with the token once; its session then needs the CSRF token.
+	if code, body := h.get("/"); code != http.StatusUnauthorized || !strings.Contains(body, `action="/login"`) {
+		t.Errorf("in-cluster GET / without a session = %d, want 401 with the sign-in form:\n%s", code, body)
+	}
+	if code, _ := h.post("/login", url.Values{"token": {"stolen"}}); code != http.StatusUnauthorized {
+		t.Errorf("sign-in with a rejected token = %d, want 401", code)
+	}
+	if code, _ := h.post("/login", url.Values{"token": {"dev-token"}}); code != http.StatusSeeOther {
+		t.Errorf("sign-in with dev's token = %d, want 303", code)
+	}
+	if code, _ := h.get("/"); code != http.StatusOK {
+		t.Errorf("GET / in dev's session = %d, want 200", code)
+	}
+	if code, _ := h.post("/w/web/deployment/front/action", url.Values{"verb": {"pause"}}); code != http.StatusForbidden || len(asUser) != 1 {
+		t.Errorf("a session's action without the CSRF token = %d (%d actions made), want 403 and none", code, len(asUser)-1)
+	}
 }
 
 func TestListStreamSendsTheListAndEachChange(t *testing.T) {
