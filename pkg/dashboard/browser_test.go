@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -73,4 +74,85 @@ func TestBrowserListIsLiveUnderTheCSP(t *testing.T) {
 			t.Errorf("the browser reported: %s", line)
 		}
 	}
+}
+
+// Given the dashboard over a fake cluster in a browser, when the user promotes a
+// workload through its confirmation, then the action is made once, the page shows its
+// line, and an event recorded afterwards appears on the open page; the pod's page shows
+// its log; a read-only dashboard's page has no action controls.
+func TestBrowserActionFlowLogsAndReadOnly(t *testing.T) {
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("no chromium on PATH (%v): install it with `apt-get install -y chromium`, as .ci/run does", err)
+	}
+	front := deployment("web", "front", 1, false)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "front-0", UID: "pod-front-0",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "front", UID: front.UID, Controller: ptr(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}}}}
+	browse := func(h *harness) context.Context {
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+			append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox)...)
+		ctx, cancel := chromedp.NewContext(alloc)
+		t.Cleanup(func() { cancel(); cancelAlloc() })
+		if err := chromedp.Do(ctx); err != nil { // the first run starts the browser: no timeout on it
+			t.Fatal(err)
+		}
+		do(t, ctx, chromedp.Navigate(h.http.URL+"/?token=secret-token-123"))
+		return ctx
+	}
+
+	h := newHarness(t, nil, front, pod)
+	ctx := browse(h)
+	do(t, ctx, chromedp.Navigate(h.http.URL+"/w/web/deployment/front"), chromedp.Click(`#actions a[href$="confirm?verb=promote"]`),
+		chromedp.WaitVisible(`#confirm-button`), chromedp.Click(`#confirm-button`), chromedp.WaitVisible(`#result`))
+	if got := text(t, ctx, "#result"); got != "deployment.apps/front promote done" {
+		t.Errorf("result line %q", got)
+	}
+	if want := (Action{Verb: VerbPromote, Kind: "deployment", Namespace: "web", Name: "front"}); len(h.actions.asked) != 1 || h.actions.asked[0] != want {
+		t.Errorf("actions made %+v, want one %+v", h.actions.asked, want)
+	}
+	time.Sleep(300 * time.Millisecond) // the page's event stream connects
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "front.step"}, Reason: "RolloutStep", Type: "Normal",
+		Message: "step 2/3: rolling out to 100%", InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Name: "front", UID: front.UID},
+		LastTimestamp: metav1.Now()}
+	if _, err := h.client.CoreV1().Events("web").Create(context.Background(), event, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := chromedp.Do(wait, chromedp.WaitVisible(chromedp.Search(`//table[@id="events"]//td[contains(., "step 2/3: rolling out to 100%")]`))); err != nil {
+		t.Errorf("the event did not reach the open page within 1 s: %v", err)
+	}
+
+	do(t, ctx, chromedp.Navigate(h.http.URL+"/w/web/deployment/front/pod/front-0"), chromedp.WaitVisible(`#logs .log-line`))
+	if got := text(t, ctx, "#logs"); !strings.Contains(got, "fake logs") {
+		t.Errorf("the pod's page shows %q, want its log", got)
+	}
+
+	ro := newHarness(t, func(o *Options) { o.ReadOnly = true }, front, pod)
+	roCtx := browse(ro)
+	do(t, roCtx, chromedp.Navigate(ro.http.URL+"/w/web/deployment/front"), chromedp.WaitVisible(`#live .summary`))
+	if n, err := chromedp.Run(roCtx, chromedp.Evaluate[int](`document.querySelectorAll('#actions, a[href*="confirm?verb="], form[action$="/confirm"]').length`)); err != nil || n != 0 {
+		t.Errorf("the read-only page has %d action controls (%v)", n, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func do(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	step, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(step, actions...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, selector string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+selector+`').innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(s)
 }
