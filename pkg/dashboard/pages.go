@@ -94,6 +94,7 @@ type workloadData struct {
 	Segments              []Segment
 	Groups                []rolloutview.PodGroup
 	Events, Healing       []EventRow
+	Steps                 []StepRow
 	Revisions             []int64
 	Containers            []string
 	// Version changes with the workload: the timeline image's address carries it.
@@ -122,6 +123,7 @@ func (s *Server) workload(kind, ns, name string) workloadData {
 	meta := snap.Object.(metav1.Object)
 	d.Version = meta.GetResourceVersion()
 	d.HasTimeline = meta.GetAnnotations()[timeline.Annotation] != ""
+	d.Steps = StepRows(meta.GetAnnotations(), p.Staged)
 	uids := map[string]bool{string(meta.GetUID()): true}
 	for _, rs := range snap.ReplicaSets {
 		uids[string(rs.UID)] = true

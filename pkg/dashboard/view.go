@@ -11,6 +11,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/rollingupdate"
 	"github.com/kroll-dev/kroll/pkg/rolloutview"
+	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
 // Row is one workload of the list: `kroll status`'s row, with the phase the rollout
@@ -171,4 +172,29 @@ func lastSeen(e *corev1.Event) metav1.Time {
 		return metav1.NewTime(e.EventTime.Time)
 	}
 	return e.CreationTimestamp
+}
+
+// StepRow is one step of a staged rollout on the workload page.
+type StepRow struct {
+	// N is the step's number (1-based); Text as written in kroll.dev/rollout-steps.
+	N    int
+	Text string
+	// Done: the rollout is past it; Next: the one it moves to when it moves on.
+	Done, Next bool
+}
+
+// StepRows are the workload's kroll.dev/rollout-steps against where its rollout stands
+// (staged's Step is the steps done); nil without steps.
+func StepRows(annotations map[string]string, staged *rolloutview.Staged) []StepRow {
+	steps := staging.SettingsOf(annotations).Steps
+	done := 0
+	if staged != nil {
+		done = staged.Step
+	}
+	var out []StepRow
+	for i, s := range steps {
+		n := i + 1
+		out = append(out, StepRow{N: n, Text: s.String(), Done: n <= done, Next: n == done+1 && staged != nil})
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,38 @@ func TestEventRowsNewestFirstWithTheHealingOnes(t *testing.T) {
 	}
 	if len(healing) != 1 || healing[0].Message != "rolled back from revision 2 to 1" || healing[0].Time != "12:00:03" {
 		t.Errorf("healing = %+v, want the RolledBack event", healing)
+	}
+}
+
+func TestStepRowsMarkTheStepsDoneAndTheNext(t *testing.T) {
+	ann := map[string]string{staging.StepsAnnotation: "10%, pause, 50%, pause: 5s, 100%"}
+	for _, tc := range []struct {
+		name   string
+		staged *rolloutview.Staged
+		want   string
+	}{
+		{"held at step 1/5: the pause is next", &rolloutview.Staged{Step: 1, Total: 5}, "1 10% done|2 pause next|3 50%|4 pause: 5s|5 100%"},
+		{"steps done", &rolloutview.Staged{Step: 5, Total: 5}, "1 10% done|2 pause done|3 50% done|4 pause: 5s done|5 100% done"},
+		{"not staged now (a rollback): nothing marked", nil, "1 10%|2 pause|3 50%|4 pause: 5s|5 100%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range StepRows(ann, tc.staged) {
+				s := fmt.Sprintf("%d %s", r.N, r.Text)
+				if r.Done {
+					s += " done"
+				}
+				if r.Next {
+					s += " next"
+				}
+				got = append(got, s)
+			}
+			if g := strings.Join(got, "|"); g != tc.want {
+				t.Errorf("steps %q, want %q", g, tc.want)
+			}
+		})
+	}
+	if StepRows(map[string]string{}, nil) != nil {
+		t.Errorf("steps without the annotation, want none")
 	}
 }
