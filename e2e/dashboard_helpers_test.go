@@ -153,12 +153,13 @@ func browserEventually(t *testing.T, ctx context.Context, timeout time.Duration,
 	}
 }
 
-// screenshot saves the page as docs/NAME (PNG), for the README.
+// screenshot saves what the browser's window shows (1360×1000) as docs/NAME (PNG), for
+// the README.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	shot, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(shot, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(shot, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
