@@ -33,6 +33,8 @@ type Cache struct {
 
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}
+	// version counts the changes seen: equal versions, equal contents.
+	version uint64
 }
 
 // NewCache makes the informers of client for namespaces (none: every namespace); Start
@@ -117,12 +119,21 @@ func (c *Cache) Subscribe() (<-chan struct{}, func()) {
 func (c *Cache) changed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.version++
 	for ch := range c.subs {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// Version is the number of changes seen so far: a view rendered at one version is
+// the same for every reader until the next change.
+func (c *Cache) Version() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
 }
 
 // shown tells whether namespace ns is among those the dashboard shows.

@@ -27,7 +27,35 @@ const (
 
 func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
 	f := filterOf(r)
-	s.stream(w, r, "list", func() string { return s.renderString("list-live", s.list(f)) })
+	s.stream(w, r, "list", func() string { return s.sharedList(f) })
+}
+
+// renderedList is the list's live region as rendered for one filter at one version of
+// the cache.
+type renderedList struct {
+	version uint64
+	html    string
+}
+
+// sharedList renders the list's live region once per change for every open tab with
+// the same filter: the list of a thousand workloads is the costly render, and a busy
+// cluster changes many times a second.
+func (s *Server) sharedList(f Filter) string {
+	v := s.opts.Cache.Version()
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	if r, ok := s.lists[f]; ok && r.version == v {
+		return r.html
+	}
+	html := s.renderString("list-live", s.list(f))
+	if len(s.lists) > 100 {
+		s.lists = nil
+	}
+	if s.lists == nil {
+		s.lists = map[Filter]renderedList{}
+	}
+	s.lists[f] = renderedList{version: v, html: html}
+	return html
 }
 
 func (s *Server) workloadStream(w http.ResponseWriter, r *http.Request) {

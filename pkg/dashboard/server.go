@@ -19,6 +19,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -62,6 +63,9 @@ type Server struct {
 	csrf      []byte
 	templates *template.Template
 	mux       *http.ServeMux
+
+	listMu sync.Mutex
+	lists  map[Filter]renderedList
 }
 
 // New makes a Server from opts.
