@@ -362,3 +362,21 @@ func TestListStreamSendsTheListAndEachChange(t *testing.T) {
 	}
 	t.Logf("the change reached the stream in %s", time.Since(start))
 }
+
+func TestListShowsControllersInARollingUpdate(t *testing.T) {
+	three, one := int32(3), int32(1)
+	moving := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: "legacy", Name: "frontend",
+		Annotations: map[string]string{"kubectl.kubernetes.io/next-controller-id": "frontend-v2"}},
+		Spec: corev1.ReplicationControllerSpec{Replicas: &three}, Status: corev1.ReplicationControllerStatus{AvailableReplicas: 2}}
+	still := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: "legacy", Name: "backend"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: &one}}
+	h := newHarness(t, nil, moving, still)
+	h.login()
+	_, body := h.get("/")
+	if !strings.Contains(body, `data-workload="legacy/replicationcontroller/frontend" data-phase="Progressing"`) || !strings.Contains(body, "rolling-update to frontend-v2") {
+		t.Errorf("the list lacks the RC in a rolling update:\n%s", body)
+	}
+	if strings.Contains(body, "replicationcontroller/backend") {
+		t.Errorf("the list shows an RC with no rolling update in flight")
+	}
+}
