@@ -95,6 +95,9 @@ func (k *kubectlVerbs) serveDashboard(ctx context.Context, o dashboardOptions) e
 	}
 	cache := dashboard.NewCache(client, o.namespaces)
 	if err := cache.Start(ctx, time.Minute); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while listing
+		}
 		return explainUnreachable(err, cfg.Host)
 	}
 	opts := dashboard.Options{Cache: cache, Client: client, Actions: dashboardActions{}, ReadOnly: o.readOnly,
