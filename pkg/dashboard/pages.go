@@ -19,6 +19,21 @@ import (
 
 var funcs = template.FuncMap{
 	"lower": strings.ToLower,
+	// diffClass colours a unified diff's line: added, removed, or a hunk header.
+	"diffClass": func(line string) string {
+		switch {
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+			return "file"
+		case strings.HasPrefix(line, "+"):
+			return "add"
+		case strings.HasPrefix(line, "-"):
+			return "del"
+		case strings.HasPrefix(line, "@@"):
+			return "hunk"
+		}
+		return ""
+	},
+	"lines": func(text string) []string { return strings.Split(strings.TrimSuffix(text, "\n"), "\n") },
 	"inc":   func(i int) int { return i + 1 },
 	"phaseClass": func(phase string) string {
 		return strings.ToLower(strings.Fields(phase + " x")[0])

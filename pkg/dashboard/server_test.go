@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -25,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // fakeActions records the actions asked for and answers with err.
@@ -378,5 +381,43 @@ func TestListShowsControllersInARollingUpdate(t *testing.T) {
 	}
 	if strings.Contains(body, "replicationcontroller/backend") {
 		t.Errorf("the list shows an RC with no rolling update in flight")
+	}
+}
+
+func TestWorkloadPageDiffAndTimeline(t *testing.T) {
+	d := deployment("web", "front", 2, false)
+	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "2",
+		timeline.Annotation: timeline.Timeline{Revision: "2", Start: time.Now().Add(-time.Minute), Desired: 2,
+			Samples: []timeline.Sample{{At: 0, Counts: timeline.Counts{Old: 2, Available: 2}}, {At: 10 * time.Second, Counts: timeline.Counts{New: 2, Available: 2}}}}.String()}
+	yes := true
+	var objs []runtime.Object
+	objs = append(objs, d)
+	for i, image := range []string{"nginx:1", "nginx:2"} {
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: fmt.Sprintf("front-%d", i+1), UID: types.UID(fmt.Sprintf("rs-%d", i+1)),
+			Annotations:     map[string]string{"deployment.kubernetes.io/revision": fmt.Sprint(i + 1)},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "front", UID: d.UID, Controller: &yes}}},
+			Spec: appsv1.ReplicaSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "front"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}}}
+		objs = append(objs, rs)
+	}
+	h := newHarness(t, nil, objs...)
+	h.login()
+	_, page := h.get("/w/web/deployment/front")
+	if !strings.Contains(page, `action="/w/web/deployment/front/diff"`) || !strings.Contains(page, `src="/w/web/deployment/front/timeline.svg?v=`) {
+		t.Errorf("the workload page lacks the diff form or the timeline:\n%s", page)
+	}
+	if _, diff := h.get("/w/web/deployment/front/diff?a=1&b=2"); !strings.Contains(diff, `<span class="del">-  - image: nginx:1</span>`) || !strings.Contains(diff, `<span class="add">&#43;  - image: nginx:2</span>`) {
+		t.Errorf("diff of revisions 1 and 2:\n%s", diff)
+	}
+	if _, diff := h.get("/w/web/deployment/front/diff?a=1&b=7"); !strings.Contains(diff, "has no revision 1 or 7") {
+		t.Errorf("diff with a revision that does not exist:\n%s", diff)
+	}
+	resp, err := h.browser.Get(h.http.URL + "/w/web/deployment/front/timeline.svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := readBody(resp)
+	if resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(svg, "<svg") || !strings.Contains(svg, "deployment/front → revision 2") {
+		t.Errorf("timeline = %s %.200q, want the chart of revision 2", resp.Header.Get("Content-Type"), svg)
 	}
 }
