@@ -67,6 +67,26 @@ func TestBrowserListIsLiveUnderTheCSP(t *testing.T) {
 	if same, err := chromedp.Run(step, chromedp.Evaluate[bool](`window.krollMarker === true`)); err != nil || !same {
 		t.Errorf("the page was reloaded (%v): the row must come by the live stream", err)
 	}
+
+	// The connection drops; what changes meanwhile is on the page once it reconnects.
+	h.http.CloseClientConnections()
+	if err := h.client.AppsV1().Deployments("db").Delete(context.Background(), "store", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.AppsV1().Deployments("db").Create(context.Background(), deployment("db", "queue", 1, false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resync, resyncCancel := context.WithTimeout(ctx, 15*time.Second)
+	defer resyncCancel()
+	if err := chromedp.Do(resync, chromedp.WaitVisible(`tr[data-workload="db/deployment/queue"]`), chromedp.WaitNotPresent(`tr[data-workload="db/deployment/store"]`)); err != nil {
+		t.Errorf("after the connection dropped, the page did not reconnect and resynchronise: %v", err)
+	}
+	if same, err := chromedp.Run(step, chromedp.Evaluate[bool](`window.krollMarker === true`)); err != nil || !same {
+		t.Errorf("the page was reloaded (%v) to resynchronise: the stream must reconnect by itself", err)
+	}
+	if n := h.streams.Load(); n < 2 {
+		t.Errorf("the list's stream was opened %d times, want a reconnect", n)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, line := range console {

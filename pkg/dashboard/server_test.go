@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +71,10 @@ type harness struct {
 	server  *Server
 	http    *httptest.Server
 	log     *strings.Builder
+	logMu   *lockedBuilder
 	browser *http.Client
+	// streams counts the live streams opened.
+	streams atomic.Int32
 }
 
 func newHarness(t *testing.T, tune func(*Options), objs ...runtime.Object) *harness {
@@ -83,7 +87,8 @@ func newHarness(t *testing.T, tune func(*Options), objs ...runtime.Object) *harn
 		t.Fatal(err)
 	}
 	h := &harness{t: t, client: client, actions: &fakeActions{}, log: &strings.Builder{}}
-	opts := Options{Cache: cache, Client: client, Actions: h.actions, Token: "secret-token-123", Log: &lockedBuilder{b: h.log}}
+	h.logMu = &lockedBuilder{b: h.log}
+	opts := Options{Cache: cache, Client: client, Actions: h.actions, Token: "secret-token-123", Log: h.logMu}
 	if tune != nil {
 		tune(&opts)
 	}
@@ -92,11 +97,23 @@ func newHarness(t *testing.T, tune func(*Options), objs ...runtime.Object) *harn
 		t.Fatal(err)
 	}
 	h.server = s
-	h.http = httptest.NewServer(s)
+	h.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/live/") {
+			h.streams.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
 	t.Cleanup(h.http.Close)
 	jar, _ := cookiejar.New(nil)
 	h.browser = &http.Client{Jar: jar, Timeout: 10 * time.Second}
 	return h
+}
+
+// logged is the request log so far.
+func (h *harness) logged() string {
+	h.logMu.mu.Lock()
+	defer h.logMu.mu.Unlock()
+	return h.log.String()
 }
 
 type lockedBuilder struct {
@@ -179,8 +196,8 @@ func TestLocalModeNeedsTheTokenAndKeepsItOutOfLogsAndAddressBar(t *testing.T) {
 	if code, body := h.get("/"); code != http.StatusOK || !strings.Contains(body, "deployment/front") {
 		t.Errorf("GET / with the session = %d, want 200 listing deployment/front:\n%s", code, body)
 	}
-	if strings.Contains(h.log.String(), "secret-token-123") || !strings.Contains(h.log.String(), "GET / 303") {
-		t.Errorf("request log = %q: want its lines, without the token", h.log.String())
+	if strings.Contains(h.logged(), "secret-token-123") || !strings.Contains(h.logged(), "GET / 303") {
+		t.Errorf("request log = %q: want its lines, without the token", h.logged())
 	}
 }
 
