@@ -36,25 +36,40 @@ const cookieName = "kroll-dashboard"
 // sessions are the browsers that authenticated, by session id (the cookie's value).
 type sessions struct {
 	mu   sync.Mutex
-	byID map[string]User
+	byID map[string]session
 }
 
-func (s *sessions) add(u User) string {
+// session is one browser's user, until expires (zero: for as long as the dashboard
+// runs, as local mode's sessions are).
+type session struct {
+	user    User
+	expires time.Time
+}
+
+// inClusterSession is how long a browser that signed in with a bearer token stays
+// signed in: a token revoked since is then no longer honoured by an old session.
+const inClusterSession = time.Hour
+
+func (s *sessions) add(u User, expires time.Time) string {
 	id := randomToken()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byID == nil {
-		s.byID = map[string]User{}
+		s.byID = map[string]session{}
 	}
-	s.byID[id] = u
+	s.byID[id] = session{user: u, expires: expires}
 	return id
 }
 
-func (s *sessions) get(id string) (User, bool) {
+func (s *sessions) get(id string, now time.Time) (User, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u, ok := s.byID[id]
-	return u, ok
+	se, ok := s.byID[id]
+	if ok && !se.expires.IsZero() && now.After(se.expires) {
+		delete(s.byID, id)
+		return User{}, false
+	}
+	return se.user, ok
 }
 
 // randomToken is 32 random bytes in hex: the URL token, session ids, the CSRF key.
@@ -208,7 +223,7 @@ type identity struct {
 // that logged in with a token.
 func (s *Server) authenticate(r *http.Request) (identity, bool, error) {
 	if c, err := r.Cookie(cookieName); err == nil {
-		if u, ok := s.sessions.get(c.Value); ok {
+		if u, ok := s.sessions.get(c.Value, s.opts.Now()); ok {
 			return identity{user: u, csrfKey: c.Value}, true, nil
 		}
 	}

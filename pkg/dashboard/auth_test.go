@@ -94,3 +94,22 @@ func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
 		t.Errorf("the CSRF token does not depend on the server's secret")
 	}
 }
+
+func TestInClusterSessionsExpire(t *testing.T) {
+	var s sessions
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	local := s.add(User{}, time.Time{})
+	signed := s.add(User{Name: "dev"}, now.Add(inClusterSession))
+	if _, ok := s.get(signed, now.Add(59*time.Minute)); !ok {
+		t.Errorf("a session signed in 59 minutes ago was refused")
+	}
+	if _, ok := s.get(signed, now.Add(61*time.Minute)); ok {
+		t.Errorf("a session signed in 61 minutes ago was honoured")
+	}
+	if _, ok := s.get(local, now.Add(1000*time.Hour)); !ok {
+		t.Errorf("a local session expired")
+	}
+	if _, ok := s.get("made-up", now); ok {
+		t.Errorf("an unknown session id was honoured")
+	}
+}

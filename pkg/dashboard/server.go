@@ -156,7 +156,11 @@ func (s *Server) tokenLogin(w http.ResponseWriter, r *http.Request, tok string) 
 }
 
 func (s *Server) setSession(w http.ResponseWriter, r *http.Request, u User) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.sessions.add(u), Path: "/", HttpOnly: true,
+	var expires time.Time
+	if s.opts.InCluster {
+		expires = s.opts.Now().Add(inClusterSession)
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.sessions.add(u, expires), Path: "/", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 }
 
