@@ -65,7 +65,7 @@ func deployment(ns, name string, replicas int32, paused bool) *appsv1.Deployment
 
 // harness is a Server over a fake cluster, and the browser that talks to it.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	client  *fake.Clientset
 	actions *fakeActions
 	server  *Server
@@ -77,7 +77,7 @@ type harness struct {
 	streams atomic.Int32
 }
 
-func newHarness(t *testing.T, tune func(*Options), objs ...runtime.Object) *harness {
+func newHarness(t testing.TB, tune func(*Options), objs ...runtime.Object) *harness {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	ctx, cancel := context.WithCancel(context.Background())
