@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,9 @@ var funcs = template.FuncMap{
 	},
 	"lines": func(text string) []string { return strings.Split(strings.TrimSuffix(text, "\n"), "\n") },
 	"inc":   func(i int) int { return i + 1 },
+	"eta": func(seconds *float64) string {
+		return (time.Duration(*seconds*10) * time.Second / 10).Round(time.Second).String()
+	},
 	"phaseClass": func(phase string) string {
 		return strings.ToLower(strings.Fields(phase + " x")[0])
 	},
@@ -131,6 +135,11 @@ func (s *Server) workload(kind, ns, name string) workloadData {
 	p, err := rolloutview.ProgressOf(snap)
 	if err != nil {
 		return d
+	}
+	// The pace so far, from the timeline its controller records, gives the ETA that
+	// `kroll rollout status` shows.
+	if t, err := timeline.Parse(snap.Object.(metav1.Object).GetAnnotations()[timeline.Annotation]); err == nil && t.Revision == p.RecordedRevision() && t.Revision != "" {
+		p = p.WithETA(append(rolloutview.ObservationsOf(t), rolloutview.Observation{At: snap.Now, Done: p.DoneCount()}))
 	}
 	d.Found, d.P, d.Row = true, p, RowOf(p)
 	d.Segments = Segments(p)
