@@ -90,13 +90,14 @@ func TestDashboardThousandDeployments(t *testing.T) {
 	}
 
 	browser := newBrowser(t)
-	start := time.Now()
 	run(t, browser, time.Minute, "the list in a browser", chromedp.Navigate(dash.url), chromedp.WaitVisible(`tr[data-workload="scale-9/deployment/app-099"]`))
-	inBrowser := time.Since(start)
 	rows := eval[int](t, browser, "counting rows", `document.querySelectorAll('tr[data-workload^="scale-"]').length`)
-	t.Logf("the list rendered in the browser (navigation to the last row visible) in %s, %d rows", inBrowser.Round(time.Millisecond), rows)
-	if inBrowser > time.Second {
-		t.Errorf("the list took %s to show in the browser, want under 1 s", inBrowser)
+	// The browser's own clock: from the navigation's start (the token's redirect
+	// included) to the page parsed and its scripts run.
+	loaded := eval[float64](t, browser, "the navigation's timing", `performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd`)
+	t.Logf("the list in the browser: %d rows, DOMContentLoaded %.0f ms after the navigation started", rows, loaded)
+	if rows != namespaces*perNamespace || loaded > 1000 {
+		t.Errorf("the browser shows %d rows after %.0f ms, want %d within 1 s", rows, loaded, namespaces*perNamespace)
 	}
 	m := processMemory(t, dash.cmd.Process.Pid)
 	t.Logf("dashboard memory: RSS %d MiB (peak %d MiB) = anonymous %d MiB + file-backed %d MiB", m["VmRSS:"]>>20, m["VmHWM:"]>>20, m["RssAnon:"]>>20, m["RssFile:"]>>20)
