@@ -55,9 +55,32 @@ type listData struct {
 
 // list reads the rows of f from the cache.
 func (s *Server) list(f Filter) listData {
-	now := s.opts.Now()
-	var rows []Row
+	rows := s.allRows()
 	nsSet := map[string]bool{}
+	for _, r := range rows {
+		nsSet[r.Namespace] = true
+	}
+	d := listData{Filter: f, Rows: ListRows(rows, f), Total: len(rows)}
+	for ns := range nsSet {
+		d.Namespaces = append(d.Namespaces, ns)
+	}
+	sort.Strings(d.Namespaces)
+	d.Query = "ns=" + template.URLQueryEscaper(f.Namespace) + "&q=" + template.URLQueryEscaper(f.Search)
+	return d
+}
+
+// allRows are every workload's row, computed once per change of the cache for every
+// page and stream that asks: the rollout views of a thousand workloads are the
+// costly part of the list.
+func (s *Server) allRows() []Row {
+	v := s.opts.Cache.Version()
+	s.rowsMu.Lock()
+	defer s.rowsMu.Unlock()
+	if s.rows != nil && s.rowsVersion == v {
+		return s.rows
+	}
+	now := s.opts.Now()
+	rows := []Row{}
 	for _, snap := range s.opts.Cache.Workloads(now) {
 		p, err := rolloutview.ProgressOf(snap)
 		if err != nil {
@@ -75,16 +98,8 @@ func (s *Server) list(f Filter) listData {
 			rows = append(rows, controllerRow(c, "replicaset", ptrValue(c.Spec.Replicas), c.Status.AvailableReplicas))
 		}
 	}
-	for _, r := range rows {
-		nsSet[r.Namespace] = true
-	}
-	d := listData{Filter: f, Rows: ListRows(rows, f), Total: len(rows)}
-	for ns := range nsSet {
-		d.Namespaces = append(d.Namespaces, ns)
-	}
-	sort.Strings(d.Namespaces)
-	d.Query = "ns=" + template.URLQueryEscaper(f.Namespace) + "&q=" + template.URLQueryEscaper(f.Search)
-	return d
+	s.rows, s.rowsVersion = rows, v
+	return rows
 }
 
 func ptrValue(p *int32) int32 {

@@ -66,6 +66,10 @@ type Server struct {
 
 	listMu sync.Mutex
 	lists  map[Filter]renderedList
+
+	rowsMu      sync.Mutex
+	rows        []Row
+	rowsVersion uint64
 }
 
 // New makes a Server from opts.
