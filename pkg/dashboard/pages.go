@@ -226,6 +226,9 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 	}
 	svg := chart.SVG(t, chart.Options{Title: fmt.Sprintf("%s/%s → revision %s", kind, name, t.Revision), Marks: rolloutview.StepMarks(t, events)})
 	w.Header().Set("Content-Type", "image/svg+xml")
+	// Its address carries the workload's resourceVersion: a live update that leaves
+	// the workload as it was shows the chart again without fetching it again.
+	w.Header().Set("Cache-Control", "private, max-age=3600")
 	_, _ = w.Write(svg)
 }
 

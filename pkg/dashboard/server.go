@@ -86,7 +86,12 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, reviewer: &tokenReviewer{client: opts.Client}, csrf: []byte(randomToken()), templates: t, mux: http.NewServeMux()}
 	static, _ := fs.Sub(staticFS, "static")
-	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	s.mux.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		// Built into the binary: the same for as long as it runs.
+		w.Header().Set("Cache-Control", "private, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
 	s.mux.HandleFunc("GET /{$}", s.authed(s.listPage))
 	s.mux.HandleFunc("POST /login", s.login)
 	s.mux.HandleFunc("GET /live/list", s.authed(s.listStream))
