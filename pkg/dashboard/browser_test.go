@@ -148,6 +148,17 @@ func TestBrowserActionFlowLogsAndReadOnly(t *testing.T) {
 	if got := text(t, ctx, "#logs"); !strings.Contains(got, "fake logs") {
 		t.Errorf("the pod's page shows %q, want its log", got)
 	}
+	// A dropped log stream reconnects and shows the log once, not its tail twice.
+	before := h.streams.Load()
+	h.http.CloseClientConnections()
+	deadline := time.Now().Add(15 * time.Second)
+	for h.streams.Load() == before && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := text(t, ctx, "#logs"); h.streams.Load() == before || strings.Count(got, "fake logs") != 1 {
+		t.Errorf("after a reconnect (%d streams opened) the log reads %q, want it once", h.streams.Load(), got)
+	}
 
 	ro := newHarness(t, func(o *Options) { o.ReadOnly = true }, front, pod)
 	roCtx := browse(ro)

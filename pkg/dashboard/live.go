@@ -134,6 +134,8 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	// Each connection starts with the log's tail again: the page empties the log as
+	// the stream opens (static/dashboard.js), so a reconnect does not show it twice.
 	line := func(class, text string) {
 		writeEvent(w, "line", fmt.Sprintf(`<div class="%s">%s</div>`, class, template.HTMLEscapeString(text)))
 		flusher.Flush()
