@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,8 +31,16 @@ type User struct {
 }
 
 // cookieName holds a browser's session once it showed the token (local) or logged in
-// with a bearer token (in-cluster).
-const cookieName = "kroll-dashboard"
+// with a bearer token (in-cluster). Cookies are not kept apart by port: two
+// dashboards on 127.0.0.1 (two clusters) would overwrite each other's session, so the
+// name carries the port the browser addressed.
+func cookieName(r *http.Request) string {
+	name := "kroll-dashboard"
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		name += "-" + port
+	}
+	return name
+}
 
 // sessions are the browsers that authenticated, by session id (the cookie's value).
 type sessions struct {
@@ -222,7 +231,7 @@ type identity struct {
 // token (TokenReview), an authenticating proxy's headers, or the session of a browser
 // that logged in with a token.
 func (s *Server) authenticate(r *http.Request) (identity, bool, error) {
-	if c, err := r.Cookie(cookieName); err == nil {
+	if c, err := r.Cookie(cookieName(r)); err == nil {
 		if u, ok := s.sessions.get(c.Value, s.opts.Now()); ok {
 			return identity{user: u, csrfKey: c.Value}, true, nil
 		}

@@ -169,7 +169,7 @@ func (s *Server) setSession(w http.ResponseWriter, r *http.Request, u User) {
 	if s.opts.InCluster {
 		expires = s.opts.Now().Add(inClusterSession)
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.sessions.add(u, expires), Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: s.sessions.add(u, expires), Path: "/", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 }
 

@@ -184,7 +184,8 @@ func TestLocalModeNeedsTheTokenAndKeepsItOutOfLogsAndAddressBar(t *testing.T) {
 		t.Errorf("token login = %d to %q, want 303 to /?ns=web (the token out of the address bar)", resp.StatusCode, loc)
 	}
 	cookie := resp.Header.Get("Set-Cookie")
-	for _, want := range []string{"HttpOnly", "SameSite=Strict", cookieName + "="} {
+	port := h.http.URL[strings.LastIndex(h.http.URL, ":")+1:]
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "kroll-dashboard-" + port + "="} {
 		if !strings.Contains(cookie, want) {
 			t.Errorf("session cookie %q lacks %s", cookie, want)
 		}
