@@ -85,7 +85,9 @@ func (s *Server) allRows() []Row {
 		p, err := rolloutview.ProgressOf(snap)
 		if err != nil {
 			m := snap.Object.(metav1.Object)
-			rows = append(rows, Row{Namespace: m.GetNamespace(), Name: m.GetName(), Phase: "Unknown", Detail: err.Error()})
+			kind := strings.ToLower(fmt.Sprintf("%T", snap.Object)[len("*v1."):])
+			rows = append(rows, Row{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), Phase: "Unknown", Detail: err.Error(),
+				Link: fmt.Sprintf("/w/%s/%s/%s", m.GetNamespace(), kind, m.GetName())})
 			continue
 		}
 		rows = append(rows, RowOf(p))
