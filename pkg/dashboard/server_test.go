@@ -439,3 +439,25 @@ func TestWorkloadPageDiffAndTimeline(t *testing.T) {
 		t.Errorf("timeline = %s %.200q, want the chart of revision 2", resp.Header.Get("Content-Type"), svg)
 	}
 }
+
+func TestCacheNamesWhatItCannotListAndDoesWithoutNodes(t *testing.T) {
+	forbid := func(resource string) *fake.Clientset {
+		c := fake.NewClientset(deployment("web", "front", 1, false))
+		c.PrependReactor("list", resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", errors.New("RBAC"))
+		})
+		return c
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := NewCache(forbid("pods"), nil).Start(ctx, 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "could not list and watch pods") {
+		t.Errorf("Start without pods = %v, want an error naming pods", err)
+	}
+	c := NewCache(forbid("nodes"), nil)
+	if err := c.Start(ctx, 5*time.Second); err != nil {
+		t.Errorf("Start without nodes = %v, want the cache without them (a view user may not list nodes)", err)
+	}
+	if got := len(c.Workloads(time.Now())); got != 1 {
+		t.Errorf("workloads without nodes: %d, want 1", got)
+	}
+}
