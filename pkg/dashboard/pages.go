@@ -131,6 +131,8 @@ type workloadData struct {
 	Groups                []rolloutview.PodGroup
 	Events, Healing       []EventRow
 	Steps                 []StepRow
+	// BlockingEvents are the events of the pod the rollout waits on.
+	BlockingEvents []EventRow
 	Revisions             []int64
 	Containers            []string
 	// Version changes with the workload: the timeline image's address carries it.
@@ -171,6 +173,9 @@ func (s *Server) workload(kind, ns, name string) workloadData {
 	}
 	for _, pod := range snap.Pods {
 		uids[string(pod.UID)] = true
+		if p.Blocking != nil && pod.Name == p.Blocking.Pod {
+			d.BlockingEvents, _ = EventRows(s.opts.Cache.EventsOf(ns, map[string]bool{string(pod.UID): true}), 5)
+		}
 	}
 	d.Events, d.Healing = EventRows(s.opts.Cache.EventsOf(ns, uids), 30)
 	if revs, err := rolloutview.RevisionsOf(snap); err == nil {
