@@ -203,12 +203,12 @@ func templateOf(obj any) *corev1.PodTemplateSpec {
 
 func (s *Server) workloadPage(w http.ResponseWriter, r *http.Request) {
 	d := s.workload(r.PathValue("kind"), r.PathValue("ns"), r.PathValue("name"))
-	if !d.Found {
-		w.WriteHeader(http.StatusNotFound)
-	}
 	d.CSRF = csrfToken(s.csrf, identityOf(r).csrfKey)
 	d.Result = r.URL.Query().Get("result")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if !d.Found {
+		w.WriteHeader(http.StatusNotFound)
+	}
 	s.render(w, "workload", d)
 }
 
