@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
@@ -206,12 +207,16 @@ func TestDashboard(t *testing.T) {
 	t.Run("a pod's logs follow on the page", func(t *testing.T) {
 		// Started now, so that its later lines come while the page is open.
 		d.scenes["dash-c"].apply(t, loggerDeployment)
-		d.scenes["dash-c"].kubectl(t, "rollout", "status", "deployment/logger", "--timeout=2m")
-		pods, err := d.c.Client.CoreV1().Pods("dash-c").List(context.Background(), metav1.ListOptions{LabelSelector: "app=logger"})
-		if err != nil || len(pods.Items) != 1 {
-			t.Fatalf("logger pods: %v %v", pods, err)
-		}
-		pod := pods.Items[0].Name
+		// Its log needs the container running, not the pod available.
+		var pod string
+		eventually(t, 2*time.Minute, "the logger's pod running", func(ctx context.Context) (bool, string) {
+			pods, err := d.c.Client.CoreV1().Pods("dash-c").List(ctx, metav1.ListOptions{LabelSelector: "app=logger"})
+			if err != nil || len(pods.Items) != 1 {
+				return false, fmt.Sprint(len(pods.Items), " pods, ", err)
+			}
+			pod = pods.Items[0].Name
+			return pods.Items[0].Status.Phase == corev1.PodRunning, podState(&pods.Items[0])
+		})
 		run(t, browser, time.Minute, "opening the logger's page", chromedp.Navigate(dash.base()+"/w/dash-c/deployment/logger"),
 			chromedp.WaitVisible(`tr[data-pod="`+pod+`"] a`), chromedp.Click(`tr[data-pod="`+pod+`"] a`), chromedp.WaitVisible(`#logs`))
 		eval[bool](t, browser, "marking the page", `window.krollMarker = true`)
