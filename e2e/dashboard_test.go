@@ -217,7 +217,9 @@ func TestDashboard(t *testing.T) {
 			pod = pods.Items[0].Name
 			return pods.Items[0].Status.Phase == corev1.PodRunning, podState(&pods.Items[0])
 		})
-		run(t, browser, time.Minute, "opening the logger's page", chromedp.Navigate(dash.base()+"/w/dash-c/deployment/logger"), chromedp.WaitVisible(`#live`))
+		// Through the token's URL, so that this check also runs alone (-run …/a_pod).
+		run(t, browser, time.Minute, "opening the logger's page", chromedp.Navigate(dash.url), chromedp.WaitVisible(`table.rollouts`),
+			chromedp.Navigate(dash.base()+"/w/dash-c/deployment/logger"), chromedp.WaitVisible(`#live`))
 		browserEventually(t, browser, time.Minute, "the logger's pod "+pod+" listed on its page", "#live", func(s string) bool { return strings.Contains(s, pod) })
 		run(t, browser, time.Minute, "opening the pod's page", chromedp.Click(`tr[data-pod="`+pod+`"] a`), chromedp.WaitVisible(`#logs`))
 		eval[bool](t, browser, "marking the page", `window.krollMarker = true`)
