@@ -71,6 +71,7 @@ func (k *kubectlVerbs) commands() []*cobra.Command {
 		set.NewCmdSet(f, s),
 		k.rollout(rollout.NewCmdRollout("kroll", f, s)),
 		k.newStatusCommand(),
+		k.newDashboardCommand(),
 		// Through the simulated nodes' kubelet API.
 		logs.NewCmdLogs(f, s),
 		kexec.NewCmdExec(f, s),

@@ -95,14 +95,14 @@ func snapshotOfObjects(objs []runtime.Object) rolloutview.Snapshot {
 	for _, x := range objs[1:] {
 		switch v := x.(type) {
 		case *appsv1.ReplicaSet:
-			o.replicaSets = append(o.replicaSets, v)
+			o.ReplicaSets = append(o.ReplicaSets, v)
 		case *appsv1.ControllerRevision:
-			o.revisions = append(o.revisions, v)
+			o.Revisions = append(o.Revisions, v)
 		case *corev1.Pod:
-			o.pods = append(o.pods, v)
+			o.Pods = append(o.Pods, v)
 		}
 	}
-	return o.snapshotOf(objs[0], stepsNow)
+	return o.SnapshotOf(objs[0], stepsNow)
 }
 
 // Held at a step's pause: status keeps waiting (as on a paused Deployment) and says

@@ -148,7 +148,7 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		// A new revision: the pace of the old one says nothing. A recorded timeline of
 		// this one gives a pace from the first snapshot.
 		p.revision, p.obs = prog.Revision, nil
-		if t, err := timeline.Parse(annotationsOf(s.Object)[timeline.Annotation]); err == nil && t.Revision == recordedRevision(prog) {
+		if t, err := timeline.Parse(annotationsOf(s.Object)[timeline.Annotation]); err == nil && t.Revision == prog.RecordedRevision() {
 			p.obs = rolloutview.ObservationsOf(t)
 		}
 	}
@@ -215,17 +215,6 @@ func (p *statusPrinter) warn(prog rolloutview.Progress) {
 // inPlaceBlocked is why a rollout is Failed without kubectl's error: the one Failed
 // phase kubectl's viewer does not report (a missed deadline comes as Err).
 const inPlaceBlocked = "the change cannot be made in place and the workload is InPlaceOnly (see its InPlaceUpdate condition)"
-
-// recordedRevision is the revision a workload's timeline is recorded under: what the
-// controller passes (the revision number, update revision, or DaemonSet hash).
-func recordedRevision(p rolloutview.Progress) string {
-	if p.Kind == "daemonset" {
-		if i := strings.LastIndexByte(p.Revision, '-'); i >= 0 {
-			return p.Revision[i+1:]
-		}
-	}
-	return p.Revision
-}
 
 // annotationsOf reads a workload's annotations (every kind the views take is a
 // metav1.Object).

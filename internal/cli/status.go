@@ -100,7 +100,7 @@ policy whose annotations do not parse is a Warning line on stderr.`,
 			now := time.Now()
 			var rows []rolloutview.Progress
 			for _, obj := range objs {
-				p, err := rolloutview.ProgressOf(owned.snapshotOf(obj, now))
+				p, err := rolloutview.ProgressOf(owned.SnapshotOf(obj, now))
 				if err != nil {
 					return err
 				}

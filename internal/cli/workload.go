@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -89,16 +88,8 @@ func (r workloadRef) get(ctx context.Context, client kubernetes.Interface) (runt
 	return obj, err
 }
 
-// owned are a namespace's (or every namespace's) ReplicaSets, ControllerRevisions and
-// pods, from which each workload's own are picked by controllerRef.
-type owned struct {
-	replicaSets []*appsv1.ReplicaSet
-	revisions   []*appsv1.ControllerRevision
-	pods        []*corev1.Pod
-	// nodes are the cluster's, listed for DaemonSets: a staged DaemonSet counts the
-	// nodes its template should run on.
-	nodes []*corev1.Node
-}
+// owned is what `kroll status` lists once and picks each workload's own from.
+type owned = rolloutview.Owned
 
 // listOwned lists what workloads of kind in namespace ("" for all) own, narrowed to
 // selector when there is one.
@@ -113,63 +104,28 @@ func listOwned(ctx context.Context, client kubernetes.Interface, namespace strin
 		if err != nil {
 			return o, err
 		}
-		o.replicaSets = pointers(rss.Items)
+		o.ReplicaSets = pointers(rss.Items)
 	}
 	if kind == "" || kind != kindDeployment {
 		revs, err := client.AppsV1().ControllerRevisions(namespace).List(ctx, opts)
 		if err != nil {
 			return o, err
 		}
-		o.revisions = pointers(revs.Items)
+		o.Revisions = pointers(revs.Items)
 	}
 	pods, err := client.CoreV1().Pods(namespace).List(ctx, opts)
 	if err != nil {
 		return o, err
 	}
-	o.pods = pointers(pods.Items)
+	o.Pods = pointers(pods.Items)
 	if kind == "" || kind == kindDaemonSet {
 		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return o, fmt.Errorf("listing nodes (a DaemonSet's rollout counts nodes): %w", err)
 		}
-		o.nodes = pointers(nodes.Items)
+		o.Nodes = pointers(nodes.Items)
 	}
 	return o, nil
-}
-
-// snapshotOf picks obj's own ReplicaSets, revisions and pods out of o.
-func (o owned) snapshotOf(obj runtime.Object, now time.Time) rolloutview.Snapshot {
-	s := rolloutview.Snapshot{Object: obj, Now: now}
-	uid := obj.(metav1.Object).GetUID()
-	owners := map[types.UID]bool{uid: true}
-	if _, ok := obj.(*appsv1.Deployment); ok {
-		for _, rs := range o.replicaSets {
-			if controlledBy(rs, uid) {
-				s.ReplicaSets = append(s.ReplicaSets, rs)
-				owners[rs.UID] = true
-			}
-		}
-	} else {
-		for _, r := range o.revisions {
-			if controlledBy(r, uid) {
-				s.Revisions = append(s.Revisions, r)
-			}
-		}
-	}
-	if _, ok := obj.(*appsv1.DaemonSet); ok {
-		s.Nodes = o.nodes
-	}
-	for _, p := range o.pods {
-		if ref := metav1.GetControllerOf(p); ref != nil && owners[ref.UID] {
-			s.Pods = append(s.Pods, p)
-		}
-	}
-	return s
-}
-
-func controlledBy(obj metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == uid
 }
 
 func pointers[T any](items []T) []*T {
@@ -209,7 +165,7 @@ func (r workloadRef) snapshot(ctx context.Context, client kubernetes.Interface) 
 	if err != nil {
 		return rolloutview.Snapshot{}, err
 	}
-	return o.snapshotOf(obj, time.Now()), nil
+	return o.SnapshotOf(obj, time.Now()), nil
 }
 
 // watchSnapshots calls onChange with a fresh snapshot of r whenever r or anything it
@@ -302,20 +258,20 @@ func (r workloadRef) watchSnapshots(ctx context.Context, client kubernetes.Inter
 		for _, x := range holders.GetStore().List() {
 			switch h := x.(type) {
 			case *appsv1.ReplicaSet:
-				o.replicaSets = append(o.replicaSets, h)
+				o.ReplicaSets = append(o.ReplicaSets, h)
 			case *appsv1.ControllerRevision:
-				o.revisions = append(o.revisions, h)
+				o.Revisions = append(o.Revisions, h)
 			}
 		}
 		for _, x := range pods.GetStore().List() {
-			o.pods = append(o.pods, x.(*corev1.Pod))
+			o.Pods = append(o.Pods, x.(*corev1.Pod))
 		}
 		if nodes != nil {
 			for _, x := range nodes.GetStore().List() {
-				o.nodes = append(o.nodes, x.(*corev1.Node))
+				o.Nodes = append(o.Nodes, x.(*corev1.Node))
 			}
 		}
-		stop, err := onChange(o.snapshotOf(items[0].(runtime.Object), time.Now()))
+		stop, err := onChange(o.SnapshotOf(items[0].(runtime.Object), time.Now()))
 		if stop || err != nil {
 			return err
 		}

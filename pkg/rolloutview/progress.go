@@ -395,6 +395,17 @@ type Observation struct {
 	Done int32
 }
 
+// RecordedRevision is the revision p's workload's timeline is recorded under: what the
+// controller passes (the revision number, update revision, or DaemonSet hash).
+func (p Progress) RecordedRevision() string {
+	if p.Kind == "daemonset" {
+		if i := strings.LastIndexByte(p.Revision, '-'); i >= 0 {
+			return p.Revision[i+1:]
+		}
+	}
+	return p.Revision
+}
+
 // ObservationsOf turns a recorded timeline of the same revision into observations, so
 // an ETA is known from the first snapshot: done is min(new, available) there too.
 func ObservationsOf(t timeline.Timeline) []Observation {

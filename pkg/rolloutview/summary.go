@@ -57,14 +57,20 @@ func Summary(ps []Progress, withNamespace bool) string {
 		if withNamespace {
 			fmt.Fprintf(w, "%s\t", p.Namespace)
 		}
-		d := detail(p)
-		if r := p.Resizing.String(); r != "" {
-			d = strings.TrimPrefix(d+"; "+r, "; ")
-		}
-		fmt.Fprintf(w, "%s/%s\t%s\t%d\t%d\t%d\t%s\n", p.Kind, p.Name, VerdictOf(p), p.Updated, p.Available, p.Desired, d)
+		fmt.Fprintf(w, "%s/%s\t%s\t%d\t%d\t%d\t%s\n", p.Kind, p.Name, VerdictOf(p), p.Updated, p.Available, p.Desired, Detail(p))
 	}
 	w.Flush()
 	return b.String()
+}
+
+// Detail is `kroll status`'s DETAIL column: what holds up a rollout that is not done,
+// and the pods resizing in place when some are.
+func Detail(p Progress) string {
+	d := detail(p)
+	if r := p.Resizing.String(); r != "" {
+		d = strings.TrimPrefix(d+"; "+r, "; ")
+	}
+	return d
 }
 
 func detail(p Progress) string {

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+)
+
+// Given 1,000 Deployments of one pod across 10 namespaces, when `kroll dashboard`
+// serves them, then the list's first render takes under a second and the dashboard
+// process stays under 150 MiB.
+func TestDashboardThousandDeployments(t *testing.T) {
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(10))
+	stop := startKrollControllers(t, c)
+	t.Cleanup(stop)
+	ctx := context.Background()
+	const namespaces, perNamespace = 10, 100
+	for i := range namespaces {
+		ns := fmt.Sprintf("scale-%d", i)
+		newScene(t, c, ns, cluster.WorkloadControllersKroll)
+		for j := range perNamespace {
+			name := fmt.Sprintf("app-%03d", j)
+			one := int32(1)
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}}}
+			if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, 10*time.Minute, "1,000 Deployments available", func(ctx context.Context) (bool, string) {
+		n := 0
+		for i := range namespaces {
+			list, err := c.Client.AppsV1().Deployments(fmt.Sprintf("scale-%d", i)).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, d := range list.Items {
+				if d.Status.AvailableReplicas == 1 {
+					n++
+				}
+			}
+		}
+		return n == namespaces*perNamespace, fmt.Sprintf("%d available", n)
+	})
+
+	started := time.Now()
+	dash := startDashboard(t, krollBinary(t), "--read-only", "--kubeconfig", c.KubeconfigPath)
+	t.Logf("the dashboard listed the cluster and printed its URL in %s", time.Since(started).Round(time.Millisecond))
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: time.Minute}
+	var first time.Duration
+	var body string
+	for i := range 3 {
+		start := time.Now()
+		resp, err := client.Get(dash.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		if i == 0 {
+			first, body = took, string(b)
+		}
+		t.Logf("GET / (every workload) #%d: %s, %d KiB", i+1, took.Round(time.Millisecond), len(b)/1024)
+	}
+	if n := strings.Count(body, `data-workload="scale-`); n != namespaces*perNamespace {
+		t.Errorf("the list has %d rows of scale-*, want %d", n, namespaces*perNamespace)
+	}
+	if first > time.Second {
+		t.Errorf("the list's first render took %s, want under 1 s", first)
+	}
+
+	browser := newBrowser(t)
+	run(t, browser, time.Minute, "the list in a browser", chromedp.Navigate(dash.url), chromedp.WaitVisible(`tr[data-workload="scale-9/deployment/app-099"]`))
+	rows := eval[int](t, browser, "counting rows", `document.querySelectorAll('tr[data-workload^="scale-"]').length`)
+	// The browser's own clock: from the navigation's start (the token's redirect
+	// included) to the page parsed and its scripts run.
+	loaded := eval[float64](t, browser, "the navigation's timing", `performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd`)
+	t.Logf("the list in the browser: %d rows, DOMContentLoaded %.0f ms after the navigation started", rows, loaded)
+	if rows != namespaces*perNamespace || loaded > 1000 {
+		t.Errorf("the browser shows %d rows after %.0f ms, want %d within 1 s", rows, loaded, namespaces*perNamespace)
+	}
+	m := processMemory(t, dash.cmd.Process.Pid)
+	t.Logf("dashboard memory: RSS %d MiB (peak %d MiB) = anonymous %d MiB + file-backed %d MiB", m["VmRSS:"]>>20, m["VmHWM:"]>>20, m["RssAnon:"]>>20, m["RssFile:"]>>20)
+	// The file-backed part is the kroll executable's own pages (the one binary holds
+	// the embedded control plane, ~240 MB, of which ~135 MB are touched at start by
+	// any verb): shared with the page cache and reclaimable. What the dashboard holds
+	// is its anonymous memory: informer caches, renders, streams.
+	if m["RssAnon:"] > 150<<20 {
+		t.Errorf("the dashboard's anonymous memory is %d MiB, want under 150 MiB", m["RssAnon:"]>>20)
+	}
+}
+
+// processMemory reads a process's memory figures (VmRSS:, VmHWM:, RssAnon:, RssFile:)
+// in bytes.
+func processMemory(t *testing.T, pid int) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		m[fields[0]] = kb << 10
+	}
+	return m
+}
