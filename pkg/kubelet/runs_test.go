@@ -111,6 +111,19 @@ func TestPodStatus_containerModel(t *testing.T) {
 			},
 		},
 		{
+			name: "a shell that echoes and sleeps between its lines is ready once started, and stays so while it sleeps",
+			pod: withContainer(newPod("busybox"), func(c *corev1.Container) {
+				c.Command = []string{"sh", "-c", "echo started serving; sleep 6; echo second line; sleep 6; echo third line; sleep 3600"}
+			}),
+			steps: []step{
+				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
+				{at: 500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true},
+				{at: 7 * sec, phase: corev1.PodRunning, reason: "Running", ready: true, wake: 12500 * ms},
+				// sleep 3600 began at 12.5s; the shell ends with it.
+				{at: time.Hour, phase: corev1.PodRunning, reason: "Running", ready: true, wake: time.Hour + 12500*ms},
+			},
+		},
+		{
 			name: "nginx without probes behaves as before the model: ready once started, no wake-ups",
 			pod:  newPod("nginx:1.25"),
 			steps: []step{
