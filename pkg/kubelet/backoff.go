@@ -66,6 +66,14 @@ func (e crashBackOff) next(key string, finished, now time.Time, base time.Durati
 func (s *simulator) afterExit(pod *corev1.Pod, c corev1.Container, next corev1.ContainerStatus, at time.Time, clk *podClock, w *wake) corev1.ContainerStatus {
 	key := backOffKey(&c)
 	e := clk.backOff[c.Name]
+	if e.fresh(key, at) && s.planImage(pod, c.Image).fault.Kind == FaultCrashLoop {
+		// The CrashLoopBackOff fault is the state it names from the first crash on, as
+		// it always was (rollouts' failure handling is tried against it): its first
+		// restart waits the base back-off. A container's own exits (its command, a
+		// failed liveness probe) follow the kubelet's flow, the first restart at once.
+		e = crashBackOff{key: key, wait: s.crashBackOff, last: at}
+		clk.backOff[c.Name] = e
+	}
 	if !e.until(key, at).After(at) {
 		clk.backOff[c.Name] = e.next(key, at, at, s.crashBackOff)
 		if regularInit(pod, c.Name) {

@@ -193,18 +193,19 @@ func TestPodStatus_lifecycle(t *testing.T) {
 			},
 		},
 		{
-			name:  "a crash-looping container exits after a second and restarts at once, then after 10s, 20s, …",
+			// The CrashLoopBackOff fault is that state from the first crash on (a
+			// container's own exits restart at once first: backoff_test.go).
+			name:  "a crash-looping container (the fault) exits after a second and restarts after 10s, 20s, 40s …",
 			pod:   newPod("app:crash"),
 			rules: []FaultRule{{Image: "*:crash", Fault: "CrashLoopBackOff"}},
 			steps: []step{
 				{at: 0, phase: corev1.PodPending, reason: "ContainerCreating", wake: 500 * ms},
 				{at: 500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true, wake: 1500 * ms},
-				{at: 1500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true, restarts: 1, wake: 2500 * ms},
-				{at: 2500 * ms, phase: corev1.PodRunning, reason: "CrashLoopBackOff", restarts: 1, wake: 12500 * ms},
-				{at: 12500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true, restarts: 2, wake: 13500 * ms},
-				{at: 13500 * ms, phase: corev1.PodRunning, reason: "CrashLoopBackOff", restarts: 2, wake: 33500 * ms},
-				{at: 33500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true, restarts: 3, wake: 34500 * ms},
-				{at: 34500 * ms, phase: corev1.PodRunning, reason: "CrashLoopBackOff", restarts: 3, wake: 74500 * ms},
+				{at: 1500 * ms, phase: corev1.PodRunning, reason: "CrashLoopBackOff", wake: 11500 * ms},
+				{at: 11500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true, restarts: 1, wake: 12500 * ms},
+				{at: 12500 * ms, phase: corev1.PodRunning, reason: "CrashLoopBackOff", restarts: 1, wake: 32500 * ms},
+				{at: 32500 * ms, phase: corev1.PodRunning, reason: "Running", ready: true, restarts: 2, wake: 33500 * ms},
+				{at: 33500 * ms, phase: corev1.PodRunning, reason: "CrashLoopBackOff", restarts: 2, wake: 73500 * ms},
 			},
 		},
 		{
