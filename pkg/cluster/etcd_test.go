@@ -196,12 +196,9 @@ func foreignClientCert(t *testing.T) [2]string {
 }
 
 // startTestCluster starts a cluster of nodes simulated nodes without workload
-// controllers, stopped when t ends; it skips t in -short runs.
+// controllers, stopped when t ends.
 func startTestCluster(t *testing.T, nodes int) (*Cluster, Config) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
 	cfg := Config{DataDir: t.TempDir(), WorkloadControllers: WorkloadControllersNone, Kubelet: kubelet.DefaultConfig(), EtcdUnsafeNoFsync: true}
 	cfg.Kubelet.Nodes = nodes
 	c, err := Start(context.Background(), cfg)
