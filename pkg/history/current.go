@@ -105,12 +105,21 @@ func CurrentRevision[O Owner](ctx context.Context, client RevisionClient, owner 
 	return cur, deref(count), err
 }
 
-// ownNamed are the revisions among revs named as the controller names its own, by
-// their hash label.
+// ownNamed are the revisions among revs (all of the owner's template now) that the
+// controller made: labelled with the template's hash under a collision count up to
+// the owner's, and named by it. A client's copy of the template's data under another
+// template's hash (upstream's ControllerRevision Conformance spec makes one) is not.
+// maxCountsTried bounds the collision counts ownNamed hashes under.
+const maxCountsTried = 100
+
 func ownNamed(revs []*appsv1.ControllerRevision, k revisionKind) []*appsv1.ControllerRevision {
+	hashes := map[string]bool{k.hash(nil): true}
+	for c := int32(0); c <= min(deref(k.collisions), maxCountsTried); c++ {
+		hashes[k.hash(&c)] = true
+	}
 	var own []*appsv1.ControllerRevision
 	for _, r := range revs {
-		if h := r.Labels[k.hashLabel]; h != "" && r.Name == k.name(h) {
+		if h := r.Labels[k.hashLabel]; hashes[h] && r.Name == k.name(h) {
 			own = append(own, r)
 		}
 	}

@@ -163,10 +163,20 @@ func TestCurrentRevision(t *testing.T) {
 				revisionOf(t, logsSet(v1), 1, 1), revisionOf(t, logsSet(v2), 2, 0), revisionOf(t, logsSet(v1), 3, 0),
 			},
 			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
+				return CurrentRevision(ctx, f, withCollisions(logsSet(v1), 1), sorted(f))
+			},
+			want: "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3", wantCollisions: 1,
+			wantActions: "[delete " + revisionOf(t, logsSet(v1), 1, 1).Name + "]",
+		},
+		{
+			name: "DaemonSet, a client's newer copy of the template's data, named and labelled by another template's hash (upstream's Conformance spec): not a duplicate, neither deleted",
+			stored: []*appsv1.ControllerRevision{
+				revisionOf(t, logsSet(v1), 1, 0), relabelled(revisionOf(t, logsSet(v1), 2, 0), revisionOf(t, logsSet(v2), 2, 0)),
+			},
+			run: func(f *fakeRevisions) (*appsv1.ControllerRevision, int32, error) {
 				return CurrentRevision(ctx, f, logsSet(v1), sorted(f))
 			},
-			want:        "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #3",
-			wantActions: "[delete " + revisionOf(t, logsSet(v1), 1, 1).Name + "]",
+			want: "logs-" + TemplateHash(&logsSet(v1).Spec.Template, nil) + " #1", wantActions: "[]",
 		},
 		{
 			name: "DaemonSet, a client's older revision of the same template is the client's to delete",
@@ -284,6 +294,19 @@ func sorted(f *fakeRevisions) []*appsv1.ControllerRevision {
 func renamed(r *appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
 	r.Name = name
 	return r
+}
+
+// relabelled is r under the name and hash label of as.
+func relabelled(r, as *appsv1.ControllerRevision) *appsv1.ControllerRevision {
+	r.Name = as.Name
+	r.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = as.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+	return r
+}
+
+// withCollisions is ds with n collisions counted in its status.
+func withCollisions(ds *appsv1.DaemonSet, n int32) *appsv1.DaemonSet {
+	ds.Status.CollisionCount = &n
+	return ds
 }
 
 // createdAt gives r a creation time minute m of a fixed hour.
