@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	basecompatibility "k8s.io/component-base/compatibility"
@@ -139,6 +141,12 @@ func apiServerRunner(ctx context.Context, listener net.Listener, etcdURL string,
 	if err != nil {
 		return nil, fmt.Errorf("kube-apiserver config: %w", err)
 	}
+	// Requests enter through the aggregator's handler chain; inside its authentication,
+	// kube-controller-manager's controllers' writes get its name (kcmidentity.go).
+	buildChain := config.Aggregator.GenericConfig.BuildHandlerChainFunc
+	config.Aggregator.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return buildChain(namingKCMControllers(h), c)
+	}
 	done, err := config.Complete()
 	if err != nil {
 		return nil, fmt.Errorf("kube-apiserver config: %w", err)
@@ -166,12 +174,9 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 	return kcmRunner(ctx, append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + controllers,
-		// Its controllers run as kube-controller-manager's own identity, which is bound
-		// to each of their bootstrap roles (identities.go), not as one service account
-		// each: client-go's service-account clients drop the transport wrapper that
-		// names kube-controller-manager as their writes' field manager
-		// (kcmidentity.go), which kroll's preflight and rollout verdicts read.
-		"--use-service-account-credentials=false",
+		// Each of its controllers acts as its own service account in kube-system, under
+		// upstream's bootstrap role for it, as on a kubeadm cluster (identities.go).
+		"--use-service-account-credentials",
 		"--service-account-private-key-file=" + p.saKey(),
 		"--root-ca-file=" + p.caCert(),
 		"--cluster-signing-cert-file=" + p.caCert(),
@@ -276,6 +281,8 @@ func (c *Cluster) RunUpstreamWorkloadControllers(ctx context.Context) error {
 	run, err := kcmRunner(ctx, []string{
 		"--kubeconfig=" + c.pki.path("controller-manager.kubeconfig"),
 		"--controllers=" + strings.Join(workloadControllers, ","),
+		// As the cluster's own: each controller as its service account, under its role.
+		"--use-service-account-credentials",
 	})
 	if err != nil {
 		return err

@@ -27,12 +27,13 @@ import (
 
 // Every component runs under an identity of its own, as on a kubeadm cluster, and may
 // do only what that identity's roles grant (pki.go lists the identities):
-//   - kube-controller-manager as system:kube-controller-manager, bound to upstream's
-//     bootstrap role of each of its controllers (system:controller:*): what kubeadm's
-//     one service account per controller (--use-service-account-credentials) may do
-//     together, without a service account's client per controller, whose transport
-//     loses the field-manager name kroll reads (components.go); kube-scheduler as
-//     system:kube-scheduler, under its bootstrap roles;
+//   - kube-controller-manager as system:kube-controller-manager, under upstream's
+//     bootstrap role for it (its informers, service accounts and their tokens), and
+//     each of its controllers as its own service account,
+//     system:serviceaccount:kube-system:<controller>, under that controller's bootstrap
+//     role (system:controller:<controller>), as with kubeadm's
+//     --use-service-account-credentials; kube-scheduler as system:kube-scheduler,
+//     under its bootstrap roles;
 //   - each simulated node as system:node:<name> in system:nodes, which the Node
 //     authorizer and NodeRestriction admission hold to its own Node, Lease and pods.
 //     The simulator's informers read every node's objects through one shared identity
@@ -111,7 +112,7 @@ func (c *Cluster) ensureIdentities(ctx context.Context, nodes int) error {
 	if err := ensureClusterRole(ctx, client, controllersRole, controllers); err != nil {
 		return err
 	}
-	if err := bindControllerRoles(ctx, client); err != nil {
+	if err := removeKCMControllerBindings(ctx, client); err != nil {
 		return err
 	}
 	for _, b := range []struct{ name, role, user string }{
@@ -123,10 +124,10 @@ func (c *Cluster) ensureIdentities(ctx context.Context, nodes int) error {
 			return err
 		}
 	}
-	// The namespace controller's role, one of the last bound.
+	// The namespace controller's bootstrap role, one of the last the API server binds.
 	finalize := authorizationv1.ResourceAttributes{Verb: "update", Resource: "namespaces", Subresource: "finalize"}
 	if err := c.waitFor(ctx, "kube-controller-manager's roles", func(ctx context.Context) bool {
-		return allowed(ctx, c.Client, identityControllerManager.cn, finalize)
+		return allowed(ctx, c.Client, serviceAccountPrefix+"namespace-controller", finalize)
 	}); err != nil {
 		return err
 	}
@@ -157,31 +158,34 @@ func allowed(ctx context.Context, client kubernetes.Interface, user string, attr
 	return err == nil && review.Status.Allowed
 }
 
-// controllerRolePrefix begins the names of upstream's bootstrap ClusterRoles of
-// kube-controller-manager's controllers, which the API server creates before it is ready.
-const controllerRolePrefix = "system:controller:"
+// kcmControllerBindingPrefix begins the names of the ClusterRoleBindings an earlier
+// kroll made, binding kube-controller-manager's own identity to every controller's
+// bootstrap role, when its controllers did not act as their service accounts.
+const kcmControllerBindingPrefix = "kroll:kube-controller-manager:"
 
-// bindControllerRoles binds kube-controller-manager's identity to every controller
-// role, each binding named after its role with kroll's prefix.
-func bindControllerRoles(ctx context.Context, client kubernetes.Interface) error {
-	roles, err := client.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+// removeKCMControllerBindings removes the bindings an earlier kroll left
+// (kcmControllerBindingPrefix): kube-controller-manager's own identity holds only its
+// own bootstrap role now.
+func removeKCMControllerBindings(ctx context.Context, client kubernetes.Interface) error {
+	bindings, err := client.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("cluster roles: %w", err)
+		return fmt.Errorf("cluster role bindings: %w", err)
 	}
-	for _, name := range controllerRoles(roles.Items) {
-		if err := ensureClusterRoleBinding(ctx, client, "kroll:kube-controller-manager:"+strings.TrimPrefix(name, controllerRolePrefix), name, identityControllerManager.cn); err != nil {
-			return err
+	for _, name := range staleKCMControllerBindings(bindings.Items) {
+		if err := client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cluster role binding %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// controllerRoles are the names of the controller roles among roles, sorted.
-func controllerRoles(roles []rbacv1.ClusterRole) []string {
+// staleKCMControllerBindings are the names of the bindings among bindings that an
+// earlier kroll made for kube-controller-manager's identity, sorted.
+func staleKCMControllerBindings(bindings []rbacv1.ClusterRoleBinding) []string {
 	var out []string
-	for _, r := range roles {
-		if strings.HasPrefix(r.Name, controllerRolePrefix) {
-			out = append(out, r.Name)
+	for _, b := range bindings {
+		if strings.HasPrefix(b.Name, kcmControllerBindingPrefix) {
+			out = append(out, b.Name)
 		}
 	}
 	sort.Strings(out)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,14 +53,43 @@ func TestSimulatedKubeletRules_actAsEachNodeByName(t *testing.T) {
 	}
 }
 
-func TestControllerRoles_upstreamsControllersOnly(t *testing.T) {
-	var roles []rbacv1.ClusterRole
-	for _, name := range []string{"system:controller:namespace-controller", "cluster-admin", "system:kube-scheduler", "system:controller:attachdetach-controller", "system:controllers"} {
-		roles = append(roles, rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
+func TestStaleKCMControllerBindings_earlierKrollsOnly(t *testing.T) {
+	var bindings []rbacv1.ClusterRoleBinding
+	for _, name := range []string{"kroll:kube-controller-manager:namespace-controller", "system:kube-controller-manager",
+		"system:controller:deployment-controller", "kroll:controller-manager", "kroll:kube-controller-manager:attachdetach-controller"} {
+		bindings = append(bindings, rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	got := strings.Join(controllerRoles(roles), " ")
-	if want := "system:controller:attachdetach-controller system:controller:namespace-controller"; got != want {
-		t.Errorf("controller roles %q, want %q", got, want)
+	got := strings.Join(staleKCMControllerBindings(bindings), " ")
+	if want := "kroll:kube-controller-manager:attachdetach-controller kroll:kube-controller-manager:namespace-controller"; got != want {
+		t.Errorf("stale bindings %q, want %q", got, want)
+	}
+}
+
+func TestKCMControllerAgent(t *testing.T) {
+	for _, tc := range []struct {
+		name, user, ua, want string
+	}{
+		{"a controller as its service account is kube-controller-manager", "system:serviceaccount:kube-system:deployment-controller",
+			"kroll/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:deployment-controller",
+			"kube-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:deployment-controller"},
+		{"a test binary's controller too", "system:serviceaccount:kube-system:generic-garbage-collector",
+			"e2e.test/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:generic-garbage-collector",
+			"kube-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:generic-garbage-collector"},
+		{"already named", "system:serviceaccount:kube-system:deployment-controller",
+			"kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/abc/system:serviceaccount:kube-system:deployment-controller", ""},
+		{"a user agent naming another service account", "system:serviceaccount:kube-system:deployment-controller",
+			"kroll/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:replicaset-controller", ""},
+		{"a service account of another namespace", "system:serviceaccount:default:deployment-controller",
+			"kroll/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:default:deployment-controller", ""},
+		{"kroll's own controllers", "kroll:controller-manager", "kroll/v0.0.0 (linux/amd64) kubernetes/$Format/deployment-controller", ""},
+		{"kubectl as a kube-system service account", "system:serviceaccount:kube-system:deployment-controller", "kubectl/v1.32.0 (linux/amd64) kubernetes/abc", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := kcmControllerAgent(tc.user, tc.ua)
+			if ok != (tc.want != "") || got != tc.want {
+				t.Errorf("kcmControllerAgent = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
 	}
 }
 
@@ -191,5 +221,55 @@ func TestNodeClients_oneConnectionManyIdentities(t *testing.T) {
 	}
 	if conns != 1 {
 		t.Errorf("three nodes' requests opened %d connections, want 1", conns)
+	}
+}
+
+// Given a cluster, then kube-controller-manager's controllers act as their own service
+// accounts (the serviceaccount controller makes a new namespace's "default"
+// ServiceAccount) and their writes are named kube-controller-manager's, which kroll's
+// preflight and verdicts read; kube-controller-manager's own identity holds none of its
+// controllers' rights (an earlier kroll's binding for them is removed on start).
+func TestKubeControllerManager_controllersActAsTheirServiceAccounts(t *testing.T) {
+	c, cfg := startTestCluster(t, 0)
+	ctx := context.Background()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "named"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var sa *corev1.ServiceAccount
+	if err := c.waitFor(ctx, "the default service account", func(ctx context.Context) bool {
+		var err error
+		sa, err = c.Client.CoreV1().ServiceAccounts("named").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for _, f := range sa.ManagedFields {
+		managers = append(managers, f.Manager)
+	}
+	if strings.Join(managers, " ") != kcmUserAgent {
+		t.Errorf("the default ServiceAccount's writers are %v, want [%s]", managers, kcmUserAgent)
+	}
+	if _, err := c.Client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "service-account-controller", metav1.GetOptions{}); err != nil {
+		t.Errorf("the serviceaccount controller's own service account: %v", err)
+	}
+	finalize := authorizationv1.ResourceAttributes{Verb: "update", Resource: "namespaces", Subresource: "finalize"}
+	if allowed(ctx, c.Client, identityControllerManager.cn, finalize) {
+		t.Errorf("%s may finalize namespaces: it holds the namespace controller's role", identityControllerManager.cn)
+	}
+
+	// An earlier kroll's binding is gone after a restart.
+	stale := kcmControllerBindingPrefix + "namespace-controller"
+	if err := ensureClusterRoleBinding(ctx, c.Client, stale, "system:controller:namespace-controller", identityControllerManager.cn); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop()
+	c, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, stale, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the earlier binding %s after a restart: %v", stale, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,6 +42,45 @@ func asKubeControllerManager(rt http.RoundTripper) http.RoundTripper {
 			req.Header.Set("User-Agent", kcmUserAgent+"/"+rest)
 		}
 		return rt.RoundTrip(req)
+	})
+}
+
+// serviceAccountPrefix begins the user names of kube-system's service accounts, as
+// which kube-controller-manager's controllers act (--use-service-account-credentials).
+const serviceAccountPrefix = "system:serviceaccount:kube-system:"
+
+// kcmControllerAgent is what names a write's field manager for a request of user
+// made with user agent ua: a controller of kube-controller-manager acting as its own
+// service account (user system:serviceaccount:kube-system:<controller>), whose client
+// kube-controller-manager's client builder made, says so at the end of its user agent
+// ("kroll/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:
+// deployment-controller"), and its writes are named kube-controller-manager's, as on a
+// real cluster. The client builder copies no transport wrapper into those clients
+// (rest.AnonymousClientConfig), so asKubeControllerManager cannot rename them: the API
+// server does, from the authenticated user. ok is false when the request is any other.
+func kcmControllerAgent(user, ua string) (renamed string, ok bool) {
+	if !strings.HasPrefix(user, serviceAccountPrefix) || !strings.HasSuffix(ua, "/"+user) {
+		return "", false
+	}
+	program, rest, found := strings.Cut(ua, "/")
+	if !found || program == kcmUserAgent {
+		return "", false
+	}
+	return kcmUserAgent + "/" + rest, true
+}
+
+// namingKCMControllers wraps the API server's handler, inside authentication, so that
+// the writes of kube-controller-manager's controllers under their service accounts are
+// named kube-controller-manager's (kcmControllerAgent).
+func namingKCMControllers(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if u, ok := genericapirequest.UserFrom(req.Context()); ok {
+			if ua, ok := kcmControllerAgent(u.GetName(), req.UserAgent()); ok {
+				req = req.Clone(req.Context())
+				req.Header.Set("User-Agent", ua)
+			}
+		}
+		h.ServeHTTP(w, req)
 	})
 }
 
