@@ -7,8 +7,11 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -119,15 +122,7 @@ func TestEtcd_onlyTheAPIServersCertificateGetsIn(t *testing.T) {
 	}()
 	old.Close()
 
-	p := pki{dir: filepath.Join(dir, "pki")}
-	if err := p.ensure(kubernetesServiceIP); err != nil {
-		t.Fatal(err)
-	}
-	e, endpoint, err := startEtcd(context.Background(), dir, filepath.Join(dir, "etcd.log"), p, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	_, endpoint, p := startEtcdAsKroll(t, dir)
 	if !strings.HasPrefix(endpoint, "https://127.0.0.1:") {
 		t.Fatalf("etcd serves at %s, want https on 127.0.0.1", endpoint)
 	}
@@ -178,6 +173,22 @@ func TestEtcd_aRestartedDataDirKeepsItsObjects(t *testing.T) {
 	}
 }
 
+// startEtcdAsKroll starts etcd in dir as kroll starts it, with the PKI pki.ensure
+// makes, stopped when t ends; it returns etcd, its client URL and the PKI.
+func startEtcdAsKroll(t *testing.T, dir string) (*embed.Etcd, string, pki) {
+	t.Helper()
+	p := pki{dir: filepath.Join(dir, "pki")}
+	if err := p.ensure(kubernetesServiceIP); err != nil {
+		t.Fatal(err)
+	}
+	e, endpoint, err := startEtcd(context.Background(), dir, filepath.Join(dir, "etcd.log"), p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, endpoint, p
+}
+
 // foreignClientCert writes a client certificate of a CA of its own, as any local user
 // could make one, and returns its certificate and key files.
 func foreignClientCert(t *testing.T) [2]string {
@@ -207,4 +218,126 @@ func startTestCluster(t *testing.T, nodes int) (*Cluster, Config) {
 	}
 	t.Cleanup(c.Stop)
 	return c, cfg
+}
+
+// Given etcd started as kroll starts it, then its peer listener is no TCP port but a
+// Unix socket in a directory only this user may enter (made so again though an old data
+// directory left it open): another local user cannot connect to it. (etcd serves the
+// socket without TLS: this user reaches its peer API, as it may read etcd's files.)
+func TestEtcd_peerListenerIsAPrivateSocket(t *testing.T) {
+	// A data directory others may enter, as an old one may be (t.TempDir's is not).
+	dir, err := os.MkdirTemp("", "kroll-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "etcd-peer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ := startEtcdAsKroll(t, dir)
+	if len(e.Peers) != 1 {
+		t.Fatalf("etcd has %d peer listeners, want 1", len(e.Peers))
+	}
+	addr := e.Peers[0].Addr()
+	if addr.Network() != "unix" {
+		t.Fatalf("etcd's peer listener is %s %s, want a Unix socket", addr.Network(), addr)
+	}
+	socket := addr.String()
+	info, err := os.Stat(filepath.Dir(socket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o700 {
+		t.Errorf("the peer socket's directory %s has mode %v, want 0700", filepath.Dir(socket), info.Mode().Perm())
+	}
+	plain := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	resp, err := plain.Get("http://etcd/members")
+	if err != nil {
+		t.Fatalf("this user's request on the peer socket %s: %v", socket, err)
+	}
+	resp.Body.Close()
+	if os.Geteuid() == 0 {
+		out, err := dialAsNobody(t, socket)
+		if err == nil || !strings.Contains(out, "permission denied") {
+			t.Errorf("another user connecting to the peer socket: %v %s, want permission denied", err, out)
+		}
+	}
+}
+
+// dialAsNobody runs this test binary as the user nobody, connecting to socket
+// (TestDialHelper), and returns what it printed. The binary is linked (or copied) into
+// a directory nobody may enter: go test's own is private.
+func dialAsNobody(t *testing.T, socket string) (string, error) {
+	t.Helper()
+	binDir, err := os.MkdirTemp("", "kroll-dial-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(binDir)
+	bin := filepath.Join(binDir, "dial.test")
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(os.Args[0], bin); err != nil {
+		data, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "-test.run=^TestDialHelper$")
+	cmd.Env = append(os.Environ(), "KROLL_TEST_DIAL="+socket)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestDialHelper connects to the Unix socket $KROLL_TEST_DIAL, as dialAsNobody asks;
+// without it, it does nothing.
+func TestDialHelper(t *testing.T) {
+	socket := os.Getenv("KROLL_TEST_DIAL")
+	if socket == "" {
+		return
+	}
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	c.Close()
+	fmt.Println("connected")
+}
+
+// Given a data directory whose path would make the peer socket's longer than Linux
+// allows, then the socket's directory is a private one (0700) of the temporary
+// directory, removed by its remove; a short one's is in the data directory.
+func TestPeerSocketDir_aLongDataDirsSocketLivesInAPrivateTempDir(t *testing.T) {
+	short := t.TempDir()
+	got, remove, err := peerSocketDir(short)
+	if err != nil || got != filepath.Join(short, "etcd-peer") {
+		t.Fatalf("peer socket directory of %s: %s, %v", short, got, err)
+	}
+	remove()
+	long := filepath.Join(short, strings.Repeat("d", 100))
+	got, remove, err = peerSocketDir(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(got, long) || len(filepath.Join(got, peerSocket)) > maxSocketPath {
+		t.Errorf("peer socket directory of a long data directory: %s", got)
+	}
+	if info, err := os.Stat(got); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("peer socket directory %s: %v, %v; want mode 0700", got, info, err)
+	}
+	remove()
+	if _, err := os.Stat(got); !os.IsNotExist(err) {
+		t.Errorf("%s after remove: %v", got, err)
+	}
 }
