@@ -13,6 +13,8 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	basecompatibility "k8s.io/component-base/compatibility"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
@@ -211,6 +213,13 @@ func RunUpstreamWorkloadControllers(ctx context.Context, kubeconfig string, qps 
 	return run(ctx)
 }
 
+// kcmRootQPS and kcmRootBurst limit kube-controller-manager's own client when its
+// controllers act as their service accounts.
+const (
+	kcmRootQPS   = 200
+	kcmRootBurst = 400
+)
+
 // kcmRunner builds kube-controller-manager from args, without leader election or a
 // serving port.
 func kcmRunner(ctx context.Context, args []string) (func(context.Context) error, error) {
@@ -238,6 +247,17 @@ func kcmRunner(ctx context.Context, args []string) (func(context.Context) error,
 		return nil, fmt.Errorf("kube-controller-manager config: %w", err)
 	}
 	config.Kubeconfig.Wrap(asKubeControllerManager)
+	if config.ComponentConfig.KubeCloudShared.UseServiceAccountCredentials {
+		// Each controller's client first gets or creates its service account and asks
+		// for its token through the manager's own client: some 100 requests at start,
+		// which its default limit (20/s, burst 30) would spread over 4 seconds. The
+		// controllers' own clients keep the limit.
+		root := rest.CopyConfig(config.Kubeconfig)
+		root.QPS, root.Burst = kcmRootQPS, kcmRootBurst
+		if config.Client, err = kubernetes.NewForConfig(rest.AddUserAgent(root, kcmUserAgent)); err != nil {
+			return nil, fmt.Errorf("kube-controller-manager client: %w", err)
+		}
+	}
 	return func(ctx context.Context) error { return kcmapp.Run(ctx, config.Complete()) }, nil
 }
 

@@ -225,8 +225,8 @@ func TestNodeClients_oneConnectionManyIdentities(t *testing.T) {
 }
 
 // Given a cluster, then kube-controller-manager's controllers act as their own service
-// accounts (the serviceaccount controller makes a new namespace's "default"
-// ServiceAccount) and their writes are named kube-controller-manager's, which kroll's
+// accounts (the root CA publisher writes a new namespace's kube-root-ca.crt
+// ConfigMap) and their writes are named kube-controller-manager's, which kroll's
 // preflight and verdicts read; kube-controller-manager's own identity holds none of its
 // controllers' rights (an earlier kroll's binding for them is removed on start).
 func TestKubeControllerManager_controllersActAsTheirServiceAccounts(t *testing.T) {
@@ -235,23 +235,23 @@ func TestKubeControllerManager_controllersActAsTheirServiceAccounts(t *testing.T
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "named"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var sa *corev1.ServiceAccount
-	if err := c.waitFor(ctx, "the default service account", func(ctx context.Context) bool {
+	var cm *corev1.ConfigMap
+	if err := c.waitFor(ctx, "the root CA ConfigMap", func(ctx context.Context) bool {
 		var err error
-		sa, err = c.Client.CoreV1().ServiceAccounts("named").Get(ctx, "default", metav1.GetOptions{})
+		cm, err = c.Client.CoreV1().ConfigMaps("named").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		return err == nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	var managers []string
-	for _, f := range sa.ManagedFields {
+	for _, f := range cm.ManagedFields {
 		managers = append(managers, f.Manager)
 	}
 	if strings.Join(managers, " ") != kcmUserAgent {
-		t.Errorf("the default ServiceAccount's writers are %v, want [%s]", managers, kcmUserAgent)
+		t.Errorf("the kube-root-ca.crt ConfigMap's writers are %v, want [%s]", managers, kcmUserAgent)
 	}
-	if _, err := c.Client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "service-account-controller", metav1.GetOptions{}); err != nil {
-		t.Errorf("the serviceaccount controller's own service account: %v", err)
+	if _, err := c.Client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "root-ca-cert-publisher", metav1.GetOptions{}); err != nil {
+		t.Errorf("the root CA publisher's own service account: %v", err)
 	}
 	finalize := authorizationv1.ResourceAttributes{Verb: "update", Resource: "namespaces", Subresource: "finalize"}
 	if allowed(ctx, c.Client, identityControllerManager.cn, finalize) {
