@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kroll-dev/kroll/internal/residency"
 	"github.com/kroll-dev/kroll/pkg/dashboard"
 )
 
@@ -121,6 +122,10 @@ func (k *kubectlVerbs) serveDashboard(ctx context.Context, o dashboardOptions) e
 	if err != nil {
 		return err
 	}
+	// Started and listed: from here on the dashboard runs a small part of the binary.
+	if _, err := residency.Release(); err != nil {
+		fmt.Fprintf(k.streams.ErrOut, "kroll dashboard: keeping the executable's start-up pages: %v\n", err)
+	}
 	address := o.address
 	if address == "" {
 		address = "127.0.0.1"
@@ -194,7 +199,7 @@ func impersonating(cfg *rest.Config) func(dashboard.User) (kubernetes.Interface,
 			return nil, errors.New("no user to act as")
 		}
 		c := rest.CopyConfig(cfg)
-		c.Impersonate = rest.ImpersonationConfig{UserName: u.Name, Groups: u.Groups, Extra: u.Extra}
+		c.Impersonate = rest.ImpersonationConfig{UserName: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 		return kubernetes.NewForConfig(c)
 	}
 }
