@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -53,12 +54,15 @@ func TestDashboardLeastPrivilege(t *testing.T) {
 	t.Cleanup(stop)
 	s := newScene(t, c, "lp", cluster.WorkloadControllersKroll)
 	s.apply(t, loggerDeployment)
-	s.kubectl(t, "rollout", "status", "deployment/logger", "--timeout=3m")
-	pods := must(c.Client.CoreV1().Pods("lp").List(context.Background(), metav1.ListOptions{LabelSelector: "app=logger"}))
-	if len(pods.Items) != 1 {
-		t.Fatalf("%d logger pods, want 1", len(pods.Items))
-	}
-	pod := pods.Items[0].Name
+	pod := ""
+	eventually(t, 3*time.Minute, "the logger's pod running", func(ctx context.Context) (bool, string) {
+		pods, err := c.Client.CoreV1().Pods("lp").List(ctx, metav1.ListOptions{LabelSelector: "app=logger"})
+		if err != nil || len(pods.Items) != 1 {
+			return false, fmt.Sprint(err, " pods: ", len(pods.Items))
+		}
+		pod = pods.Items[0].Name
+		return pods.Items[0].Status.Phase == "Running", fmt.Sprintf("%s: %+v", pod, pods.Items[0].Status)
+	})
 	// dev: a service account with a bearer token; carol: a user the authenticating
 	// proxy names. Both may edit in lp (and so read its logs).
 	s.kubectl(t, "create", "serviceaccount", "dev")
@@ -90,17 +94,17 @@ func TestDashboardLeastPrivilege(t *testing.T) {
 			for _, u := range []*dashboardUser{asDev, asCarol} {
 				u.page("/", `data-workload="lp/deployment/logger"`)
 				u.page("/w/lp/deployment/logger", pod)
-				u.page("/w/lp/deployment/logger/pod/"+pod, "started serving")
+				u.page("/w/lp/deployment/logger/pod/"+pod, "/live/logs/lp/"+pod)
 				if line := u.firstLogLine("/live/logs/lp/" + pod + "?container=app"); !strings.Contains(line, `class="log-line">started serving<`) {
 					t.Errorf("the log stream starts %q, want the pod's first line", line)
 				}
 			}
 			if !readOnly {
-				asDev.act("/w/lp/deployment/logger/action", "pause")
+				asDev.act("/w/lp/deployment/logger", "pause")
 				eventually(t, 30*time.Second, "dev's pause", func(context.Context) (bool, string) {
 					return s.deployment(t, "logger").Spec.Paused, "not paused"
 				})
-				asCarol.act("/w/lp/deployment/logger/action", "resume")
+				asCarol.act("/w/lp/deployment/logger", "resume")
 				eventually(t, 30*time.Second, "carol's resume", func(context.Context) (bool, string) {
 					return !s.deployment(t, "logger").Spec.Paused, "paused"
 				})
@@ -286,13 +290,22 @@ func (u *dashboardUser) firstLogLine(path string) string {
 	return ""
 }
 
-// act posts an action (verb) and fails unless it was made.
-func (u *dashboardUser) act(path, verb string) {
+// act confirms and posts an action (verb) on workload (its page's path), with the
+// confirmation page's CSRF token, and fails unless it was made.
+func (u *dashboardUser) act(workload, verb string) {
 	u.t.Helper()
 	u.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp := u.do(ctx, http.MethodPost, path, strings.NewReader("verb="+verb))
+	confirm := u.do(ctx, http.MethodGet, workload+"/confirm?verb="+verb, nil)
+	page, _ := io.ReadAll(confirm.Body)
+	confirm.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindSubmatch(page)
+	if m == nil {
+		u.t.Fatalf("the confirmation of %s on %s carries no CSRF token:\n%s", verb, workload, page)
+	}
+	path := workload + "/action"
+	resp := u.do(ctx, http.MethodPost, path, strings.NewReader(url.Values{"verb": {verb}, "csrf": {string(m[1])}}.Encode()))
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusSeeOther && resp.StatusCode != http.StatusOK {

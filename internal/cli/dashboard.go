@@ -53,7 +53,7 @@ In-cluster mode (--in-cluster) serves HTTPS (--tls-cert-file and --tls-private-k
 are required) to users who bring a bearer token (checked with TokenReview) or come
 through an authenticating proxy (--requestheader-*); every action impersonates them, so
 the cluster's RBAC decides, and a refusal shows the API server's message. The
-dashboard's own identity needs only to read, review tokens and impersonate.`,
+dashboard's own identity needs only to read, review tokens and access, and impersonate.`,
 		Example: `  kroll dashboard
   kroll dashboard --read-only --namespaces=web,db --port=8080
   kroll dashboard --in-cluster --tls-cert-file=tls.crt --tls-private-key-file=tls.key`,
@@ -216,7 +216,10 @@ func impersonating(cfg *rest.Config) func(dashboard.User) (kubernetes.Interface,
 			return nil, errors.New("no user to act as")
 		}
 		c := rest.CopyConfig(cfg)
-		c.Impersonate = rest.ImpersonationConfig{UserName: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+		// Not the user's extra fields: RBAC reads none, and impersonating each would need
+		// a rule naming it (userextras/<key>: RBAC has no wildcard for them), for keys
+		// as varied as a token's credential-id and a proxy's X-Remote-Extra- headers.
+		c.Impersonate = rest.ImpersonationConfig{UserName: u.Name, UID: u.UID, Groups: u.Groups}
 		return kubernetes.NewForConfig(c)
 	}
 }
