@@ -64,10 +64,11 @@ func NewCache(client kubernetes.Interface, namespaces []string) *Cache {
 }
 
 // slim is the informers' transform: the cache keeps what the pages read. Every object
-// loses its managedFields (they list every field each writer set: at 1,000
-// Deployments with their ReplicaSets, pods and events, a third of what the cache
-// held), but for a workload's newest status write, whose manager tells the views
-// whether kroll's controller runs it (rolloutview.KeepStatusWriter).
+// loses its managedFields (they list every field each writer set: at 1,000 one-pod
+// Deployments, 20 of the 41 MB of JSON the API server lists for the Deployments, their
+// ReplicaSets, pods and 6,000 events), but for a workload's newest status write, whose
+// manager tells the views whether kroll's controller runs it
+// (rolloutview.KeepStatusWriter).
 func slim(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
