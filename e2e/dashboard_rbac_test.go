@@ -206,7 +206,8 @@ func (r *dashboardRecorder) wrap(next http.RoundTripper) http.RoundTripper {
 				case key == "Impersonate-Uid":
 					r.used[permission{"impersonate", "authentication.k8s.io", "uids"}] = true
 				case strings.HasPrefix(key, "Impersonate-Extra-"):
-					r.used[permission{"impersonate", "authentication.k8s.io", "userextras/*"}] = true
+					extra := strings.ToLower(strings.TrimPrefix(key, "Impersonate-Extra-"))
+					r.used[permission{"impersonate", "authentication.k8s.io", "userextras/" + extra}] = true
 				}
 			}
 		case resp.StatusCode/100 == 2:
