@@ -60,18 +60,7 @@ func TestHelmChartAppliesServerSide(t *testing.T) {
 	}
 
 	// The read-only dashboard's RBAC, for real, and what its account may do.
-	manifests := must(chart.Render(ns, map[string]any{"dashboard": map[string]any{"enabled": true}}))
-	var rbac strings.Builder
-	for _, o := range must(chart.Objects(manifests)) {
-		if strings.HasPrefix(o.GetName(), "kroll-dashboard") && o.GetKind() != "Deployment" && o.GetKind() != "Service" {
-			rbac.WriteString("---\n" + string(must(o.MarshalJSON())) + "\n")
-		}
-	}
-	path := filepath.Join(t.TempDir(), "dashboard-rbac.yaml")
-	if err := os.WriteFile(path, []byte(rbac.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustKubectl(t, c.KubeconfigPath, "apply", "--server-side", "-f", path)
+	applyDashboardRBAC(t, c, true)
 	as := "--as=system:serviceaccount:" + ns + ":kroll-dashboard"
 	for _, check := range []struct {
 		args []string
@@ -81,6 +70,7 @@ func TestHelmChartAppliesServerSide(t *testing.T) {
 		{[]string{"watch", "statefulsets.apps", "-A"}, "yes"},
 		{[]string{"get", "pods", "--subresource=log", "-n", "default"}, "yes"},
 		{[]string{"create", "tokenreviews.authentication.k8s.io"}, "yes"},
+		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, "yes"},
 		{[]string{"patch", "deployments.apps", "-n", "default"}, "no"},
 		{[]string{"update", "deployments.apps", "-n", "default", "--subresource=scale"}, "no"},
 		{[]string{"delete", "pods", "-n", "default"}, "no"},

@@ -23,7 +23,7 @@ import (
 
 // Given 1,000 Deployments of one pod across 10 namespaces, when `kroll dashboard`
 // serves them, then the list's first render takes under a second and the dashboard
-// process stays under 150 MiB.
+// process's resident memory stays under 150 MiB.
 func TestDashboardThousandDeployments(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(10))
 	stop := startKrollControllers(t, c)
@@ -101,12 +101,14 @@ func TestDashboardThousandDeployments(t *testing.T) {
 	}
 	m := processMemory(t, dash.cmd.Process.Pid)
 	t.Logf("dashboard memory: RSS %d MiB (peak %d MiB) = anonymous %d MiB + file-backed %d MiB", m["VmRSS:"]>>20, m["VmHWM:"]>>20, m["RssAnon:"]>>20, m["RssFile:"]>>20)
-	// The file-backed part is the kroll executable's own pages (the one binary holds
-	// the embedded control plane, ~240 MB, of which ~135 MB are touched at start by
-	// any verb): shared with the page cache and reclaimable. What the dashboard holds
-	// is its anonymous memory: informer caches, renders, streams.
-	if m["RssAnon:"] > 150<<20 {
-		t.Errorf("the dashboard's anonymous memory is %d MiB, want under 150 MiB", m["RssAnon:"]>>20)
+	// The resident set, as a container's memory is judged: the anonymous part
+	// (informer caches, renders, streams) and the file-backed pages of the executable
+	// it runs (this test binary, as kroll: the whole of kroll and more). The peak is
+	// higher: every linked package's init runs at start, before the dashboard gives
+	// those pages back (internal/residency).
+	if m["VmRSS:"] >= 150<<20 {
+		t.Errorf("the dashboard's resident memory is %d MiB (anonymous %d MiB, file-backed %d MiB), want under 150 MiB",
+			m["VmRSS:"]>>20, m["RssAnon:"]>>20, m["RssFile:"]>>20)
 	}
 }
 

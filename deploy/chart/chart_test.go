@@ -282,7 +282,7 @@ func dashboardRules(t *testing.T, objs []*unstructured.Unstructured) []string {
 }
 
 // dashboard.enabled=true adds `kroll dashboard --in-cluster --read-only` over HTTPS,
-// its Service, and a role that reads and reviews tokens only; with actions on
+// its Service, and a role that reads and reviews tokens and access only; with actions on
 // (readOnly false) it may impersonate as well, and still writes nothing itself.
 func TestRenderDashboard(t *testing.T) {
 	objs := render(t, dashboardOn)
@@ -306,7 +306,8 @@ func TestRenderDashboard(t *testing.T) {
 	for mode, rules := range map[string][]string{"read-only": readOnly, "with actions": actions} {
 		for _, r := range rules {
 			verb, _, _ := strings.Cut(r, " ")
-			if !slices.Contains([]string{"get", "list", "watch", "impersonate"}, verb) && r != "create authentication.k8s.io/tokenreviews" {
+			if !slices.Contains([]string{"get", "list", "watch", "impersonate"}, verb) &&
+				r != "create authentication.k8s.io/tokenreviews" && r != "create authorization.k8s.io/subjectaccessreviews" {
 				t.Errorf("%s: the dashboard's role grants %q: it may only read and impersonate", mode, r)
 			}
 			if verb == "impersonate" && mode == "read-only" {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kroll-dev/kroll/internal/residency"
 	"github.com/kroll-dev/kroll/pkg/dashboard"
 )
 
@@ -51,7 +53,7 @@ In-cluster mode (--in-cluster) serves HTTPS (--tls-cert-file and --tls-private-k
 are required) to users who bring a bearer token (checked with TokenReview) or come
 through an authenticating proxy (--requestheader-*); every action impersonates them, so
 the cluster's RBAC decides, and a refusal shows the API server's message. The
-dashboard's own identity needs only to read, review tokens and impersonate.`,
+dashboard's own identity needs only to read, review tokens and access, and impersonate.`,
 		Example: `  kroll dashboard
   kroll dashboard --read-only --namespaces=web,db --port=8080
   kroll dashboard --in-cluster --tls-cert-file=tls.crt --tls-private-key-file=tls.key`,
@@ -121,6 +123,13 @@ func (k *kubectlVerbs) serveDashboard(ctx context.Context, o dashboardOptions) e
 	if err != nil {
 		return err
 	}
+	// Started and listed, the pages rendered once: from here on the dashboard runs a
+	// small part of the binary.
+	server.Warm()
+	if _, err := residency.Release(); err != nil {
+		fmt.Fprintf(k.streams.ErrOut, "kroll dashboard: keeping the executable's start-up pages: %v\n", err)
+	}
+	dashboardHeap()
 	address := o.address
 	if address == "" {
 		address = "127.0.0.1"
@@ -160,6 +169,19 @@ func (k *kubectlVerbs) serveDashboard(ctx context.Context, o dashboardOptions) e
 	return err
 }
 
+// dashboardHeap tunes the garbage collector for a long-running dashboard, unless
+// GOGC says otherwise. Its heap is mostly the informers' caches, which change slowly:
+// at GOGC 50 the heap grows to 1.5 times what is live before a collection instead of
+// twice (at 1,000 Deployments, some 35 MB live: 17 MB less), for collections of some
+// 15 ms a little more often. The garbage of the first lists (every object decoded,
+// then trimmed) is given back to the system at once rather than over minutes.
+func dashboardHeap() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
+	debug.FreeOSMemory()
+}
+
 // dashboardConfig is the dashboard's own client config: the kubeconfig, or in-cluster
 // the pod's service account when no kubeconfig is given.
 func (k *kubectlVerbs) dashboardConfig(inCluster bool) (*rest.Config, error) {
@@ -194,7 +216,10 @@ func impersonating(cfg *rest.Config) func(dashboard.User) (kubernetes.Interface,
 			return nil, errors.New("no user to act as")
 		}
 		c := rest.CopyConfig(cfg)
-		c.Impersonate = rest.ImpersonationConfig{UserName: u.Name, Groups: u.Groups, Extra: u.Extra}
+		// Not the user's extra fields: RBAC reads none, and impersonating each would need
+		// a rule naming it (userextras/<key>: RBAC has no wildcard for them), for keys
+		// as varied as a token's credential-id and a proxy's X-Remote-Extra- headers.
+		c.Impersonate = rest.ImpersonationConfig{UserName: u.Name, UID: u.UID, Groups: u.Groups}
 		return kubernetes.NewForConfig(c)
 	}
 }

@@ -28,6 +28,8 @@ type User struct {
 	Name   string
 	Groups []string
 	Extra  map[string][]string
+	// UID is the user's UID as TokenReview gives it; "" from a proxy.
+	UID string
 }
 
 // cookieName holds a browser's session once it showed the token (local) or logged in
@@ -192,7 +194,7 @@ func (t *tokenReviewer) review(ctx context.Context, token string) (User, bool, e
 	if res.Status.Error != "" && !res.Status.Authenticated {
 		return User{}, false, errors.New(res.Status.Error)
 	}
-	u := User{Name: res.Status.User.Username, Groups: res.Status.User.Groups}
+	u := User{Name: res.Status.User.Username, Groups: res.Status.User.Groups, UID: res.Status.User.UID}
 	for k, v := range res.Status.User.Extra {
 		if u.Extra == nil {
 			u.Extra = map[string][]string{}

@@ -123,8 +123,8 @@ func writeEvent(w io.Writer, event, data string) {
 // logTail is how many earlier lines a log stream starts with.
 const logTail = 200
 
-// logStream follows a pod's container log through the API server (pods/log), as the
-// user: each line an event the page appends. A refusal or a log that cannot be read
+// logStream follows a pod's container log through the API server (pods/log), under
+// the user's RBAC (logClient): each line an event the page appends. A refusal or a log that cannot be read
 // is one line too.
 func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
@@ -140,7 +140,7 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 		writeEvent(w, "line", fmt.Sprintf(`<div class="%s">%s</div>`, class, template.HTMLEscapeString(text)))
 		flusher.Flush()
 	}
-	client, err := s.clientFor(r)
+	client, err := s.logClient(r, r.PathValue("ns"), r.PathValue("pod"))
 	if err != nil {
 		line("log-error", err.Error())
 		<-r.Context().Done()

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -305,4 +306,17 @@ func (s *Server) podPage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	s.render(w, "pod", d)
+}
+
+// Warm renders the list and the first workload's page once, unseen: the first render
+// of each runs one-time initialisation (the templates' escapers, the views' and
+// codecs' caches) that `kroll dashboard` then gives back with the rest of its
+// start-up pages (internal/residency) instead of keeping it resident.
+func (s *Server) Warm() {
+	d := s.list(Filter{})
+	s.render(io.Discard, "list", d)
+	if rows := s.allRows(); len(rows) > 0 {
+		r := rows[0]
+		s.render(io.Discard, "workload", s.workload(r.Kind, r.Namespace, r.Name))
+	}
 }

@@ -35,11 +35,12 @@ var staticFS embed.FS
 type Options struct {
 	// Cache is the informers the pages read.
 	Cache *Cache
-	// Client is the dashboard's own client: TokenReviews in-cluster; and in local mode
-	// the client of every action and log (ClientFor may replace it).
+	// Client is the dashboard's own client: in-cluster, TokenReviews, the
+	// SubjectAccessReviews of log streams and the streams; in local mode the client of
+	// every action and log (ClientFor may replace it).
 	Client kubernetes.Interface
-	// ClientFor is the client for an action or a log stream of user: in-cluster, one
-	// impersonating user. Nil: Client.
+	// ClientFor is the client for an action of user (and locally of a log stream):
+	// in-cluster, one impersonating user. Nil: Client.
 	ClientFor func(User) (kubernetes.Interface, error)
 	// Actions make the writes; nil, or ReadOnly, shows and accepts none.
 	Actions  Actions

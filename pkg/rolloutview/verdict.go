@@ -146,19 +146,40 @@ func kindWords(kind string) string {
 // statusWriter is the field manager of obj's newest status write ("" when its
 // managedFields name none).
 func statusWriter(obj metav1.Object) string {
-	var (
-		manager string
-		at      time.Time
-	)
-	for _, e := range obj.GetManagedFields() {
+	if i := newestStatusWrite(obj.GetManagedFields()); i >= 0 {
+		return obj.GetManagedFields()[i].Manager
+	}
+	return ""
+}
+
+// newestStatusWrite is the index of the newest status write among fields (the first
+// of equal times), or -1.
+func newestStatusWrite(fields []metav1.ManagedFieldsEntry) int {
+	newest := -1
+	for i, e := range fields {
 		if e.Subresource != "status" || e.Time == nil {
 			continue
 		}
-		if manager == "" || e.Time.After(at) {
-			manager, at = e.Manager, e.Time.Time
+		if newest < 0 || e.Time.After(fields[newest].Time.Time) {
+			newest = i
 		}
 	}
-	return manager
+	return newest
+}
+
+// KeepStatusWriter trims obj's managedFields to what the views read of them: the
+// newest status write's manager and time, without the fields it set. A cache that
+// keeps workloads for the views (the dashboard's) calls it on each: managedFields list
+// every field each writer set, about as much as the rest of a Deployment.
+func KeepStatusWriter(obj metav1.Object) {
+	fields := obj.GetManagedFields()
+	i := newestStatusWrite(fields)
+	if i < 0 {
+		obj.SetManagedFields(nil)
+		return
+	}
+	e := fields[i]
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource, Time: e.Time}})
 }
 
 // holder is the object holding a revision: a ReplicaSet or ControllerRevision.

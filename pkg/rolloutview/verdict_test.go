@@ -1,6 +1,7 @@
 package rolloutview
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,45 @@ func TestFails(t *testing.T) {
 	}
 	if _, err := ParseFailOn([]string{"failed"}); err == nil || !strings.Contains(err.Error(), "want one or more of rolled-back, updating, paused") {
 		t.Errorf("--fail-on=failed: err %v, want the accepted values", err)
+	}
+}
+
+func TestKeepStatusWriter(t *testing.T) {
+	at := func(m int) *metav1.Time { x := metav1.NewTime(now.Add(time.Duration(m) * time.Minute)); return &x }
+	fields := metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:replicas":{}}}`)}
+	tests := []struct {
+		name   string
+		fields []metav1.ManagedFieldsEntry
+		want   []metav1.ManagedFieldsEntry
+	}{
+		{"none: none", nil, nil},
+		{"no status write: none (kubectl's and the API server's writes are not read)",
+			[]metav1.ManagedFieldsEntry{{Manager: "kubectl-client-side-apply", Operation: "Update", Time: at(-3), FieldsType: "FieldsV1", FieldsV1: &fields}}, nil},
+		{"kube-controller-manager wrote the status before kroll: kroll's write, without its fields",
+			[]metav1.ManagedFieldsEntry{
+				{Manager: "kubectl", Operation: "Update", Time: at(0), FieldsType: "FieldsV1", FieldsV1: &fields},
+				{Manager: "kroll", Operation: "Update", Subresource: "status", Time: at(-1), FieldsType: "FieldsV1", FieldsV1: &fields},
+				{Manager: "kube-controller-manager", Operation: "Update", Subresource: "status", Time: at(-5), FieldsType: "FieldsV1", FieldsV1: &fields},
+			},
+			[]metav1.ManagedFieldsEntry{{Manager: "kroll", Operation: "Update", Subresource: "status", Time: at(-1)}}},
+		{"a status write without a time is not the newest",
+			[]metav1.ManagedFieldsEntry{
+				{Manager: "kroll", Operation: "Update", Subresource: "status"},
+				{Manager: "kube-controller-manager", Operation: "Update", Subresource: "status", Time: at(-5)},
+			},
+			[]metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: "Update", Subresource: "status", Time: at(-5)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: tt.fields}}
+			before := statusWriter(d)
+			KeepStatusWriter(d)
+			if got := statusWriter(d); got != before {
+				t.Errorf("the status writer was %q, is %q after trimming", before, got)
+			}
+			if fmt.Sprint(d.ManagedFields) != fmt.Sprint(tt.want) {
+				t.Errorf("managedFields\n got %v\nwant %v", d.ManagedFields, tt.want)
+			}
+		})
 	}
 }
