@@ -1,0 +1,62 @@
+package deployment
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/disruption"
+	"github.com/kroll-dev/kroll/pkg/rollout"
+)
+
+// heldRS is an old ReplicaSet whose controller reports a budget holding message, since.
+func heldRS(name, message string, since time.Time) *appsv1.ReplicaSet {
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if message != "" {
+		rs.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: disruption.ConditionType, Status: corev1.ConditionFalse,
+			Reason: disruption.ReasonBudgetExhausted, Message: message, LastTransitionTime: metav1.NewTime(since)}}
+	}
+	return rs
+}
+
+func TestSetBudgetCondition(t *testing.T) {
+	t0, t1, now := time.Unix(100, 0), time.Unix(150, 0), time.Unix(200, 0)
+	held := func(message string, since time.Time) appsv1.DeploymentCondition {
+		return appsv1.DeploymentCondition{Type: budgetConditionType, Status: corev1.ConditionFalse, Reason: disruption.ReasonBudgetExhausted,
+			Message: message, LastTransitionTime: metav1.NewTime(since), LastUpdateTime: metav1.NewTime(since)}
+	}
+	for _, tc := range []struct {
+		name    string
+		before  []appsv1.DeploymentCondition
+		old     []*appsv1.ReplicaSet
+		want    string // the condition's message after; "" for none
+		since   time.Time
+		updated time.Time
+	}{
+		{"no old ReplicaSet held: no condition", nil, []*appsv1.ReplicaSet{heldRS("a", "", t0)}, "", time.Time{}, time.Time{}},
+		{"an old ReplicaSet held: the Deployment waits since it was", nil, []*appsv1.ReplicaSet{heldRS("a", "", t0), heldRS("b", "waiting for PodDisruptionBudget p", t1)},
+			"waiting for PodDisruptionBudget p", t1, now},
+		{"still held, same words: unchanged", []appsv1.DeploymentCondition{held("waiting for PodDisruptionBudget p", t0)}, []*appsv1.ReplicaSet{heldRS("b", "waiting for PodDisruptionBudget p", t1)},
+			"waiting for PodDisruptionBudget p", t0, t0},
+		{"still held, new numbers: message updated, transition kept", []appsv1.DeploymentCondition{held("old numbers", t0)}, []*appsv1.ReplicaSet{heldRS("b", "new numbers", t1)},
+			"new numbers", t0, now},
+		{"budget allows again: condition removed", []appsv1.DeploymentCondition{held("old numbers", t0)}, []*appsv1.ReplicaSet{heldRS("b", "", t1)},
+			"", time.Time{}, time.Time{}},
+	} {
+		status := appsv1.DeploymentStatus{Conditions: append([]appsv1.DeploymentCondition(nil), tc.before...)}
+		setBudgetCondition(&status, &pass{oldRSs: tc.old}, now)
+		c := rollout.Condition(&status, budgetConditionType)
+		switch {
+		case tc.want == "" && c != nil:
+			t.Errorf("%s: condition %q left", tc.name, c.Message)
+		case tc.want == "":
+		case c == nil:
+			t.Errorf("%s: no condition, want %q", tc.name, tc.want)
+		case c.Message != tc.want || !c.LastTransitionTime.Time.Equal(tc.since) || !c.LastUpdateTime.Time.Equal(tc.updated) || c.Reason != disruption.ReasonBudgetExhausted:
+			t.Errorf("%s: %q since %v updated %v (%s); want %q since %v updated %v", tc.name, c.Message, c.LastTransitionTime, c.LastUpdateTime, c.Reason, tc.want, tc.since, tc.updated)
+		}
+	}
+}
