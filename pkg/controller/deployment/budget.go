@@ -37,6 +37,22 @@ func BudgetHold(oldRSs []*appsv1.ReplicaSet) *appsv1.DeploymentCondition {
 	return nil
 }
 
+// NotHeld is oldRSs without those a disruption budget holds (their DisruptionBudget
+// condition is False): the ReplicaSets whose surplus pods are on their way out.
+// Waiting for a held one to drain before adding new pods could wait forever: with
+// maxUnavailable 3, maxSurge 0 and minAvailable 8 of 10, a drain that took the
+// budget's two disruptions leaves the old ReplicaSet at 8 pods for a size of 7, the
+// budget at 0 until more pods are healthy, and only new pods can make them so.
+func NotHeld(oldRSs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+	var out []*appsv1.ReplicaSet
+	for _, rs := range oldRSs {
+		if BudgetHold([]*appsv1.ReplicaSet{rs}) == nil {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
 // setBudgetCondition brings status's DisruptionBudget condition up to date with the
 // old ReplicaSets of p (BudgetHold). A changed message is written at once (the
 // budget's numbers move while the rollout waits); the transition time stays.

@@ -60,3 +60,27 @@ func TestSetBudgetCondition(t *testing.T) {
 		}
 	}
 }
+
+func TestNotHeld(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	free, held := heldRS("free", "", t0), heldRS("held", "waiting for PodDisruptionBudget p", t0)
+	for _, tc := range []struct {
+		name string
+		old  []*appsv1.ReplicaSet
+		want int
+	}{
+		{"none held: all drain in a moment", []*appsv1.ReplicaSet{free}, 1},
+		{"a held one is left out: the new ReplicaSet may grow into the room there is", []*appsv1.ReplicaSet{free, held}, 1},
+		{"only held ones: nothing to wait for", []*appsv1.ReplicaSet{held}, 0},
+	} {
+		got := NotHeld(tc.old)
+		if len(got) != tc.want {
+			t.Errorf("%s: %d ReplicaSets, want %d", tc.name, len(got), tc.want)
+		}
+		for _, rs := range got {
+			if rs == held {
+				t.Errorf("%s: the held ReplicaSet is among them", tc.name)
+			}
+		}
+	}
+}
