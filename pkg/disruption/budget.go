@@ -123,22 +123,43 @@ func Refused(err error) (pdb string, refused bool) {
 	return "", true
 }
 
-// Unmeetable tells a budget the rollout can never meet by itself: a rollout of
-// replicas pods that may create surge pods beyond them has at most replicas+surge
-// healthy pods, and the budget allows a disruption only while more than desiredHealthy
-// are. minAvailable 10 of 10 with maxSurge 0 (or Recreate): 10 ≥ 10+0, never; with
+// Reach is the most healthy pods a rollout can have while it takes pods down, and
+// why, for a message: a rolling update of 10 replicas with maxSurge 1 may have 11
+// ("10 replicas + maxSurge 1"); Recreate removes every old pod before it creates a
+// new one, so it must get down to 0.
+type Reach struct {
+	Healthy int32
+	// Why says where Healthy comes from; Fix what the user can change to let the
+	// rollout meet the budget.
+	Why, Fix string
+}
+
+// RollingReach is the reach of a rolling update of replicas that may surge by surge.
+func RollingReach(replicas, surge int32) Reach {
+	return Reach{Healthy: replicas + surge, Why: fmt.Sprintf("%d replicas + maxSurge %d", replicas, surge),
+		Fix: "raise maxSurge, lower the budget, or delete it"}
+}
+
+// RecreateReach is the reach of a Recreate rollout: none of its old pods may stay.
+var RecreateReach = Reach{Healthy: 0, Why: "Recreate removes every old pod before creating new ones",
+	Fix: "use a RollingUpdate strategy, lower the budget to minAvailable 0, or delete it"}
+
+// Unmeetable tells a budget the rollout can never meet by itself: the budget allows a
+// disruption only while more than desiredHealthy pods are healthy, and the rollout has
+// at most r.Healthy. minAvailable 10 of 10 with maxSurge 0: 10 ≥ 10+0, never; with
 // maxSurge 1 the surge pod, once healthy, makes room for one eviction at a time.
-func Unmeetable(b Budget, replicas, surge int32) bool {
-	return b.Known && b.DesiredHealthy >= replicas+surge
+// Under Recreate any budget that keeps a pod is unmeetable.
+func Unmeetable(b Budget, r Reach) bool {
+	return b.Known && b.DesiredHealthy > 0 && b.DesiredHealthy >= r.Healthy
 }
 
 // Message is the condition's message for a rollout held by b, with pods still to go
-// (≥ 1) of a workload of replicas that may surge by surge:
+// (≥ 1) and reach r:
 //
 //	waiting for PodDisruptionBudget web-pdb: 1 pod to take down, disruptionsAllowed 0 (8 of 10 pods must stay healthy, 8 are)
 //
 // and, for a budget the rollout cannot meet by itself, what to change.
-func Message(b Budget, pods, replicas, surge int32) string {
+func Message(b Budget, pods int32, r Reach) string {
 	name := b.Name
 	if name == "" {
 		name = "(unnamed)"
@@ -153,9 +174,9 @@ func Message(b Budget, pods, replicas, surge int32) string {
 	}
 	msg += fmt.Sprintf(", disruptionsAllowed %d (%d of %d pods must stay healthy, %d are)",
 		b.DisruptionsAllowed, b.DesiredHealthy, b.ExpectedPods, b.CurrentHealthy)
-	if Unmeetable(b, replicas, surge) {
-		msg += fmt.Sprintf("; the rollout cannot meet this budget by itself: it needs %d healthy pods and the rollout has at most %d (%d replicas + maxSurge %d); raise maxSurge, lower the budget, or delete it",
-			b.DesiredHealthy, replicas+surge, replicas, surge)
+	if Unmeetable(b, r) {
+		msg += fmt.Sprintf("; the rollout cannot meet this budget by itself: it needs %d healthy pods and the rollout has at most %d (%s); %s",
+			b.DesiredHealthy, r.Healthy, r.Why, r.Fix)
 	}
 	return msg
 }

@@ -99,25 +99,30 @@ func TestMessage(t *testing.T) {
 		return Budget{Name: "web-pdb", Known: true, DesiredHealthy: desired, CurrentHealthy: healthy, ExpectedPods: expected, DisruptionsAllowed: allowed}
 	}
 	for _, tc := range []struct {
-		name                  string
-		b                     Budget
-		pods, replicas, surge int32
-		want                  string
-		unmeetable            bool
+		name       string
+		b          Budget
+		pods       int32
+		r          Reach
+		want       string
+		unmeetable bool
 	}{
-		{"10 replicas, minAvailable 8, a drain took the budget: waits", pdb(8, 8, 10, 0), 1, 10, 0,
+		{"10 replicas, minAvailable 8, a drain took the budget: waits", pdb(8, 8, 10, 0), 1, RollingReach(10, 0),
 			"waiting for PodDisruptionBudget web-pdb: 1 pod to take down, disruptionsAllowed 0 (8 of 10 pods must stay healthy, 8 are)", false},
-		{"minAvailable 10 of 10, maxSurge 0: never by itself", pdb(10, 10, 10, 0), 3, 10, 0,
+		{"minAvailable 10 of 10, maxSurge 0: never by itself", pdb(10, 10, 10, 0), 3, RollingReach(10, 0),
 			"waiting for PodDisruptionBudget web-pdb: 3 pods to take down, disruptionsAllowed 0 (10 of 10 pods must stay healthy, 10 are); the rollout cannot meet this budget by itself: it needs 10 healthy pods and the rollout has at most 10 (10 replicas + maxSurge 0); raise maxSurge, lower the budget, or delete it", true},
-		{"minAvailable 10 of 10, maxSurge 1: a surge pod makes room", pdb(10, 10, 10, 0), 3, 10, 1,
+		{"minAvailable 10 of 10, maxSurge 1: a surge pod makes room", pdb(10, 10, 10, 0), 3, RollingReach(10, 1),
 			"waiting for PodDisruptionBudget web-pdb: 3 pods to take down, disruptionsAllowed 0 (10 of 10 pods must stay healthy, 10 are)", false},
-		{"budget not in the cache", Budget{Name: "web-pdb"}, 2, 10, 0,
+		{"budget not in the cache", Budget{Name: "web-pdb"}, 2, RollingReach(10, 0),
 			"waiting for PodDisruptionBudget web-pdb: 2 pods to take down, eviction refused", false},
+		{"Recreate under minAvailable 8 of 10: never by itself", pdb(8, 8, 10, 0), 8, RecreateReach,
+			"waiting for PodDisruptionBudget web-pdb: 8 pods to take down, disruptionsAllowed 0 (8 of 10 pods must stay healthy, 8 are); the rollout cannot meet this budget by itself: it needs 8 healthy pods and the rollout has at most 0 (Recreate removes every old pod before creating new ones); use a RollingUpdate strategy, lower the budget to minAvailable 0, or delete it", true},
+		{"Recreate under minAvailable 0: met", pdb(0, 3, 10, 3), 1, RecreateReach,
+			"waiting for PodDisruptionBudget web-pdb: 1 pod to take down, disruptionsAllowed 3 (0 of 10 pods must stay healthy, 3 are)", false},
 	} {
-		if got := Message(tc.b, tc.pods, tc.replicas, tc.surge); got != tc.want {
+		if got := Message(tc.b, tc.pods, tc.r); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
-		if got := Unmeetable(tc.b, tc.replicas, tc.surge); got != tc.unmeetable {
+		if got := Unmeetable(tc.b, tc.r); got != tc.unmeetable {
 			t.Errorf("%s: Unmeetable = %v, want %v", tc.name, got, tc.unmeetable)
 		}
 	}

@@ -50,10 +50,10 @@ type DeploymentWatcher struct {
 	// observed state; -1 before the first.
 	budget, lowest int32
 	name           string
-	client      kubernetes.Interface
-	deployments appslisters.DeploymentNamespaceLister
-	replicaSets appslisters.ReplicaSetNamespaceLister
-	pods        corelisters.PodNamespaceLister
+	client         kubernetes.Interface
+	deployments    appslisters.DeploymentNamespaceLister
+	replicaSets    appslisters.ReplicaSetNamespaceLister
+	pods           corelisters.PodNamespaceLister
 	observer
 }
 

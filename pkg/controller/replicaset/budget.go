@@ -123,15 +123,13 @@ func (c *Controller) budget(namespace, name string) disruption.Budget {
 }
 
 // message is the condition's message for h (see disruption.Message): a rolling
-// Deployment may surge by maxSurge, a Recreate one not at all.
+// Deployment may surge by maxSurge; a Recreate one must remove every old pod.
 func (h *hold) message() string {
-	replicas, surge := rollout.DesiredReplicas(h.d), int32(0)
-	if ru := h.d.Spec.Strategy.RollingUpdate; h.d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType && ru != nil {
-		if f, err := rollout.ResolveFenceposts(ru.MaxSurge, ru.MaxUnavailable, replicas); err == nil {
-			surge = f.MaxSurge
-		}
+	if h.d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return disruption.Message(h.budget, h.pods, disruption.RecreateReach)
 	}
-	return disruption.Message(h.budget, h.pods, replicas, surge)
+	replicas := rollout.DesiredReplicas(h.d)
+	return disruption.Message(h.budget, h.pods, disruption.RollingReach(replicas, rollout.DeploymentFenceposts(h.d).MaxSurge))
 }
 
 // heldBackoff records whether a budget held key in this sync and returns how long to
