@@ -151,7 +151,7 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	if k.Registry, err = kubelet.NewRegistry(unknown, catalog...); err != nil {
 		return cluster.Config{}, err
 	}
-	if _, err := disruption.ParseMode(o.disruptionBudget); err != nil {
+	if _, err := disruption.ParseMode(o.disruptionBudget); err != nil && o.disruptionBudget != "" { // "" is Ignore
 		return cluster.Config{}, fmt.Errorf("--default-disruption-budget: %w", err)
 	}
 	if err := k.Validate(); err != nil {
