@@ -43,6 +43,9 @@ const (
 const (
 	ConditionType         = "DisruptionBudget"
 	ReasonBudgetExhausted = "BudgetExhausted"
+	// ReasonInvalidAnnotation: the workload's Annotation does not parse (the
+	// condition's message says why); it rolls out under the cluster's default.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
 )
 
 // ParseMode reads a --default-disruption-budget value: exactly Respect or Ignore.

@@ -14,7 +14,7 @@ func (p *Progress) heldByBudget(conds []condition) {
 		return
 	}
 	for _, c := range conds {
-		if c.Type == disruption.ConditionType && c.Status == "False" {
+		if c.Type == disruption.ConditionType && c.Status == "False" && c.Reason == disruption.ReasonBudgetExhausted {
 			p.DisruptionBudget = c.Message
 			p.Message = WithBudget(p.Message, c.Message)
 			return

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -55,9 +56,16 @@ func NotHeld(oldRSs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 
 // setBudgetCondition brings status's DisruptionBudget condition up to date with the
 // old ReplicaSets of p (BudgetHold). A changed message is written at once (the
-// budget's numbers move while the rollout waits); the transition time stays.
+// budget's numbers move while the rollout waits); the transition time stays. An
+// invalid kroll.dev/disruption-budget is reported in the same condition (False,
+// InvalidAnnotation, naming the annotation and the accepted values); the workload then
+// rolls out under the controller manager's default, as without the setting.
 func setBudgetCondition(status *appsv1.DeploymentStatus, p *pass, now time.Time) {
 	hold := BudgetHold(p.oldRSs)
+	if problem := disruption.Problem(p.d.Annotations); problem != "" {
+		hold = &appsv1.DeploymentCondition{Type: budgetConditionType, Status: corev1.ConditionFalse,
+			Reason: disruption.ReasonInvalidAnnotation, Message: problem, LastTransitionTime: metav1.NewTime(now)}
+	}
 	if hold == nil {
 		removeCondition(status, budgetConditionType)
 		return
@@ -81,7 +89,11 @@ func (c *Controller) announceBudget(d *appsv1.Deployment, status *appsv1.Deploym
 	if now == nil || now.Status != corev1.ConditionFalse {
 		return
 	}
-	if was := rollout.Condition(&d.Status, budgetConditionType); was != nil && was.Status == corev1.ConditionFalse {
+	if was := rollout.Condition(&d.Status, budgetConditionType); was != nil && was.Status == corev1.ConditionFalse && was.Reason == now.Reason {
+		return
+	}
+	if now.Reason == disruption.ReasonInvalidAnnotation {
+		c.recorder.Eventf(d, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
 		return
 	}
 	c.recorder.Eventf(d, corev1.EventTypeWarning, disruption.ReasonBudgetExhausted, "Rollout %s", now.Message)

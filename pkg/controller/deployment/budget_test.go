@@ -31,23 +31,30 @@ func TestSetBudgetCondition(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		before  []appsv1.DeploymentCondition
+		setting string
 		old     []*appsv1.ReplicaSet
 		want    string // the condition's message after; "" for none
 		since   time.Time
 		updated time.Time
 	}{
-		{"no old ReplicaSet held: no condition", nil, []*appsv1.ReplicaSet{heldRS("a", "", t0)}, "", time.Time{}, time.Time{}},
-		{"an old ReplicaSet held: the Deployment waits since it was", nil, []*appsv1.ReplicaSet{heldRS("a", "", t0), heldRS("b", "waiting for PodDisruptionBudget p", t1)},
+		{"no old ReplicaSet held: no condition", nil, "", []*appsv1.ReplicaSet{heldRS("a", "", t0)}, "", time.Time{}, time.Time{}},
+		{"an old ReplicaSet held: the Deployment waits since it was", nil, "", []*appsv1.ReplicaSet{heldRS("a", "", t0), heldRS("b", "waiting for PodDisruptionBudget p", t1)},
 			"waiting for PodDisruptionBudget p", t1, now},
-		{"still held, same words: unchanged", []appsv1.DeploymentCondition{held("waiting for PodDisruptionBudget p", t0)}, []*appsv1.ReplicaSet{heldRS("b", "waiting for PodDisruptionBudget p", t1)},
+		{"still held, same words: unchanged", []appsv1.DeploymentCondition{held("waiting for PodDisruptionBudget p", t0)}, "", []*appsv1.ReplicaSet{heldRS("b", "waiting for PodDisruptionBudget p", t1)},
 			"waiting for PodDisruptionBudget p", t0, t0},
-		{"still held, new numbers: message updated, transition kept", []appsv1.DeploymentCondition{held("old numbers", t0)}, []*appsv1.ReplicaSet{heldRS("b", "new numbers", t1)},
+		{"still held, new numbers: message updated, transition kept", []appsv1.DeploymentCondition{held("old numbers", t0)}, "", []*appsv1.ReplicaSet{heldRS("b", "new numbers", t1)},
 			"new numbers", t0, now},
-		{"budget allows again: condition removed", []appsv1.DeploymentCondition{held("old numbers", t0)}, []*appsv1.ReplicaSet{heldRS("b", "", t1)},
+		{"budget allows again: condition removed", []appsv1.DeploymentCondition{held("old numbers", t0)}, "", []*appsv1.ReplicaSet{heldRS("b", "", t1)},
 			"", time.Time{}, time.Time{}},
+		{"an invalid setting: said in the condition", nil, "respect", []*appsv1.ReplicaSet{heldRS("a", "", t0)},
+			`kroll.dev/disruption-budget="respect" is not valid: want Respect or Ignore`, now, now},
 	} {
 		status := appsv1.DeploymentStatus{Conditions: append([]appsv1.DeploymentCondition(nil), tc.before...)}
-		setBudgetCondition(&status, &pass{oldRSs: tc.old}, now)
+		d := &appsv1.Deployment{}
+		if tc.setting != "" {
+			d.Annotations = map[string]string{disruption.Annotation: tc.setting}
+		}
+		setBudgetCondition(&status, &pass{d: d, oldRSs: tc.old}, now)
 		c := rollout.Condition(&status, budgetConditionType)
 		switch {
 		case tc.want == "" && c != nil:
@@ -55,7 +62,7 @@ func TestSetBudgetCondition(t *testing.T) {
 		case tc.want == "":
 		case c == nil:
 			t.Errorf("%s: no condition, want %q", tc.name, tc.want)
-		case c.Message != tc.want || !c.LastTransitionTime.Time.Equal(tc.since) || !c.LastUpdateTime.Time.Equal(tc.updated) || c.Reason != disruption.ReasonBudgetExhausted:
+		case c.Message != tc.want || !c.LastTransitionTime.Time.Equal(tc.since) || !c.LastUpdateTime.Time.Equal(tc.updated) || (c.Reason != disruption.ReasonBudgetExhausted) != (tc.setting != ""):
 			t.Errorf("%s: %q since %v updated %v (%s); want %q since %v updated %v", tc.name, c.Message, c.LastTransitionTime, c.LastUpdateTime, c.Reason, tc.want, tc.since, tc.updated)
 		}
 	}
