@@ -1,6 +1,8 @@
 package deployment
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,3 +93,38 @@ func TestNotHeld(t *testing.T) {
 		}
 	}
 }
+
+// A rollout step (maxUnavailable 3, maxSurge 0) whose old ReplicaSet reports a budget
+// holding it: the Deployment's status carries the condition, with one Warning event
+// naming the budget; the new ReplicaSet grows into the room the pods leave (the old
+// ReplicaSet's 8 pods for a size of 7 leave 2).
+func TestSync_heldByBudget(t *testing.T) {
+	const held = "waiting for PodDisruptionBudget web-pdb: 1 pod to take down, disruptionsAllowed 0 (8 of 10 pods must stay healthy, 8 are)"
+	d := newDeployment(10, "nginx:2", "0", "3")
+	d.Annotations = map[string]string{disruption.Annotation: "Respect", "deployment.kubernetes.io/revision": "2"}
+	old := replicaSetOf(d, "nginx:1", 1, 7, 8, time.Hour)
+	old.Status.Replicas = 8
+	old.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: disruption.ConditionType, Status: corev1.ConditionFalse,
+		Reason: disruption.ReasonBudgetExhausted, Message: held, LastTransitionTime: metav1.Now()}}
+	cur := replicaSetOf(d, "nginx:2", 2, 0, 0, time.Minute)
+	for _, rs := range []*appsv1.ReplicaSet{old, cur} {
+		rs.Annotations[disruption.Annotation] = "Respect" // the Deployment's settings, kept on every ReplicaSet
+	}
+	f := newFixture(t, d, old, cur)
+	f.sync()
+	t.Log(f.writes())
+	got, err := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rollout.Condition(&got.Status, budgetConditionType); c == nil || c.Message != held || c.Status != corev1.ConditionFalse {
+		t.Errorf("DisruptionBudget condition %+v, want False with %q", c, held)
+	}
+	if ev := f.events(); !strings.Contains(ev, "Warning BudgetExhausted Rollout "+held) {
+		t.Errorf("events %q lack the BudgetExhausted warning", ev)
+	}
+	if rs := f.lastReplicaSetWrite(); rs.Name != cur.Name || *rs.Spec.Replicas != 2 {
+		t.Errorf("last ReplicaSet write %s to %d, want %s to 2", rs.Name, *rs.Spec.Replicas, cur.Name)
+	}
+}
+
