@@ -127,4 +127,3 @@ func TestSync_heldByBudget(t *testing.T) {
 		t.Errorf("last ReplicaSet write %s to %d, want %s to 2", rs.Name, *rs.Spec.Replicas, cur.Name)
 	}
 }
-
