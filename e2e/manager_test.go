@@ -524,6 +524,12 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 	rolledOut("deployment/healed")
 	s.kubectl(t, "set", "image", "deployment/healed", "app=nginx:1.161")
 	s.expectRolledBack(t, "healed", 2, ": ErrImagePull)")
+	// A rollout that respects disruption budgets: its old pods are evicted
+	// (pods/eviction create; the budgets are watched).
+	s.apply(t, budgetDeployment(2, 1, 0, "Respect"))
+	rolledOut("deployment/nginx-deployment")
+	s.kubectl(t, "set", "image", "deployment/nginx-deployment", "nginx=nginx:1.16.1")
+	rolledOut("deployment/nginx-deployment")
 	// A resize in place (pods/resize patch).
 	s.apply(t, resizeDeployment("sized", 2, inplace.IfPossible, 1, "100m"))
 	rolledOut("deployment/sized")

@@ -112,6 +112,8 @@ informers' cache and no more.`,
 	f.IntVar(&m.ReplicationControllerWorkers, "concurrent-rc-syncs", m.ReplicationControllerWorkers, "ReplicationControllers synced concurrently")
 	f.IntVar(&m.StatefulSetWorkers, "concurrent-statefulset-syncs", m.StatefulSetWorkers, "StatefulSets synced concurrently")
 	f.IntVar(&m.DaemonSetWorkers, "concurrent-daemonset-syncs", m.DaemonSetWorkers, "DaemonSets synced concurrently")
+	f.StringVar(&m.DefaultDisruptionBudget, "default-disruption-budget", "Ignore",
+		"whether rollouts of workloads without kroll.dev/disruption-budget draw on their PodDisruptionBudgets: Respect (old pods are evicted, so a budget holds a rollout as it holds kubectl drain) or Ignore (deleted, as upstream's controllers do)")
 	f.Float32Var(&m.QPS, "kube-api-qps", m.QPS, "each controller's API requests per second")
 	f.IntVar(&m.Burst, "kube-api-burst", m.Burst, "each controller's API request burst")
 	le := &m.LeaderElection

@@ -56,6 +56,13 @@ as kubectl's does on a paused Deployment, unless --until-paused is given: then i
 exits 0 once the rollout is held (or paused with 'kroll rollout pause'). -o json
 carries "staged": phase, step, total, partition, message.
 
+A Deployment whose rollout a PodDisruptionBudget holds (kroll.dev/disruption-budget:
+Respect; its DisruptionBudget condition is False) says which budget before kubectl's
+closing dots: "Waiting for deployment "web" rollout to finish: 3 old replicas are
+pending termination; waiting for PodDisruptionBudget web-pdb: 1 pod to take down,
+disruptionsAllowed 0 (8 of 10 pods must stay healthy, 8 are)..."; -o json carries
+"disruptionBudget": the condition's message.
+
 A workload watched by kroll's failure policy (kroll.dev/on-failure Rollback or Pause)
 is Complete only once kroll's controller judged its revision complete: its pods all
 stayed Ready 10 s and the controller marked the revision's ReplicaSet or

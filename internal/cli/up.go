@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/manager"
 )
@@ -35,6 +36,7 @@ type upOptions struct {
 	etcdNoFsync         bool
 	admissionPolicy     bool
 	verbosity           int
+	disruptionBudget    string
 }
 
 func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -81,6 +83,8 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 		"install kroll's ValidatingAdmissionPolicy, which refuses bad kroll.dev/ settings on Deployments, StatefulSets and DaemonSets (deploy/admission-policy.yaml); false removes it")
 	f.BoolVar(&o.etcdNoFsync, "etcd-unsafe-no-fsync", false, "skip etcd's fsyncs: faster, but a machine crash can lose the cluster")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity of the components (logs go to <data-dir>/kroll.log)")
+	f.StringVar(&o.disruptionBudget, "default-disruption-budget", "Ignore",
+		"kroll's controllers: whether rollouts of workloads without kroll.dev/disruption-budget draw on their PodDisruptionBudgets: Respect or Ignore (as upstream)")
 	return cmd
 }
 
@@ -147,6 +151,9 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	if k.Registry, err = kubelet.NewRegistry(unknown, catalog...); err != nil {
 		return cluster.Config{}, err
 	}
+	if _, err := disruption.ParseMode(o.disruptionBudget); err != nil && o.disruptionBudget != "" { // "" is Ignore
+		return cluster.Config{}, fmt.Errorf("--default-disruption-budget: %w", err)
+	}
 	if err := k.Validate(); err != nil {
 		return cluster.Config{}, err
 	}
@@ -154,7 +161,7 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 		DataDir:             o.dataDir,
 		Port:                o.port,
 		WorkloadControllers: wc,
-		KrollControllers:    krollControllers,
+		KrollControllers:    krollControllers(manager.Options{DefaultDisruptionBudget: o.disruptionBudget}),
 		Kubelet:             k,
 		EtcdUnsafeNoFsync:   o.etcdNoFsync,
 		LogVerbosity:        o.verbosity,
@@ -162,9 +169,9 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	}, nil
 }
 
-// krollControllers runs kroll's workload controllers in the embedded cluster.
-func krollControllers(ctx context.Context, cfg *rest.Config) error {
-	return manager.Run(ctx, cfg, manager.Options{})
+// krollControllers runs kroll's workload controllers in the embedded cluster with opts.
+func krollControllers(opts manager.Options) func(ctx context.Context, cfg *rest.Config) error {
+	return func(ctx context.Context, cfg *rest.Config) error { return manager.Run(ctx, cfg, opts) }
 }
 
 func runUp(ctx context.Context, o *upOptions, stdout, stderr io.Writer) error {

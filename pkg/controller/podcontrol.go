@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,12 @@ type PodControl interface {
 	// its write not wrong. For decisions that rest on the pod as seen, such as that the
 	// API server removes it in the deleting request.
 	DeletePodAsSeen(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error
+	// EvictPod deletes pod through the Eviction API (pods/eviction, its UID as
+	// precondition), so that the API server first takes a disruption from every
+	// PodDisruptionBudget selecting it, as it does for `kubectl drain`. A refusal (429
+	// TooManyRequests: see disruption.Refused) is returned without an event: the pod
+	// stays, and the caller reports what holds it.
+	EvictPod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error
 	// UpdatePod reads pod from the API server, applies change to it and writes it back:
 	// the informers cache pods without the fields no controller reads (see pkg/manager),
 	// and a pod's spec is immutable but for a few fields, so the whole of it goes back as
@@ -161,6 +168,22 @@ func (r *realPodControl) deletePod(ctx context.Context, owner runtime.Object, po
 	return err
 }
 
+func (r *realPodControl) EvictPod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	}
+	err := r.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, eviction)
+	if apierrors.IsTooManyRequests(err) {
+		return err
+	}
+	if r.events.Tolerant && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)) {
+		err = nil
+	}
+	r.record(owner, "delete", pod, r.events.Deleted, err)
+	return err
+}
+
 func (r *realPodControl) UpdatePod(ctx context.Context, owner runtime.Object, pod *corev1.Pod, change func(*corev1.Pod)) error {
 	live, err := r.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	switch {
@@ -205,6 +228,10 @@ type FakePodControl struct {
 	FailAfter int
 	// Changed are the pods changed since their callers saw them (DeletePodAsSeen).
 	Changed map[string]bool
+	// Evicted are the pods EvictPod took down (they are in Deleted too); EvictErr the
+	// error EvictPod returns for a pod, by name (a budget's refusal, say).
+	Evicted  []string
+	EvictErr map[string]error
 }
 
 var _ PodControl = &FakePodControl{}
@@ -238,6 +265,20 @@ func (f *FakePodControl) DeletePodAsSeen(ctx context.Context, owner runtime.Obje
 	f.mu.Unlock()
 	if changed {
 		return apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New("the object has been modified"))
+	}
+	return f.DeletePod(ctx, owner, pod)
+}
+
+// EvictPod is DeletePod, recorded in Evicted too, unless EvictErr names the pod.
+func (f *FakePodControl) EvictPod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
+	f.mu.Lock()
+	err := f.EvictErr[pod.Name]
+	if err == nil {
+		f.Evicted = append(f.Evicted, pod.Name)
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	return f.DeletePod(ctx, owner, pod)
 }

@@ -134,7 +134,15 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 			})
 		case ReplicaSet:
 			run, err = build(clientFor, replicaset.ControllerName, opts.ReplicaSetWorkers, func(c kubernetes.Interface) (runner, error) {
-				return replicaset.New(c, f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), recorder(replicaset.ControllerName))
+				rs, err := replicaset.New(c, f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), recorder(replicaset.ControllerName))
+				if err != nil {
+					return nil, err
+				}
+				mode, err := opts.disruptionBudget()
+				if err != nil {
+					return nil, err
+				}
+				return rs, rs.RespectBudgets(f.Apps().V1().Deployments(), f.Policy().V1().PodDisruptionBudgets(), mode)
 			})
 		case ReplicationController:
 			run, err = build(clientFor, replicaset.RCControllerName, opts.ReplicationControllerWorkers, func(c kubernetes.Interface) (runner, error) {

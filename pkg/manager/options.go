@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kroll-dev/kroll/pkg/disruption"
 )
 
 // The controllers a manager can run, by the names --controllers takes.
@@ -43,6 +45,10 @@ type Options struct {
 	// LeaderElection, when enabled, runs the controllers only while this process holds a
 	// coordination.k8s.io Lease, so that several replicas can run with one active.
 	LeaderElection LeaderElection
+	// DefaultDisruptionBudget is the kroll.dev/disruption-budget of workloads without
+	// one (--default-disruption-budget): Respect or Ignore; empty is Ignore, upstream's
+	// behaviour (see pkg/disruption).
+	DefaultDisruptionBudget string
 	// Serving, when set with a port, serves /healthz, /readyz, /metrics and (Profiling)
 	// /debug/pprof/ over HTTPS with delegated authentication and authorization. Nil
 	// serves nothing.
@@ -102,6 +108,18 @@ func (o *Options) defaults() {
 	}
 }
 
+// disruptionBudget is DefaultDisruptionBudget as a mode.
+func (o Options) disruptionBudget() (disruption.Mode, error) {
+	if o.DefaultDisruptionBudget == "" {
+		return disruption.Ignore, nil
+	}
+	m, err := disruption.ParseMode(o.DefaultDisruptionBudget)
+	if err != nil {
+		return "", fmt.Errorf("--default-disruption-budget: %w", err)
+	}
+	return m, nil
+}
+
 // Validate reports the first option a user must change.
 func (o Options) Validate() error {
 	if _, err := EnabledControllers(o.Controllers); err != nil {
@@ -117,6 +135,9 @@ func (o Options) Validate() error {
 		if w.n < 0 {
 			return fmt.Errorf("--%s must be greater than 0, got %d", w.flag, w.n)
 		}
+	}
+	if _, err := o.disruptionBudget(); err != nil {
+		return err
 	}
 	if o.Burst < 0 {
 		return fmt.Errorf("--kube-api-burst must not be negative, got %d", o.Burst)

@@ -54,3 +54,12 @@ func TestValidateLeaderElectionTimings(t *testing.T) {
 		t.Errorf("negative workers: got %v", err)
 	}
 }
+
+func TestValidateDefaultDisruptionBudget(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "Respect": true, "Ignore": true, "respect": false, "Always": false} {
+		err := Options{DefaultDisruptionBudget: v}.Validate()
+		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "--default-disruption-budget")) {
+			t.Errorf("--default-disruption-budget=%q: Validate = %v, want ok %v", v, err, ok)
+		}
+	}
+}

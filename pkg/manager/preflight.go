@@ -86,6 +86,7 @@ var (
 	nodesRes        = apiResource{"", "v1", "nodes"}
 	rcsRes          = apiResource{"", "v1", "replicationcontrollers"}
 	claimsRes       = apiResource{"", "v1", "persistentvolumeclaims"}
+	pdbsRes         = apiResource{"policy", "v1", "poddisruptionbudgets"}
 )
 
 // resourcesRead lists what the enabled controllers' informers read (and, in a dry
@@ -93,7 +94,7 @@ var (
 func resourcesRead(enabled []string, dryRun bool) []apiResource {
 	reads := map[string][]apiResource{
 		Deployment:            {deploymentsRes, replicaSetsRes, podsRes, nodesRes},
-		ReplicaSet:            {replicaSetsRes, podsRes},
+		ReplicaSet:            {replicaSetsRes, podsRes, deploymentsRes, pdbsRes},
 		ReplicationController: {rcsRes, podsRes},
 		StatefulSet:           {statefulSetsRes, podsRes, nodesRes, revisionsRes, claimsRes},
 		DaemonSet:             {daemonSetsRes, podsRes, nodesRes, revisionsRes},

@@ -93,10 +93,12 @@ func TestResourcesRead(t *testing.T) {
 	for _, r := range resourcesRead([]string{ReplicaSet}, false) {
 		got = append(got, r.String())
 	}
-	if strings.Join(got, " ") != "replicasets.apps pods" {
-		t.Errorf("the ReplicaSet controller reads %v, want replicasets.apps pods", got)
+	// Its owners' Deployments and the budgets: a Deployment that respects disruption
+	// budgets has its old pods evicted (pkg/disruption).
+	if want := "replicasets.apps pods deployments.apps poddisruptionbudgets.policy"; strings.Join(got, " ") != want {
+		t.Errorf("the ReplicaSet controller reads %v, want %s", got, want)
 	}
-	if n := len(resourcesRead(ControllerNames, true)); n != 9 {
-		t.Errorf("a dry run of every controller reads %d resources, want 9", n)
+	if n := len(resourcesRead(ControllerNames, true)); n != 10 {
+		t.Errorf("a dry run of every controller reads %d resources, want 10", n)
 	}
 }

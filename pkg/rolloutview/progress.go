@@ -92,6 +92,9 @@ type Progress struct {
 	Revisions []RevisionPods `json:"revisions"`
 	// Blocking is the pod the rollout waits on, when it waits on one.
 	Blocking *Blocker `json:"blocking,omitempty"`
+	// DisruptionBudget is the message of the DisruptionBudget condition (False) of a
+	// rollout a PodDisruptionBudget holds: which budget, and its disruptionsAllowed.
+	DisruptionBudget string `json:"disruptionBudget,omitempty"`
 	// ETASeconds is the time to completion at the observed rate (absent when no rate
 	// has been observed yet, or when complete).
 	ETASeconds *float64 `json:"etaSeconds,omitempty"`
@@ -186,6 +189,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	})
 	p.InPlace = inPlaceReason(conds)
 	p.Message, p.Done, p.Err = kubectlStatus(d, "Deployment")
+	p.heldByBudget(conds)
 	progressing := rollout.Condition(&d.Status, appsv1.DeploymentProgressing)
 	// Failed as kubectl fails: a deadline counts once the status describes the spec (a
 	// fixed template is not failed yet), and a blocked in-place change only while the

@@ -44,12 +44,16 @@ type DeploymentWatcher struct {
 	mixed int
 	// floor is the replicas count the availability bounds use: spec.replicas when last
 	// seen complete, lowered at once by a scale-down; 0 before the first check.
-	floor       int32
-	name        string
-	client      kubernetes.Interface
-	deployments appslisters.DeploymentNamespaceLister
-	replicaSets appslisters.ReplicaSetNamespaceLister
-	pods        corelisters.PodNamespaceLister
+	floor int32
+	// budget, when above 0, is a PodDisruptionBudget's minAvailable: the pods available
+	// must never be fewer (RequireAvailable). lowest is the fewest pods available in any
+	// observed state; -1 before the first.
+	budget, lowest int32
+	name           string
+	client         kubernetes.Interface
+	deployments    appslisters.DeploymentNamespaceLister
+	replicaSets    appslisters.ReplicaSetNamespaceLister
+	pods           corelisters.PodNamespaceLister
 	observer
 }
 
@@ -60,7 +64,7 @@ func WatchDeployment(t testing.TB, client kubernetes.Interface, namespace, name 
 	deployments, replicaSets, pods := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	w := &DeploymentWatcher{name: name, client: client, deployments: deployments.Lister().Deployments(namespace),
 		replicaSets: replicaSets.Lister().ReplicaSets(namespace), pods: pods.Lister().Pods(namespace),
-		observer: observer{what: "deployment " + name}}
+		observer: observer{what: "deployment " + name}, lowest: -1}
 	w.start(t, factory, w.check, deployments.Informer(), replicaSets.Informer(), pods.Informer())
 	return w
 }
@@ -131,6 +135,12 @@ func (w *DeploymentWatcher) check() {
 		}
 	}()
 	fail := func(format string, args ...any) { broken = append(broken, fmt.Sprintf(format, args...)) }
+	if w.lowest < 0 || available < w.lowest {
+		w.lowest = available
+	}
+	if w.budget > 0 && available < w.budget {
+		fail("%d pods available, fewer than the disruption budget's %d", available, w.budget)
+	}
 	for i := range owned {
 		for j := i + 1; j < len(owned); j++ {
 			if history.EqualIgnoringHash(&owned[i].Spec.Template, &owned[j].Spec.Template) {
@@ -160,6 +170,23 @@ func (w *DeploymentWatcher) check() {
 	if available < w.floor-f.MaxUnavailable {
 		fail("%d pods available, fewer than %d replicas − %d unavailable", available, w.floor, f.MaxUnavailable)
 	}
+}
+
+// RequireAvailable adds the bound of a PodDisruptionBudget of minAvailable n to the
+// states checked from now on: at least n pods available (Ready for minReadySeconds,
+// not terminating).
+func (w *DeploymentWatcher) RequireAvailable(n int32) {
+	w.mu.Lock()
+	w.budget = n
+	w.mu.Unlock()
+}
+
+// LowestAvailable is the fewest pods available in any state observed so far; -1 before
+// the first.
+func (w *DeploymentWatcher) LowestAvailable() int32 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lowest
 }
 
 // specMovedOn says whether the Deployment's live generation is past cached's: the

@@ -61,11 +61,14 @@ func (c *Controller) scaleNewReplicaSet(ctx context.Context, p *pass) (bool, err
 		return false, nil
 	case size > desired:
 		size = desired
-	case inPlaceMode(d) == inplace.Off && rollout.Draining(p.oldRSs, c.seenPods):
+	case inPlaceMode(d) == inplace.Off && rollout.Draining(NotHeld(p.oldRSs), c.seenPods):
 		// Old pods being deleted leave their room in a moment, and their ReplicaSet's
 		// status write brings the next pass: the new ReplicaSet grows by all of it then,
 		// in one write. (An in-place rollout keeps pods handed over on their giver
-		// beyond its size for as long as the hand-over takes.)
+		// beyond its size for as long as the hand-over takes.) Old pods a disruption
+		// budget holds do not leave in a moment: the new ReplicaSet grows into the room
+		// there is (counted from the pods), and its pods, once healthy, may be what the
+		// budget waits for.
 		return false, nil
 	default:
 		size = rollout.PartitionedNewReplicas(d, p.all(), newRS, c.seenPods, p.staged.Partition)

@@ -61,6 +61,7 @@ func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
 	setInPlaceCondition(&status, p, now)
 	setFailureConditions(&status, p, now)
 	setStagedCondition(&status, p, now)
+	setBudgetCondition(&status, p, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {
@@ -236,6 +237,7 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 		return err
 	}
 	c.announceStep(d, &status)
+	c.announceBudget(d, &status)
 	return nil
 }
 

@@ -56,6 +56,9 @@ type Controller struct {
 	burst       int
 	// waits logs what keeps ReplicaSets from being resized (see observeWait).
 	waits *controller.WaitLog
+	// budgets, when set (RespectBudgets), evicts the old pods of Deployments that
+	// respect PodDisruptionBudgets; nil deletes them.
+	budgets *budgets
 }
 
 // New builds the ReplicaSet controller on shared informers (which it adds handlers and
@@ -123,6 +126,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	c.fence.Forget(key)
 	c.statusWaits.forget(key)
 	c.waits.Forget(key)
+	c.budgets.forget(key)
 	c.queue.Add(key)
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
@@ -71,8 +72,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var resizeErr error
 	var made []*corev1.Pod
 	var deleted []deletion
+	var held *hold
 	if needsResize {
-		made, deleted, resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
+		made, deleted, held, resizeErr = c.resize(ctx, key, rs, active, len(arrivals))
 	}
 	takeOverErr := c.takeOver(ctx, rs, arrivals)
 	if len(arrivals) > 0 && takeOverErr == nil {
@@ -92,6 +94,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
 	if !c.kind.hasTerminatingReplicas {
 		status.TerminatingReplicas = nil
+	}
+	if needsResize {
+		c.budgetHold(rs, &status, held, now)
 	}
 	// observedGeneration moves on only once this generation has been acted on: while
 	// creates or deletes of an earlier resize are unobserved, pods may still appear that
@@ -203,8 +208,9 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 
 // resize creates or deletes pods so rs has spec.replicas active pods, counting the
 // arriving pods handed over to it (not yet its own). It returns the pods it created, as
-// the API server returned them, and the pods it deleted or found gone.
-func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod, arriving int) (created []*corev1.Pod, deleted []deletion, err error) {
+// the API server returned them, the pods it deleted or found gone, and, when it evicts
+// (see evictionOwner), the pods a PodDisruptionBudget kept.
+func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod, arriving int) (created []*corev1.Pod, deleted []deletion, held *hold, err error) {
 	diff := len(active) + arriving - int(replicasOf(rs))
 	switch {
 	case diff < 0:
@@ -227,7 +233,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		for i := done; i < n; i++ {
 			c.expectations.CreationObserved(key) // never going to be seen
 		}
-		return made.Pods(), nil, err
+		return made.Pods(), nil, nil, err
 
 	case diff > 0:
 		// Pods mid-way through an in-place update count towards having enough pods but
@@ -237,7 +243,7 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		settled := removable(rs, active)
 		n := min(len(settled)-int(replicasOf(rs)), c.burst)
 		if n <= 0 {
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
 		owner := c.kind.original(rs)
 		victims := rollout.PodsToDelete(settled, c.relatedPods(rs), n, c.now())
@@ -248,8 +254,15 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		c.expectations.Expect(key, 0, keys)
 		klog.FromContext(ctx).V(2).Info("Too many replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "deleting", n)
 		done := make([]*deletion, len(victims))
+		evictFor := c.evictionOwner(rs)
+		refusals := make([]string, len(victims)) // the budget that kept each pod, or ""
 		err := controller.ForEach(len(victims), func(i int) error {
-			err := c.podControl.DeletePod(ctx, owner, victims[i])
+			var err error
+			if evictFor != nil {
+				err = c.podControl.EvictPod(ctx, owner, victims[i])
+			} else {
+				err = c.podControl.DeletePod(ctx, owner, victims[i])
+			}
 			if err == nil {
 				done[i] = &deletion{pod: victims[i]}
 				return nil
@@ -259,6 +272,10 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 				done[i] = &deletion{pod: victims[i], notFound: true}
 				return nil
 			}
+			if pdb, refused := disruption.Refused(err); refused && evictFor != nil {
+				refusals[i] = pdb + "\x00" // the pod stays; the budget holds the rollout
+				return nil
+			}
 			return err
 		})
 		for _, d := range done {
@@ -266,9 +283,9 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 				deleted = append(deleted, *d)
 			}
 		}
-		return nil, deleted, err
+		return nil, deleted, c.heldBy(rs, evictFor, refusals), err
 	}
-	return nil, nil, nil
+	return nil, nil, nil, nil
 }
 
 // deletion is a pod resize deleted, or found gone when it tried.

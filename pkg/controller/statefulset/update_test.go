@@ -40,6 +40,10 @@ func (f *fakePods) DeletePod(_ context.Context, _ runtime.Object, p *corev1.Pod)
 func (f *fakePods) DeletePodAsSeen(ctx context.Context, owner runtime.Object, p *corev1.Pod) error {
 	return f.DeletePod(ctx, owner, p)
 }
+func (f *fakePods) EvictPod(_ context.Context, _ runtime.Object, p *corev1.Pod) error {
+	f.actions = append(f.actions, "evict "+p.Name)
+	return nil
+}
 func (f *fakePods) PatchPod(_ context.Context, _, name string, _ []byte) (*corev1.Pod, error) {
 	f.actions = append(f.actions, "patch "+name)
 	return nil, nil
