@@ -3,6 +3,7 @@ package conformance
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -22,8 +23,9 @@ type runPlan struct {
 	// ones first. Empty when every selected spec is serial.
 	parallel []string
 	// serial are the specs upstream marks [Serial] (the DaemonSet specs, which
-	// expect every node to themselves, and the ControllerRevision spec) and those in
-	// Ordered containers: they run in one process after every parallel spec has
+	// expect every node to themselves, and the ControllerRevision spec: the
+	// framework's WithSerial gives them a "Serial" label, not ginkgo's Serial
+	// decorator) and those in Ordered containers: they run in one process after every parallel spec has
 	// finished, as ginkgo runs them in a parallel run. Empty when there are none.
 	serial []string
 }
@@ -37,7 +39,7 @@ func planRun(listed []types.SpecReport) runPlan {
 		if s.LeafNodeType != types.NodeTypeIt || s.State != types.SpecStatePassed {
 			continue
 		}
-		if s.IsSerial || s.IsInOrderedContainer {
+		if s.IsSerial || s.IsInOrderedContainer || slices.Contains(s.Labels(), "Serial") {
 			p.serial = append(p.serial, s.FullText())
 		} else {
 			p.parallel = append(p.parallel, s.FullText())
@@ -100,6 +102,15 @@ func TestPlanRun(t *testing.T) {
 				spec("Ordered d", types.SpecStatePassed, false, true),
 			},
 			want: runPlan{parallel: []string{"[sig-apps] Deployment b"}, serial: []string{"[sig-apps] Daemon set [Serial] a", "[sig-apps] Ordered d"}},
+		},
+		{
+			name: "a spec labelled Serial, as the framework's WithSerial labels one, runs alone",
+			listed: []types.SpecReport{
+				{LeafNodeType: types.NodeTypeIt, ContainerHierarchyTexts: []string{"[sig-apps] Daemon set [Serial]"}, LeafNodeText: "a",
+					ContainerHierarchyLabels: [][]string{{"sig-apps", "Serial"}}, LeafNodeLabels: []string{"Conformance"}, State: types.SpecStatePassed},
+				spec("StatefulSet b", types.SpecStatePassed, false, false),
+			},
+			want: runPlan{parallel: []string{"[sig-apps] StatefulSet b"}, serial: []string{"[sig-apps] Daemon set [Serial] a"}},
 		},
 		{name: "nothing selected: nothing to run", listed: []types.SpecReport{suiteNode}},
 	}
