@@ -10,6 +10,7 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -57,10 +58,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestConformance starts `kroll up` with kroll's controllers and runs the specs. A
-// failing spec is named with its failure and the file holding its whole log; the run's
-// directory (kroll up's log, the JSON report) is kept when anything fails.
+// TestConformance starts `kroll up` with kroll's controllers and runs the specs, side
+// by side in child processes as ginkgo's parallel mode would (runSharded). A failing
+// spec is named with its failure and the file holding its whole log; the run's
+// directory (kroll up's log, the children's reports and output) is kept when anything
+// fails.
 func TestConformance(t *testing.T) {
+	if kubeconfig := os.Getenv(childEnv); kubeconfig != "" {
+		runAsChild(t, kubeconfig)
+		return
+	}
 	runDir, err := os.MkdirTemp("", "kroll-conformance-")
 	if err != nil {
 		t.Fatal(err)
@@ -71,36 +78,23 @@ func TestConformance(t *testing.T) {
 		}
 	})
 	up := startUp(t, runDir)
-	report := filepath.Join(runDir, "report.json")
-	// A -ginkgo.focus given by hand (one spec, say) narrows the run; the whole
-	// selection is then not checked for coverage.
+	// A -ginkgo.focus given by hand (one spec, say) narrows the run, which then runs
+	// in this process, one spec after another; the whole selection is then not
+	// checked for coverage.
 	whole := true
 	flag.Visit(func(f *flag.Flag) { whole = whole && f.Name != "ginkgo.focus" })
-	settings := map[string]string{"ginkgo.json-report": report, "ginkgo.no-color": "true"}
+	var specs []types.SpecReport
 	if whole {
-		settings["ginkgo.focus"] = focus()
-		if len(excluded) > 0 { // an empty skip pattern would match, and skip, every spec
-			settings["ginkgo.skip"] = skip()
+		ctx := context.Background()
+		if deadline, ok := t.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
 		}
-	}
-	for name, value := range settings {
-		if err := flag.Set(name, value); err != nil {
-			t.Fatalf("setting -%s: %v", name, err)
-		}
-	}
-	framework.TestContext.KubeConfig = up.kubeconfig
-	framework.TestContext.Provider = "skeleton"
-	framework.TestContext.ReportDir = runDir
-	framework.AfterReadingAllFlags(&framework.TestContext)
-
-	e2e.RunE2ETests(t)
-
-	specs, err := readReport(report)
-	if err != nil {
-		t.Fatalf("reading the specs' report %s: %v", report, err)
-	}
-	if whole {
+		specs = runSharded(t, ctx, runDir, up.kubeconfig)
 		checkCoverage(t, specs)
+	} else {
+		specs = runHere(t, runDir, up.kubeconfig)
 	}
 	for i, s := range specs {
 		if !s.State.Is(types.SpecStateFailureStates) {
@@ -115,6 +109,30 @@ func TestConformance(t *testing.T) {
 	if t.Failed() {
 		t.Logf("kroll up's log: %s", up.logPath)
 	}
+}
+
+// runHere runs the specs the command line's -ginkgo.focus selects in this process,
+// against the cluster of kubeconfig, and returns their reports.
+func runHere(t *testing.T, runDir, kubeconfig string) []types.SpecReport {
+	t.Helper()
+	report := filepath.Join(runDir, "report.json")
+	for name, value := range map[string]string{"ginkgo.json-report": report, "ginkgo.no-color": "true"} {
+		if err := flag.Set(name, value); err != nil {
+			t.Fatalf("setting -%s: %v", name, err)
+		}
+	}
+	framework.TestContext.KubeConfig = kubeconfig
+	framework.TestContext.Provider = "skeleton"
+	framework.TestContext.ReportDir = runDir
+	framework.AfterReadingAllFlags(&framework.TestContext)
+
+	e2e.RunE2ETests(t)
+
+	specs, err := readReport(report)
+	if err != nil {
+		t.Fatalf("reading the specs' report %s: %v", report, err)
+	}
+	return specs
 }
 
 // checkCoverage fails the test unless every kind had Conformance specs that ran and
