@@ -49,16 +49,16 @@ func Effective(t *corev1.PodTemplateSpec, live, record string) Decision {
 		}
 		// The live data changed since the pin: roll forward; the record stays (it
 		// voids this pin until another undo).
-		return Decision{Template: withHash(t, live), Record: record}
+		return Decision{Template: WithHash(t, live), Record: record}
 	}
 	if !pinned {
-		return Decision{Template: withHash(t, live), Write: record != ""}
+		return Decision{Template: WithHash(t, live), Write: record != ""}
 	}
 	return Decision{Template: t, Record: record}
 }
 
-// withHash is a copy of t with HashAnnotation = hash.
-func withHash(t *corev1.PodTemplateSpec, hash string) *corev1.PodTemplateSpec {
+// WithHash is a copy of t with HashAnnotation = hash.
+func WithHash(t *corev1.PodTemplateSpec, hash string) *corev1.PodTemplateSpec {
 	out := t.DeepCopy()
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}

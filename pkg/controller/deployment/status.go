@@ -61,6 +61,7 @@ func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
 	setInPlaceCondition(&status, p, now)
 	setFailureConditions(&status, p, now)
 	setStagedCondition(&status, p, now)
+	setConfigCondition(&status, p, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {

@@ -69,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if d.DeletionTimestamp != nil {
-		p, err := c.syncReplicaSets(ctx, d, rsList)
+		p, err := c.syncReplicaSets(ctx, d, rsList, configPass{})
 		if err != nil {
 			return err
 		}
@@ -81,9 +81,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if d, err = c.recordPause(ctx, d); err != nil {
 		return err
 	}
-	p, err := c.syncReplicaSets(ctx, d, rsList)
+	cfg, acted, err := c.configuration(ctx, d, rsList)
+	if err != nil || acted {
+		return err
+	}
+	p, err := c.syncReplicaSets(ctx, d, rsList, cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.hold && p.newRS == nil {
+		// A referenced object is missing: no ReplicaSet is made until it exists.
+		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
 	defer c.observeWait(ctx, p, rsList)
 	policy := failure.PolicyOf(d.Annotations)
