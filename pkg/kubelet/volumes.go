@@ -281,9 +281,14 @@ type mountReport struct {
 func newVolumeGate(k *Kubelet, client kubernetes.Interface) (*volumeGate, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	claims, volumes := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
+	// The ConfigMaps and Secrets containers read their environment and files from
+	// (configfiles.go) come from the same factory.
+	configMaps, secrets := factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets()
+	k.sim.config = configLookup{configMaps: configMaps.Lister(), secrets: secrets.Lister()}
 	g := &volumeGate{
 		claims: claims.Lister(), volumes: volumes.Lister(), nodes: k.nodeLister, recorders: k.recorders, factory: factory,
-		synced:   []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced},
+		synced: []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced,
+			configMaps.Informer().HasSynced, secrets.Informer().HasSynced},
 		reported: map[types.UID]mountReport{},
 	}
 	err := k.informer.AddIndexers(cache.Indexers{claimIndex: func(obj any) ([]string, error) {
