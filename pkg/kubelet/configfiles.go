@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"fmt"
 	"path"
 	"slices"
 
@@ -13,9 +14,11 @@ import (
 // Secret and projected volumes mount, read from the objects when the container starts
 // (an exec or a log read of an instance started earlier reads them then too: the
 // objects kroll's configuration rollout gives pods are immutable snapshots, so the
-// difference does not show). An object or key that does not exist gives nothing; the
-// node does not yet hold such a container back (CreateContainerConfigError,
-// FailedMount), as a real kubelet does.
+// difference does not show). A pod whose volume mounts a ConfigMap or Secret that does
+// not exist (and is not optional) is held back by the volume gate (volumes.go:
+// FailedMount, ContainerCreating) until it does, as a real kubelet holds it; an
+// environment variable of a missing object or key is left unset (a real kubelet
+// reports CreateContainerConfigError: not modelled yet).
 
 // configLookup reads ConfigMaps and Secrets (from the kubelet's caches); a nil func
 // finds nothing.
@@ -141,4 +144,57 @@ func volumeFiles(ns string, v *corev1.Volume, look configLookup) map[string]stri
 		}
 	}
 	return out
+}
+
+// configSource is a ConfigMap or Secret a volume mounts.
+type configSource struct {
+	kind, name string // "configmap" or "secret"
+	optional   bool
+}
+
+// key is the source's key in the pods' claimIndex: "configmap:ns/name".
+func (c configSource) key(namespace string) string { return c.kind + ":" + namespace + "/" + c.name }
+
+// configSources are the ConfigMaps and Secrets volume v mounts (projected sources too).
+func configSources(v *corev1.Volume) []configSource {
+	opt := func(b *bool) bool { return b != nil && *b }
+	var out []configSource
+	switch {
+	case v.ConfigMap != nil:
+		out = append(out, configSource{"configmap", v.ConfigMap.Name, opt(v.ConfigMap.Optional)})
+	case v.Secret != nil:
+		out = append(out, configSource{"secret", v.Secret.SecretName, opt(v.Secret.Optional)})
+	case v.Projected != nil:
+		for _, src := range v.Projected.Sources {
+			if src.ConfigMap != nil {
+				out = append(out, configSource{"configmap", src.ConfigMap.Name, opt(src.ConfigMap.Optional)})
+			}
+			if src.Secret != nil {
+				out = append(out, configSource{"secret", src.Secret.Name, opt(src.Secret.Optional)})
+			}
+		}
+	}
+	return out
+}
+
+// missingConfig names the first ConfigMap or Secret volume v mounts that does not
+// exist and is not optional, as the kubelet's FailedMount says it (configmap "x");
+// "" when none is missing, or when look cannot tell (no caches).
+func missingConfig(namespace string, v *corev1.Volume, look configLookup) string {
+	for _, src := range configSources(v) {
+		if src.optional {
+			continue
+		}
+		switch {
+		case src.kind == "configmap" && look.configMaps != nil:
+			if _, err := look.configMaps.ConfigMaps(namespace).Get(src.name); err != nil {
+				return fmt.Sprintf("configmap %q", src.name)
+			}
+		case src.kind == "secret" && look.secrets != nil:
+			if _, err := look.secrets.Secrets(namespace).Get(src.name); err != nil {
+				return fmt.Sprintf("secret %q", src.name)
+			}
+		}
+	}
+	return ""
 }

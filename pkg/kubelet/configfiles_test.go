@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,5 +53,44 @@ func TestContainerConfigReadsConfigMapsAndSecrets(t *testing.T) {
 	r := newRun(pod, pod.Spec.Containers[0], "id", "", t0, t0, look)
 	if got, ok := r.inst.FS().Read("/etc/app/greeting"); !ok || got != "hello" {
 		t.Errorf("instance file = %q %v", got, ok)
+	}
+}
+
+func TestMountFailuresNameAMissingConfigMapOrSecret(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = idx.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "here"}})
+	look := volumeLookup{config: configLookup{configMaps: corelisters.NewConfigMapLister(idx),
+		secrets: corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))}}
+	yes := true
+	pod := func(vs ...corev1.Volume) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: corev1.PodSpec{Volumes: vs, Containers: []corev1.Container{{Name: "a"}}}}
+		for _, v := range vs {
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+		}
+		return p
+	}
+	cm := func(vol, name string, optional bool) corev1.Volume {
+		return corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Optional: &optional}}}
+	}
+	secret := corev1.Volume{Name: "s", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}}}}}}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		"present: mounts":          {pod(cm("c", "here", false)), ""},
+		"missing but optional":     {pod(cm("c", "gone", yes)), ""},
+		"missing configmap: held":  {pod(cm("c", "gone", false)), `MountVolume.SetUp failed for volume "c" : configmap "gone" not found`},
+		"missing projected secret": {pod(secret), `MountVolume.SetUp failed for volume "s" : secret "creds" not found`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := strings.Join(mountFailures(tc.pod, nil, look), " | ")
+			if got != tc.want {
+				t.Errorf("mountFailures = %q, want %q", got, tc.want)
+			}
+			if !usesClaims(tc.pod) {
+				t.Errorf("the gate does not look at a pod that mounts configuration")
+			}
+		})
 	}
 }
