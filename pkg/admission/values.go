@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/staging"
@@ -35,6 +36,9 @@ func Problems(kind string, annotations map[string]string) []string {
 	if _, err := inplace.GracePeriodOf(annotations); err != nil {
 		problems = append(problems, err.Error())
 	}
+	if _, problem := configrollout.Enabled(annotations); problem != "" {
+		problems = append(problems, problem)
+	}
 	return problems
 }
 
@@ -47,6 +51,7 @@ var Settings = []string{
 	failure.ReadyTimeoutAnnotation, failure.ProgressDeadlineAnnotation,
 	staging.PartitionAnnotation, staging.StepsAnnotation,
 	inplace.StrategyAnnotation, inplace.GracePeriodAnnotation,
+	configrollout.Annotation,
 }
 
 // Value is one row of the settings table: a value of one setting and whether kroll
@@ -134,6 +139,10 @@ var Values = concat(
 
 	valid(inplace.GracePeriodAnnotation, "0", "30", "+5", "05", "2147483647"),
 	invalid(inplace.GracePeriodAnnotation, "-1", "1.5", "30s", "", "null", " 5", "2147483648"),
+
+	// As strconv.ParseBool reads it.
+	valid(configrollout.Annotation, "true", "false", "True", "TRUE", "t", "1", "F", "0"),
+	invalid(configrollout.Annotation, "yes", "on", "", " true", "true ", "tRUE", `"true"`),
 )
 
 // validOn is valid values of key on kinds only (a partition on a StatefulSet is a
