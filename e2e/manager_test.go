@@ -25,6 +25,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/manager"
@@ -495,6 +496,32 @@ func orphanAndReadopt(t *testing.T, s *scene, kind, name, manifest string) {
 
 // exerciseEveryWrite drives kroll's controllers through every kind of write they make,
 // waiting for each step to finish.
+// configuredDeployment rolls its ConfigMap conf and Secret cred with its revisions.
+const configuredDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: configured
+  annotations:
+    kroll.dev/config-rollout: "true"
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: configured}
+  template:
+    metadata:
+      labels: {app: configured}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25
+        volumeMounts:
+        - {name: conf, mountPath: /etc/conf}
+        - {name: cred, mountPath: /etc/cred}
+      volumes:
+      - {name: conf, configMap: {name: conf}}
+      - {name: cred, secret: {secretName: cred}}
+`
+
 func exerciseEveryWrite(t *testing.T, s *scene) {
 	rolledOut := func(workload string) {
 		t.Helper()
@@ -535,6 +562,23 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 	rolledOut("deployment/sized")
 	s.kubectl(t, "set", "resources", "deployment/sized", "-c", "app", "--requests=cpu=200m,memory=64Mi")
 	rolledOut("deployment/sized")
+
+	// Configuration rollout: the snapshots of a ConfigMap and a Secret (create).
+	s.kubectl(t, "create", "configmap", "conf", "--from-literal=k=v")
+	s.kubectl(t, "create", "secret", "generic", "cred", "--from-literal=p=x")
+	s.apply(t, configuredDeployment)
+	rolledOut("deployment/configured")
+	eventually(t, time.Minute, "a snapshot of each", func(ctx context.Context) (bool, string) {
+		cms, err := s.c.Client.CoreV1().ConfigMaps(s.ns).List(ctx, metav1.ListOptions{LabelSelector: configrollout.SnapshotOfLabel + "=conf"})
+		if err != nil {
+			return false, err.Error()
+		}
+		secrets, err := s.c.Client.CoreV1().Secrets(s.ns).List(ctx, metav1.ListOptions{LabelSelector: configrollout.SnapshotOfLabel + "=cred"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(cms.Items) == 1 && len(secrets.Items) == 1, fmt.Sprintf("%d ConfigMap and %d Secret snapshots", len(cms.Items), len(secrets.Items))
+	})
 
 	// A ReplicaSet and a ReplicationController adopt their orphaned pods back, then
 	// scale down (pod delete).

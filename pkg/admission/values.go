@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -39,6 +40,9 @@ func Problems(kind string, annotations map[string]string) []string {
 	if p := disruption.Problem(annotations); p != "" {
 		problems = append(problems, p)
 	}
+	if _, problem := configrollout.Enabled(annotations); problem != "" {
+		problems = append(problems, problem)
+	}
 	return problems
 }
 
@@ -52,6 +56,7 @@ var Settings = []string{
 	staging.PartitionAnnotation, staging.StepsAnnotation,
 	inplace.StrategyAnnotation, inplace.GracePeriodAnnotation,
 	disruption.Annotation,
+	configrollout.Annotation,
 }
 
 // Value is one row of the settings table: a value of one setting and whether kroll
@@ -142,6 +147,9 @@ var Values = concat(
 
 	valid(disruption.Annotation, "Respect", "Ignore"),
 	invalid(disruption.Annotation, "respect", "", " Respect", "Respect ", "On", `Re"spect`),
+	// As strconv.ParseBool reads it.
+	valid(configrollout.Annotation, "true", "false", "True", "TRUE", "t", "1", "F", "0"),
+	invalid(configrollout.Annotation, "yes", "on", "", " true", "true ", "tRUE", `"true"`),
 )
 
 // validOn is valid values of key on kinds only (a partition on a StatefulSet is a

@@ -74,7 +74,7 @@ func simulatedKubeletRules(nodes int) []rbacv1.PolicyRule {
 		users[i] = nodeUser(kubelet.NodeName(i))
 	}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "persistentvolumeclaims", "persistentvolumes", "configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"delete"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},

@@ -11,10 +11,13 @@ import (
 // Spec is what a container runs: its image, command, args and environment, and the
 // pod's hostname (what `hostname` prints and serve-hostname answers).
 type Spec struct {
-	Image    string
-	Command  []string
-	Args     []string
-	Env      map[string]string
+	Image   string
+	Command []string
+	Args    []string
+	Env     map[string]string
+	// Files are the files the container's volumes mount (a ConfigMap's keys under its
+	// mount path), by absolute path; they shadow the image's own.
+	Files    map[string]string
 	Hostname string
 	// NodeIP is the address the kubelet's probes come from (its access-log lines).
 	NodeIP string
@@ -96,6 +99,9 @@ func Start(spec Spec, now time.Time) *Instance {
 	fs := NewFS(files)
 	for _, d := range baseDirs {
 		fs.Mkdir(d)
+	}
+	for p, content := range spec.Files {
+		fs.Write(p, content)
 	}
 	c := &Instance{image: img, fs: fs, started: now, now: now, probeFrom: Client{Addr: spec.NodeIP, Agent: ProbeAgent}, init: spec.Init}
 	argv := img.Argv(spec.Command, spec.Args)

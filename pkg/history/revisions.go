@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/staging"
@@ -65,6 +66,11 @@ var notCopiedToReplicaSets = map[string]bool{
 	staging.StepRevisionAnnotation: true,
 	staging.StepSinceAnnotation:    true,
 	staging.AbortAnnotation:        true,
+	// A ReplicaSet's configuration snapshots, and the pin record of a Deployment an
+	// undo pinned to a revision's configuration: records (`rollout undo` copies the
+	// former to the Deployment, where it stays inert).
+	configrollout.SnapshotsAnnotation: true,
+	configrollout.PinnedAtAnnotation:  true,
 }
 
 // TemplateHash is the pod-template-hash of template (without that label) and the

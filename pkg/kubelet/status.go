@@ -104,6 +104,9 @@ type simulator struct {
 	// its probe events and schedules its probes. When nil, a run's next change is offered
 	// to the pod's own wake-up instead (and its events are kept on the run).
 	onRun func(pod *corev1.Pod, r *run)
+	// config reads the ConfigMaps and Secrets containers get their environment and
+	// files from (configfiles.go); its zero value finds none.
+	config configLookup
 }
 
 // imagePlan is what becomes of one container's image on the node: it pulls and the

@@ -54,6 +54,8 @@ const (
 type volumeLookup struct {
 	claim  func(namespace, name string) (*corev1.PersistentVolumeClaim, error)
 	volume func(name string) (*corev1.PersistentVolume, error)
+	// config finds ConfigMaps and Secrets; its zero value finds none.
+	config configLookup
 }
 
 // mountFailures says why pod's volumes cannot all be mounted on a node with nodeLabels:
@@ -65,6 +67,11 @@ func mountFailures(pod *corev1.Pod, nodeLabels map[string]string, look volumeLoo
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if !mounts[v.Name] && !devices[v.Name] {
+			continue
+		}
+		if missing := missingConfig(pod.Namespace, v, look.config); missing != "" {
+			unmounted = append(unmounted, v.Name)
+			events = append(events, fmt.Sprintf("MountVolume.SetUp failed for volume %q : %s not found", v.Name, missing))
 			continue
 		}
 		claimName, ok := claimOf(pod, v)
@@ -95,10 +102,11 @@ func mountFailures(pod *corev1.Pod, nodeLabels map[string]string, look volumeLoo
 	return events
 }
 
-// usesClaims tells whether any volume of pod is a claim.
+// usesClaims tells whether any volume of pod is a claim, a ConfigMap or a Secret: what
+// the gate may hold a pod back for.
 func usesClaims(pod *corev1.Pod) bool {
 	for i := range pod.Spec.Volumes {
-		if _, ok := claimOf(pod, &pod.Spec.Volumes[i]); ok {
+		if _, ok := claimOf(pod, &pod.Spec.Volumes[i]); ok || len(configSources(&pod.Spec.Volumes[i])) > 0 {
 			return true
 		}
 	}
@@ -263,6 +271,7 @@ type volumeGate struct {
 	recorders map[string]record.EventRecorder
 	factory   informers.SharedInformerFactory
 	synced    []cache.InformerSynced
+	config    configLookup
 
 	mu sync.Mutex
 	// reported is, per pod, the FailedMount events last recorded and when, so that a
@@ -281,9 +290,15 @@ type mountReport struct {
 func newVolumeGate(k *Kubelet, client kubernetes.Interface) (*volumeGate, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	claims, volumes := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
+	// The ConfigMaps and Secrets containers read their environment and files from
+	// (configfiles.go) come from the same factory.
+	configMaps, secrets := factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets()
+	k.sim.config = configLookup{configMaps: configMaps.Lister(), secrets: secrets.Lister()}
 	g := &volumeGate{
 		claims: claims.Lister(), volumes: volumes.Lister(), nodes: k.nodeLister, recorders: k.recorders, factory: factory,
-		synced:   []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced},
+		config: k.sim.config,
+		synced: []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced,
+			configMaps.Informer().HasSynced, secrets.Informer().HasSynced},
 		reported: map[types.UID]mountReport{},
 	}
 	err := k.informer.AddIndexers(cache.Indexers{claimIndex: func(obj any) ([]string, error) {
@@ -296,18 +311,16 @@ func newVolumeGate(k *Kubelet, client kubernetes.Interface) (*volumeGate, error)
 			if name, ok := claimOf(pod, &pod.Spec.Volumes[i]); ok {
 				keys = append(keys, pod.Namespace+"/"+name)
 			}
+			for _, src := range configSources(&pod.Spec.Volumes[i]) {
+				keys = append(keys, src.key(pod.Namespace))
+			}
 		}
 		return keys, nil
 	}})
 	if err != nil {
 		return nil, err
 	}
-	requeue := func(namespace, name string) {
-		pods, _ := k.informer.GetIndexer().ByIndex(claimIndex, namespace+"/"+name)
-		for _, o := range pods {
-			k.enqueue(o)
-		}
-	}
+	requeue := func(namespace, name string) { requeueKey(k, namespace+"/"+name) }
 	onClaim := func(obj any) {
 		if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 			requeue(c.Namespace, c.Name)
@@ -318,15 +331,32 @@ func newVolumeGate(k *Kubelet, client kubernetes.Interface) (*volumeGate, error)
 			requeue(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
 		}
 	}
+	// A pod waiting for a ConfigMap or Secret its volumes mount starts once it exists.
+	onConfig := func(obj any) {
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			requeueKey(k, configSource{kind: "configmap", name: o.Name}.key(o.Namespace))
+		case *corev1.Secret:
+			requeueKey(k, configSource{kind: "secret", name: o.Name}.key(o.Namespace))
+		}
+	}
 	for _, h := range []struct {
 		informer cache.SharedIndexInformer
 		on       func(any)
-	}{{claims.Informer(), onClaim}, {volumes.Informer(), onVolume}} {
+	}{{claims.Informer(), onClaim}, {volumes.Informer(), onVolume}, {configMaps.Informer(), onConfig}, {secrets.Informer(), onConfig}} {
 		if _, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h.on, UpdateFunc: func(_, obj any) { h.on(obj) }}); err != nil {
 			return nil, err
 		}
 	}
 	return g, nil
+}
+
+// requeueKey queues k's pods indexed under key (claimIndex).
+func requeueKey(k *Kubelet, key string) {
+	pods, _ := k.informer.GetIndexer().ByIndex(claimIndex, key)
+	for _, o := range pods {
+		k.enqueue(o)
+	}
 }
 
 // start runs the gate's informers until ctx ends.
@@ -351,6 +381,7 @@ func (g *volumeGate) failures(pod *corev1.Pod) []string {
 		labels = node.Labels
 	}
 	return mountFailures(pod, labels, volumeLookup{
+		config: g.config,
 		claim: func(ns, name string) (*corev1.PersistentVolumeClaim, error) {
 			c, err := g.claims.PersistentVolumeClaims(ns).Get(name)
 			if apierrors.IsNotFound(err) {

@@ -151,8 +151,17 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 			})
 		case Deployment:
 			run, err = build(clientFor, deployment.ControllerName, opts.DeploymentWorkers, func(c kubernetes.Interface) (runner, error) {
-				return deployment.New(c, f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(),
+				dc, err := deployment.New(c, f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(),
 					recorder(deployment.ControllerName))
+				if err != nil {
+					return nil, err
+				}
+				// Configuration rollout (kroll.dev/config-rollout) reads ConfigMaps and
+				// Secrets and writes their snapshots.
+				if err := dc.WatchConfig(f.Apps().V1().Deployments().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {
+					return nil, err
+				}
+				return dc, nil
 			})
 		}
 		if err != nil {

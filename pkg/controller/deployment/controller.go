@@ -85,6 +85,9 @@ type Controller struct {
 	resizePasses sync.Map
 	// waits logs what rollouts in progress wait on (see observeWait).
 	waits *controller.WaitLog
+	// config is what configuration rollout reads and writes (config.go); nil until
+	// WatchConfig, and then no Deployment rolls its configuration.
+	config *configSource
 }
 
 // New builds the controller on shared informers (start them after).
@@ -156,6 +159,7 @@ func (c *Controller) deleteDeployment(obj any) {
 	if d, ok := controller.Deleted[*appsv1.Deployment](obj); ok {
 		c.announced.Delete(d.UID)
 		c.announced.Delete(stagingProblemKey(d))
+		c.announced.Delete(configProblemKey(d))
 		c.statusHolds.Delete(d.UID)
 		c.resizePasses.Delete(d.UID)
 	}

@@ -21,14 +21,18 @@ import (
 // has one, up to date: its revision (raised when a rollback brought it back), d's
 // annotations and minReadySeconds, and d's revision annotation. It writes when those
 // differ.
-func (c *Controller) syncReplicaSets(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (*pass, error) {
-	p := newPass(d, rsList)
+func (c *Controller) syncReplicaSets(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, cfg configPass) (*pass, error) {
+	p := newPassFor(d, cfg.templateOf(d), rsList, cfg)
 	if p.newRS == nil {
 		return p, nil
 	}
 	var err error
-	p.newRS, err = c.syncNewReplicaSet(ctx, d, p.newRS, p.revision)
-	return p, err
+	if p.newRS, err = c.syncNewReplicaSet(ctx, d, p.newRS, p.revision); err != nil {
+		return p, err
+	}
+	// Snapshots a pass that created the ReplicaSet did not write (it stopped, or the
+	// write was refused) are written now.
+	return p, c.writeSnapshots(ctx, d, p.newRS, cfg)
 }
 
 // createNewReplicaSet creates p's new ReplicaSet if it has none yet, at the size the
@@ -85,9 +89,9 @@ func (c *Controller) syncNewReplicaSet(ctx context.Context, d *appsv1.Deployment
 // write is sure to be made (observedGeneration moves on), which then carries them.
 func (c *Controller) createReplicaSet(ctx context.Context, p *pass, statusFollows bool) (*appsv1.ReplicaSet, error) {
 	d, oldRSs, revision := p.d, p.oldRSs, p.revision
-	hash := history.TemplateHash(&d.Spec.Template, d.Status.CollisionCount)
-	template := *d.Spec.Template.DeepCopy()
-	template.Labels = withLabel(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	hash := history.TemplateHash(p.template, d.Status.CollisionCount)
+	template := *p.template.DeepCopy()
+	template.Labels = withLabel(p.template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	selector := d.Spec.Selector.DeepCopy()
 	if selector.MatchLabels == nil {
 		selector.MatchLabels = map[string]string{}
@@ -113,6 +117,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass, statusFollow
 	for k, v := range rollout.ReplicasAnnotations(d) {
 		rs.Annotations[k] = v
 	}
+	p.config.annotate(rs, hash, oldRSs)
 
 	created, err := c.writes.createReplicaSet(ctx, rs)
 	alreadyExisted := false
@@ -122,7 +127,7 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass, statusFollow
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == d.UID && history.EqualIgnoringHash(&d.Spec.Template, &existing.Spec.Template) {
+		if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == d.UID && history.EqualIgnoringHash(p.template, &existing.Spec.Template) {
 			created, err, alreadyExisted = existing, nil, true // ours, made by an earlier pass the cache had not shown yet
 			break
 		}
@@ -144,6 +149,9 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass, statusFollow
 		}
 		c.recorder.Eventf(d, corev1.EventTypeWarning, reasonReplicaSetCreateError, "%s", msg)
 		return nil, err
+	}
+	if err := c.writeSnapshots(ctx, d, created, p.config); err != nil {
+		return created, err
 	}
 	if !alreadyExisted && size > 0 {
 		c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", created.Name, size)

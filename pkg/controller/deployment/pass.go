@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -18,6 +19,11 @@ import (
 // the status all follow the same verdict).
 type pass struct {
 	d *appsv1.Deployment
+	// template is the template d's new ReplicaSet has: d's own, or, with configuration
+	// rollout, d's with the configuration's fingerprint (configrollout.Effective).
+	template *corev1.PodTemplateSpec
+	// config is what configuration rollout found this pass; zero when d is not opted in.
+	config configPass
 	// newRS is the ReplicaSet with d's template; nil until it is created.
 	newRS *appsv1.ReplicaSet
 	// oldRSs are the others, oldest first.
@@ -38,10 +44,15 @@ type pass struct {
 // newPass splits rsList into d's new ReplicaSet and the old ones
 // (history.NewReplicaSet), and judges d's change. It writes nothing.
 func newPass(d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) *pass {
-	p := &pass{d: d}
-	p.newRS, p.oldRSs = history.NewReplicaSet(d, rsList)
+	return newPassFor(d, &d.Spec.Template, rsList, configPass{})
+}
+
+// newPassFor is newPass for the new ReplicaSet of template (see pass.template).
+func newPassFor(d *appsv1.Deployment, template *corev1.PodTemplateSpec, rsList []*appsv1.ReplicaSet, config configPass) *pass {
+	p := &pass{d: d, template: template, config: config}
+	p.newRS, p.oldRSs = history.NewReplicaSetFor(template, rsList)
 	p.revision = history.MaxRevision(p.oldRSs) + 1
-	p.verdict, p.judged = inPlaceVerdict(d, p.oldRSs)
+	p.verdict, p.judged = inPlaceVerdict(d, template, p.oldRSs)
 	return p
 }
 
@@ -87,7 +98,7 @@ func inPlaceMode(d *appsv1.Deployment) inplace.Mode {
 // inPlaceVerdict judges d's change against the templates of its old ReplicaSets that
 // still have pods; ok is false when there is nothing to judge (not opted in, or no old
 // pods).
-func inPlaceVerdict(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (v inplace.Verdict, ok bool) {
+func inPlaceVerdict(d *appsv1.Deployment, template *corev1.PodTemplateSpec, oldRSs []*appsv1.ReplicaSet) (v inplace.Verdict, ok bool) {
 	mode := inPlaceMode(d)
 	if mode == inplace.Off {
 		// Judge has no verdict without the opt-in: the templates need not be compared.
@@ -103,7 +114,7 @@ func inPlaceVerdict(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (v inplac
 		judged = true
 		// A cpu and memory change the API's pods/resize accepts is made in place too:
 		// the Deployment controller resizes each pod once it has arrived.
-		for _, f := range inplace.DiffResize(&rs.Spec.Template, &d.Spec.Template, inplace.ResizeRules{}) {
+		for _, f := range inplace.DiffResize(&rs.Spec.Template, template, inplace.ResizeRules{}) {
 			if !seen[f] {
 				seen[f] = true
 				fields = append(fields, f)

@@ -95,12 +95,18 @@ func (c *Controller) stage(ctx context.Context, p *pass) (acted bool, err error)
 // announcePolicyProblem does (the Staged condition shows the message once written).
 func (c *Controller) announceStagingProblem(d *appsv1.Deployment, s staging.Settings) {
 	problem, reason := stagingProblem(d, s)
-	key := stagingProblemKey(d)
+	c.announce(d, stagingProblemKey(d), staging.ConditionType, problem, reason)
+}
+
+// announce records a Warning event (reason) for problem, a Deployment's problem kept
+// under key in c.announced, once per distinct message until condition t shows it; an
+// empty problem forgets it.
+func (c *Controller) announce(d *appsv1.Deployment, key string, t appsv1.DeploymentConditionType, problem, reason string) {
 	if problem == "" {
 		c.announced.Delete(key)
 		return
 	}
-	if cur := rollout.Condition(&d.Status, staging.ConditionType); cur != nil && cur.Message == problem {
+	if cur := rollout.Condition(&d.Status, t); cur != nil && cur.Message == problem {
 		c.announced.Delete(key)
 		return
 	}

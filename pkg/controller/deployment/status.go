@@ -62,6 +62,7 @@ func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
 	setFailureConditions(&status, p, now)
 	setStagedCondition(&status, p, now)
 	setBudgetCondition(&status, p, now)
+	setConfigCondition(&status, p, now)
 	if available >= rollout.DesiredReplicas(d)-rollout.DeploymentFenceposts(d).MaxUnavailable {
 		setCondition(&status, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, rollout.ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now))
 	} else {

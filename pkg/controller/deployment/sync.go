@@ -27,7 +27,10 @@ import (
 // ReplicaSets are claimed (adopted by selector, released when no longer selected); a
 // Deployment being deleted only gets its status updated; its kroll.dev/ settings are
 // kept on every ReplicaSet (so that an undo keeps them); pausing and resuming are
-// recorded in the Progressing condition; the new ReplicaSet's revision and annotations
+// recorded in the Progressing condition; with configuration rollout
+// (kroll.dev/config-rollout, config.go) the referenced ConfigMaps and Secrets decide the
+// new ReplicaSet's template, an undo's pin record is written alone, and a missing object
+// holds back a Deployment that has no ReplicaSet yet; the new ReplicaSet's revision and annotations
 // are brought up to date and the in-place verdict is judged (the pass, once); an
 // invalid failure policy is reported; a request to abort (kroll.dev/abort) is rolled
 // back or removed, and a staged rollout's step record is written, alone (staged.go),
@@ -69,7 +72,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if d.DeletionTimestamp != nil {
-		p, err := c.syncReplicaSets(ctx, d, rsList)
+		p, err := c.syncReplicaSets(ctx, d, rsList, configPass{})
 		if err != nil {
 			return err
 		}
@@ -81,9 +84,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if d, err = c.recordPause(ctx, d); err != nil {
 		return err
 	}
-	p, err := c.syncReplicaSets(ctx, d, rsList)
+	cfg, acted, err := c.configuration(ctx, d, rsList)
+	if err != nil || acted {
+		return err
+	}
+	p, err := c.syncReplicaSets(ctx, d, rsList, cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.hold && p.newRS == nil {
+		// A referenced object is missing: no ReplicaSet is made until it exists.
+		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
 	defer c.observeWait(ctx, p, rsList)
 	policy := failure.PolicyOf(d.Annotations)

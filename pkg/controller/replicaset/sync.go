@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -420,6 +421,11 @@ func podFromTemplate(rs *appsv1.ReplicaSet, ref metav1.OwnerReference) *corev1.P
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
+	// A revision with configuration rollout: its pods read the revision's immutable
+	// snapshots, not the live objects its template names (pkg/configrollout). The
+	// template keeps the live names, so that `kubectl rollout undo`, which copies it
+	// into the Deployment, never writes a snapshot's name into the user's spec.
+	configrollout.Substitute(&pod.Spec, configrollout.SnapshotsOf(rs.Annotations))
 	if ref.Kind == "ReplicaSet" && inplace.DeploymentOptedIn(rs) {
 		// The Deployment controller takes this pod out of service through the gate when
 		// it updates it in place, and puts it in service once its containers are ready.

@@ -1,0 +1,138 @@
+package deployment
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+
+	"github.com/kroll-dev/kroll/pkg/configrollout"
+	"github.com/kroll-dev/kroll/pkg/history"
+)
+
+// configDeployment is web opted into configuration rollout, reading app-config
+// through a volume.
+func configDeployment(optIn string) *appsv1.Deployment {
+	d := newDeployment(4, "nginx:1.25", "0", "1")
+	d.Annotations = map[string]string{configrollout.Annotation: optIn}
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}}
+	return d
+}
+
+func appConfig(greeting string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: "default"}, Data: map[string]string{"greeting": greeting}}
+}
+
+// newConfigFixture is newFixture with configuration rollout watched.
+func newConfigFixture(t *testing.T, objects ...runtime.Object) *fixture {
+	t.Helper()
+	f := newFixture(t, objects...)
+	factory := informers.NewSharedInformerFactory(f.client, 0)
+	dInformer := factory.Apps().V1().Deployments().Informer()
+	if err := f.c.WatchConfig(dInformer, factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets()); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objects {
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			if err := factory.Core().V1().ConfigMaps().Informer().GetIndexer().Add(cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return f
+}
+
+func TestSync_configRolloutCreatesTheRevisionAndItsSnapshot(t *testing.T) {
+	d := configDeployment("true")
+	f := newConfigFixture(t, d, appConfig("v1"))
+	f.sync()
+	rs := f.created()
+	hash := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	if rs.Spec.Template.Annotations[configrollout.HashAnnotation] == "" {
+		t.Fatalf("the ReplicaSet's template has no %s: %v", configrollout.HashAnnotation, rs.Spec.Template.Annotations)
+	}
+	if hash == history.TemplateHash(&d.Spec.Template, nil) {
+		t.Errorf("the configuration is not part of the pod-template-hash")
+	}
+	if got := rs.Spec.Template.Spec.Volumes[0].ConfigMap.Name; got != "app-config" {
+		t.Errorf("the template names %q: snapshot names belong in pods only", got)
+	}
+	snaps := configrollout.SnapshotsOf(rs.Annotations)
+	if snaps["configmap/app-config"].Name != "app-config-"+hash {
+		t.Errorf("snapshots record %v", snaps)
+	}
+	if w := f.writes(); !slices.Contains(w, "create configmaps app-config-"+hash) {
+		t.Fatalf("writes %v: no snapshot created", w)
+	}
+	snap, err := f.client.CoreV1().ConfigMaps("default").Get(context.Background(), "app-config-"+hash, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(snap); snap.Immutable == nil || !*snap.Immutable || ref == nil || ref.Name != rs.Name || snap.Data["greeting"] != "v1" {
+		t.Errorf("snapshot immutable %v owner %v data %v", snap.Immutable, ref, snap.Data)
+	}
+	for _, w := range f.writes() {
+		if strings.HasPrefix(w, "update deployments ") {
+			t.Errorf("the Deployment's spec was written: %v", f.writes())
+		}
+	}
+
+	// The ConfigMap's data changes: a new revision, its change-cause naming it.
+	rs.Status = appsv1.ReplicaSetStatus{Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4}
+	rs.Annotations[history.RevisionAnnotation] = "1"
+	*rs.Spec.Replicas = 4
+	d.Annotations[history.RevisionAnnotation] = "1"
+	f = newConfigFixture(t, d, rs, appConfig("v2"))
+	f.sync()
+	next := f.created()
+	if next.Name == rs.Name {
+		t.Fatalf("no new revision for the changed data")
+	}
+	if cause := next.Annotations[history.ChangeCauseAnnotation]; cause != "configmap/app-config changed" {
+		t.Errorf("change-cause %q", cause)
+	}
+}
+
+func TestSync_configRolloutHoldsForAMissingConfigMap(t *testing.T) {
+	f := newConfigFixture(t, configDeployment("true"))
+	f.sync()
+	for _, w := range f.writes() {
+		if strings.Contains(w, "replicasets") {
+			t.Errorf("a ReplicaSet was written without its ConfigMap: %v", f.writes())
+		}
+	}
+	if ev := f.events(); !strings.Contains(ev, "Warning "+configrollout.ReasonMissing+" referenced configmap/app-config not found") {
+		t.Errorf("events %q", ev)
+	}
+	d, err := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range d.Status.Conditions {
+		found = found || (string(c.Type) == configrollout.ConditionType && c.Status == corev1.ConditionFalse && c.Reason == configrollout.ReasonMissing)
+	}
+	if !found {
+		t.Errorf("conditions %v: no ConfigRollout False/%s", d.Status.Conditions, configrollout.ReasonMissing)
+	}
+}
+
+func TestSync_invalidConfigOptInRollsAsWithoutIt(t *testing.T) {
+	d := configDeployment("yes")
+	f := newConfigFixture(t, d, appConfig("v1"))
+	f.sync()
+	rs := f.created()
+	if _, ok := rs.Spec.Template.Annotations[configrollout.HashAnnotation]; ok || rs.Annotations[configrollout.SnapshotsAnnotation] != "" {
+		t.Errorf("an invalid opt-in rolled configuration: %v %v", rs.Spec.Template.Annotations, rs.Annotations)
+	}
+	if ev := f.events(); !strings.Contains(ev, `Warning InvalidAnnotation kroll.dev/config-rollout="yes" is not valid`) {
+		t.Errorf("events %q", ev)
+	}
+}
