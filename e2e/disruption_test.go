@@ -229,8 +229,10 @@ func TestDisruptionBudgetUnmeetable(t *testing.T) {
 		t.Errorf("kroll rollout status: %q; want kubectl's line and the budget it waits on", out)
 	}
 
-	s.kubectl(t, "delete", "pdb", "web-pdb")
+	// The bound goes before the budget: the controller may take a pod down as soon as
+	// the deletion reaches its cache, before kubectl returns.
 	w.RequireAvailable(0)
+	s.kubectl(t, "delete", "pdb", "web-pdb")
 	s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=2m")
 	eventually(t, time.Minute, "the DisruptionBudget condition removed", func(context.Context) (bool, string) {
 		d := s.deployment(t, "nginx-deployment")

@@ -122,6 +122,8 @@ var readOnlyRules = []rbacv1.PolicyRule{
 		Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "replicationcontrollers", "persistentvolumeclaims"},
 		Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
 }
 
