@@ -111,8 +111,13 @@ func TestDashboardThousandDeployments(t *testing.T) {
 	// it runs (this test binary, as kroll: the whole of kroll and more). The peak is
 	// higher: every linked package's init runs at start, before the dashboard gives
 	// those pages back (internal/residency).
-	if m["VmRSS:"] >= 150<<20 {
-		t.Errorf("the dashboard's resident memory is %d MiB (anonymous %d MiB, file-backed %d MiB), want under 150 MiB",
+	// Measured on this 2-core machine: 118–123 MiB when the test runs alone (anonymous
+	// 50, file-backed 68–70), 154 MiB once beside the rest of the suite (60 + 93).
+	// Without the release of the start-up pages the file-backed part is 122 MiB
+	// alone, 130 before the release existed. The bounds catch a lost release and a
+	// growing cache without failing on the suite's load.
+	if m["VmRSS:"] >= 175<<20 || m["RssFile:"] >= 110<<20 {
+		t.Errorf("the dashboard's resident memory is %d MiB (anonymous %d MiB, file-backed %d MiB), want under 175 MiB with under 110 MiB file-backed",
 			m["VmRSS:"]>>20, m["RssAnon:"]>>20, m["RssFile:"]>>20)
 	}
 }
