@@ -73,7 +73,7 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 	f.DurationVar(&o.kubelet.CrashLoopBackOff, "crash-loop-back-off", defaults.CrashLoopBackOff,
 		"restart back-off of a crashing container: the first restart is at once, the second after this, doubling per restart, at most 5m")
 	f.StringArrayVar(&o.faults, "fault", nil,
-		"IMAGE-GLOB=FAULT: containers of matching images misbehave; FAULT is ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None (repeatable; per pod: annotation "+kubelet.AnnotationFault+")")
+		"IMAGE-GLOB=FAULT: containers of matching images misbehave; FAULT is ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None, and/or ErrorRate(0.2) and Latency(300ms), joined with + (repeatable; per pod: annotation "+kubelet.AnnotationFault+")")
 	f.StringVar(&o.faultRulesFile, "fault-rules", "", "YAML file of fault rules: {rules: [{image: GLOB, fault: FAULT}]}, applied after --fault")
 	f.StringVar(&o.imageCatalog, "image-catalog", "",
 		"YAML file of repositories and the tags they have, added to the built-in catalogue: {repositories: [{name: REPOSITORY, tags: [TAG, ...]}]}; a tag of a catalogued repository that is not listed fails to pull")

@@ -14,6 +14,10 @@
 //     exec writes lasts as long as the instance.
 //   - parse.go, shell.go, builtins.go, tar.go: the shell subset for command, args and
 //     exec; stdin.go: standard input (cat, tar x, a shell reading its commands).
+//   - metrics.go: every HTTP server answers /metrics with the counters and latency
+//     histogram of a steady synthetic load (10 requests a second by default), computed
+//     from how long it has served when asked: no goroutine or timer per container.
+//     Its error ratio and latency are the node's fault rules' (Spec.Traffic).
 //   - instance.go: one run of a container driven by the caller's clock: AdvanceTo runs
 //     its command (sleeps end, files change, it exits), HTTPGet/Dial/GRPCHealth/Exec
 //     are what probes use.

@@ -30,6 +30,9 @@ type Spec struct {
 	// stdin open reads its commands from it (kubectl attach -i), rather than ending at
 	// once; with TTY it prompts.
 	Stdin, TTY bool
+	// Traffic is the synthetic load its HTTP servers answer (metrics.go), as the
+	// node's fault rules set it; the zero value is a healthy server's.
+	Traffic Traffic
 }
 
 // LogLine is one line the container wrote.
@@ -76,6 +79,10 @@ type Instance struct {
 	// input is the main process's standard input, when it is a shell reading commands
 	// from it (Spec.Stdin); nil otherwise.
 	input *mainInput
+	// traffic is Spec.Traffic; serving is when the main process began to serve (the
+	// load is counted from then), zero until it does.
+	traffic Traffic
+	serving time.Time
 }
 
 // baseDirs are the directories every image has.
@@ -103,7 +110,7 @@ func Start(spec Spec, now time.Time) *Instance {
 	for p, content := range spec.Files {
 		fs.Write(p, content)
 	}
-	c := &Instance{image: img, fs: fs, started: now, now: now, probeFrom: Client{Addr: spec.NodeIP, Agent: ProbeAgent}, init: spec.Init}
+	c := &Instance{image: img, fs: fs, started: now, now: now, probeFrom: Client{Addr: spec.NodeIP, Agent: ProbeAgent}, init: spec.Init, traffic: spec.Traffic}
 	argv := img.Argv(spec.Command, spec.Args)
 	if img.Generic && len(spec.Command) == 0 && spec.Init {
 		c.proc = &process{}
@@ -114,6 +121,7 @@ func Start(spec Spec, now time.Time) *Instance {
 		// An image kroll has no model of, running its own entrypoint: assumed to be a
 		// healthy server on every port.
 		c.server = &Server{Name: img.Repository, AnyPort: true}
+		c.serving = now
 		c.proc = &process{}
 		return c
 	}
@@ -174,6 +182,7 @@ func (c *Instance) step(at time.Time) {
 func (c *Instance) forever(at time.Time, s *Server, note string) {
 	c.server = s
 	if s != nil {
+		c.serving = at
 		c.write(at, s.Log...)
 	}
 	if note != "" {
@@ -385,7 +394,13 @@ func (c *Instance) get(now time.Time, scheme string, port int32, p, host string,
 		p = "/"
 	}
 	g := Get{Path: cleanPath(p), Query: query, Host: host, Agent: client.Agent, Headers: headers}
-	code, body := l.Serve(c.fs, g, now.Sub(c.started))
+	var code int
+	var body string
+	if g.Path == MetricsPath {
+		code, body = 200, c.traffic.Counts(now.Sub(c.serving)).Exposition()
+	} else {
+		code, body = l.Serve(c.fs, g, now.Sub(c.started))
+	}
 	if c.server.Access != nil {
 		c.access(now, client, p, code, len(body))
 	}

@@ -100,7 +100,7 @@ func (k *Kubelet) instanceOf(pod *corev1.Pod, name string, previous bool) (*run,
 		return nil, err
 	}
 	return k.apiRuns.findOrAdd(pod.UID, name, id, func() *run {
-		r := newRun(pod, c, id, pod.Status.PodIP, started, started, k.sim.config)
+		r := newRun(pod, c, id, pod.Status.PodIP, started, started, k.sim.config, k.sim.faults.For(pod, c.Image))
 		if !ended.IsZero() {
 			r.inst.AdvanceTo(ended)
 		}

@@ -219,7 +219,7 @@ func (t *streamTarget) forwardHTTP(target *run, port int32, stream io.ReadWriter
 		}
 		resp := &http.Response{
 			StatusCode: code, ProtoMajor: 1, ProtoMinor: 1, Request: req,
-			Header:        http.Header{"Content-Type": {"text/html"}},
+			Header:        http.Header{"Content-Type": {container.ContentType(req.URL.Path)}},
 			ContentLength: int64(len(body)), Body: io.NopCloser(strings.NewReader(body)),
 		}
 		if err := resp.Write(stream); err != nil {

@@ -12,7 +12,7 @@ const (
 	// AnnotationStartupDelay overrides Config.PodStartupDelay for one pod ("2s").
 	AnnotationStartupDelay = "kroll.dev/startup-delay"
 	// AnnotationFault gives every container of one pod a fault ("CrashLoopBackOff",
-	// "ReadyAfter(30s)", "None"), ahead of the image rules.
+	// "ReadyAfter(30s)", "None", "ErrorRate(0.2)+Latency(300ms)"), ahead of the image rules.
 	AnnotationFault = "kroll.dev/fault"
 	// LabelSimulated marks the nodes this package registers and owns.
 	LabelSimulated = "kroll.dev/simulated-node"

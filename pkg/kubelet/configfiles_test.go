@@ -50,7 +50,7 @@ func TestContainerConfigReadsConfigMapsAndSecrets(t *testing.T) {
 		t.Errorf("files = %q, want %q", files, wantFiles)
 	}
 	// The run's instance holds them: what `kubectl exec cat` reads.
-	r := newRun(pod, pod.Spec.Containers[0], "id", "", t0, t0, look)
+	r := newRun(pod, pod.Spec.Containers[0], "id", "", t0, t0, look, Fault{})
 	if got, ok := r.inst.FS().Read("/etc/app/greeting"); !ok || got != "hello" {
 		t.Errorf("instance file = %q %v", got, ok)
 	}

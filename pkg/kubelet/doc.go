@@ -84,7 +84,12 @@
 // accepts a connection of its own.
 //
 // Fault rules make chosen images never pull, crash-loop, never become ready, or become
-// ready late, so failed rollouts reproduce.
+// ready late, so failed rollouts reproduce; the serving faults ErrorRate(0.2) and
+// Latency(300ms) set how the synthetic load of their HTTP servers fares, which each
+// server reports on /metrics (pkg/container's metrics.go), so that a rollout judged by
+// its metrics has a bad version to catch. A Prometheus reaches those servers the way
+// the API server's pod proxy and port-forward do: a connection to a pod's IP is given
+// to PodConnection.
 //
 // # Why not kwok
 //

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kroll-dev/kroll/pkg/container"
 )
 
 // FaultKind names how a simulated container misbehaves.
@@ -29,36 +32,112 @@ const (
 	FaultReadyAfter FaultKind = "ReadyAfter"
 )
 
-// Fault is what happens to one container.
+// Fault is what happens to one container: at most one kind (how it runs) and how
+// its HTTP servers answer their synthetic load (pkg/container's Traffic).
 type Fault struct {
+	// Kind is how the container runs; empty for a fault that only sets how it serves
+	// (ErrorRate, Latency), which runs and pulls as the catalogue says.
 	Kind FaultKind
 	// After is the readiness delay of FaultReadyAfter; zero for the other kinds.
 	After time.Duration
+	// ErrorRate is the fraction of its load's requests answered 500, 0 to 1.
+	ErrorRate float64
+	// Latency is how long each request of its load takes; zero for the default.
+	Latency time.Duration
 }
 
-// String renders the fault the way ParseFault reads it: "ReadyAfter(30s)".
+// The serving faults: ErrorRate(0.2) answers a fifth of requests with 500,
+// Latency(300ms) takes 300ms over each.
+const (
+	faultErrorRate = "ErrorRate"
+	faultLatency   = "Latency"
+)
+
+// String renders the fault the way ParseFault reads it: "ReadyAfter(30s)",
+// "ErrorRate(0.2)+Latency(300ms)".
 func (f Fault) String() string {
-	if f.Kind == FaultReadyAfter {
-		return fmt.Sprintf("%s(%s)", f.Kind, f.After)
+	var terms []string
+	switch f.Kind {
+	case "":
+	case FaultReadyAfter:
+		terms = append(terms, fmt.Sprintf("%s(%s)", f.Kind, f.After))
+	default:
+		terms = append(terms, string(f.Kind))
 	}
-	return string(f.Kind)
+	if f.ErrorRate != 0 {
+		terms = append(terms, fmt.Sprintf("%s(%s)", faultErrorRate, strconv.FormatFloat(f.ErrorRate, 'g', -1, 64)))
+	}
+	if f.Latency != 0 {
+		terms = append(terms, fmt.Sprintf("%s(%s)", faultLatency, f.Latency))
+	}
+	return strings.Join(terms, "+")
 }
 
-// ParseFault reads "ImagePullBackOff", "CrashLoopBackOff", "NeverReady", "ReadyAfter(30s)" or "None".
+// Traffic is the synthetic load the container's HTTP servers answer under the fault.
+func (f Fault) Traffic() container.Traffic {
+	return container.Traffic{ErrorRatio: f.ErrorRate, Latency: f.Latency}
+}
+
+// faultForms lists what ParseFault reads, for its errors.
+const faultForms = "ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None, and/or ErrorRate(0.2) and Latency(300ms), joined with '+'"
+
+// ParseFault reads a fault: one of "ImagePullBackOff", "CrashLoopBackOff",
+// "NeverReady", "ReadyAfter(30s)", "None", and the serving faults "ErrorRate(0.2)"
+// and "Latency(300ms)", joined with '+': "ReadyAfter(10s)+ErrorRate(0.05)".
 func ParseFault(s string) (Fault, error) {
 	s = strings.TrimSpace(s)
-	switch FaultKind(s) {
-	case FaultNone, FaultImagePull, FaultCrashLoop, FaultNeverReady:
-		return Fault{Kind: FaultKind(s)}, nil
-	}
-	if rest, ok := strings.CutPrefix(s, string(FaultReadyAfter)+"("); ok && strings.HasSuffix(rest, ")") {
-		d, err := time.ParseDuration(strings.TrimSuffix(rest, ")"))
-		if err != nil || d < 0 {
-			return Fault{}, fmt.Errorf("fault %q: the duration in ReadyAfter(...) must be like 30s", s)
+	var f Fault
+	var seen []string
+	for _, term := range strings.Split(s, "+") {
+		term = strings.TrimSpace(term)
+		name, arg, hasArg := strings.Cut(term, "(")
+		if hasArg {
+			var closed bool
+			if arg, closed = strings.CutSuffix(arg, ")"); !closed {
+				return Fault{}, fmt.Errorf("fault %q: %q lacks its closing parenthesis", s, term)
+			}
 		}
-		return Fault{Kind: FaultReadyAfter, After: d}, nil
+		for _, n := range seen {
+			if n == name || isKind(n) && isKind(name) {
+				return Fault{}, fmt.Errorf("fault %q: give at most one of ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(...), None, and each of ErrorRate(...) and Latency(...) once", s)
+			}
+		}
+		seen = append(seen, name)
+		switch {
+		case !hasArg && isKind(name) && FaultKind(name) != FaultReadyAfter:
+			f.Kind = FaultKind(name)
+		case hasArg && FaultKind(name) == FaultReadyAfter:
+			d, err := time.ParseDuration(arg)
+			if err != nil || d < 0 {
+				return Fault{}, fmt.Errorf("fault %q: the duration in ReadyAfter(...) must be like 30s", s)
+			}
+			f.Kind, f.After = FaultReadyAfter, d
+		case hasArg && name == faultErrorRate:
+			r, err := strconv.ParseFloat(arg, 64)
+			if err != nil || !(r >= 0 && r <= 1) {
+				return Fault{}, fmt.Errorf("fault %q: the ratio in ErrorRate(...) must be a number from 0 to 1, like ErrorRate(0.2) for a fifth of requests", s)
+			}
+			f.ErrorRate = r
+		case hasArg && name == faultLatency:
+			d, err := time.ParseDuration(arg)
+			if err != nil || d <= 0 {
+				return Fault{}, fmt.Errorf("fault %q: the duration in Latency(...) must be positive, like 300ms", s)
+			}
+			f.Latency = d
+		default:
+			return Fault{}, fmt.Errorf("unknown fault %q: use %s", s, faultForms)
+		}
 	}
-	return Fault{}, fmt.Errorf("unknown fault %q: use ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None", s)
+	return f, nil
+}
+
+// isKind says whether name names a FaultKind (how a container runs).
+func isKind(name string) bool {
+	switch FaultKind(name) {
+	case FaultNone, FaultImagePull, FaultCrashLoop, FaultNeverReady, FaultReadyAfter:
+		return true
+	}
+	return false
 }
 
 // FaultRule applies Fault to every container whose image matches Image, a glob in which

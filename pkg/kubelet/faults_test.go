@@ -3,6 +3,7 @@ package kubelet
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,24 @@ func TestParseFault(t *testing.T) {
 		{"ReadyAfter(-1s)", Fault{}, true},
 		{"ReadyAfter(30s", Fault{}, true},
 		{"Explode", Fault{}, true},
+		{"ErrorRate(0.2)", Fault{ErrorRate: 0.2}, false},
+		{"Latency(300ms)", Fault{Latency: 300 * time.Millisecond}, false},
+		{"ErrorRate(0.05) + Latency(1s)", Fault{ErrorRate: 0.05, Latency: time.Second}, false},
+		{"ReadyAfter(10s)+ErrorRate(1)", Fault{Kind: FaultReadyAfter, After: 10 * time.Second, ErrorRate: 1}, false},
+		{"CrashLoopBackOff+Latency(5ms)", Fault{Kind: FaultCrashLoop, Latency: 5 * time.Millisecond}, false},
+		{"ErrorRate(0)", Fault{}, false},
+		{"ErrorRate(1.5)", Fault{}, true},
+		{"ErrorRate(-0.1)", Fault{}, true},
+		{"ErrorRate(20%)", Fault{}, true},
+		{"ErrorRate(NaN)", Fault{}, true},
+		{"ErrorRate", Fault{}, true},
+		{"Latency(0s)", Fault{}, true},
+		{"Latency(slow)", Fault{}, true},
+		{"ErrorRate(0.1)+ErrorRate(0.2)", Fault{}, true},
+		{"CrashLoopBackOff+NeverReady", Fault{}, true},
+		{"None+ReadyAfter(1s)", Fault{}, true},
+		{"ErrorRate(0.1)+", Fault{}, true},
+		{"", Fault{}, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseFault(tt.in)
@@ -32,8 +51,35 @@ func TestParseFault(t *testing.T) {
 			t.Errorf("ParseFault(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
+	for _, f := range []Fault{
+		{Kind: FaultReadyAfter, After: 30 * time.Second},
+		{Kind: FaultCrashLoop},
+		{ErrorRate: 0.2, Latency: 300 * time.Millisecond},
+		{Kind: FaultNeverReady, ErrorRate: 0.05},
+	} {
+		if back, err := ParseFault(f.String()); err != nil || back != f {
+			t.Errorf("ParseFault(%q) = %v, %v; want %v back", f.String(), back, err, f)
+		}
+	}
 	if s := (Fault{Kind: FaultReadyAfter, After: 30 * time.Second}).String(); s != "ReadyAfter(30s)" {
 		t.Errorf("String() = %q", s)
+	}
+	// Each refusal names the fault and the form it wants.
+	for in, want := range map[string]string{
+		"ErrorRate(1.5)":              `fault "ErrorRate(1.5)": the ratio in ErrorRate(...) must be a number from 0 to 1, like ErrorRate(0.2)`,
+		"Latency(-1s)":                `fault "Latency(-1s)": the duration in Latency(...) must be positive, like 300ms`,
+		"NeverReady+CrashLoopBackOff": `fault "NeverReady+CrashLoopBackOff": give at most one of`,
+		"Latency(1s":                  `fault "Latency(1s": "Latency(1s" lacks its closing parenthesis`,
+		"Slow(1s)":                    `unknown fault "Slow(1s)": use ImagePullBackOff, CrashLoopBackOff, NeverReady, ReadyAfter(30s) or None, and/or ErrorRate(0.2) and Latency(300ms)`,
+	} {
+		if _, err := ParseFault(in); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("ParseFault(%q) error %v, want it to begin %q", in, err, want)
+		}
+	}
+	// A serving fault does not decide the pull: its kind is empty, not an asked-for None.
+	rules, _ := NewFaultRules(FaultRule{Image: "nginx:*", Fault: "ErrorRate(0.2)"})
+	if f, asked := rules.lookup(&corev1.Pod{}, "nginx:9.9.9"); !asked || f.Kind != "" || f.ErrorRate != 0.2 {
+		t.Errorf("lookup = %v, %v", f, asked)
 	}
 }
 

@@ -138,7 +138,7 @@ func TestPodStatus_initContainerCommands(t *testing.T) {
 				}
 			}
 			if tt.log != "" {
-				r := newRun(pod, pod.Spec.InitContainers[0], pod.Status.InitContainerStatuses[0].ContainerID, "", t0.Add(500*ms), t0.Add(500*ms), configLookup{})
+				r := newRun(pod, pod.Spec.InitContainers[0], pod.Status.InitContainerStatuses[0].ContainerID, "", t0.Add(500*ms), t0.Add(500*ms), configLookup{}, Fault{})
 				if log := r.inst.Log(); len(log) == 0 || log[0].Text != tt.log {
 					t.Errorf("the init container's log %v, want %q first", log, tt.log)
 				}

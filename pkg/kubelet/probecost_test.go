@@ -26,7 +26,7 @@ func benchProbedPod() *corev1.Pod {
 func BenchmarkProbeRunAtRest(b *testing.B) {
 	p := benchProbedPod()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := newRun(p, p.Spec.Containers[0], "id", "10.244.0.2", t0, t0, configLookup{})
+	r := newRun(p, p.Spec.Containers[0], "id", "10.244.0.2", t0, t0, configLookup{}, Fault{})
 	r.emit = nil
 	now := t0
 	b.ReportAllocs()

@@ -35,7 +35,7 @@ func TestProbeLoopEnqueuesOnlyOnAChange(t *testing.T) {
 	var events []prober.Event
 	var runs []*run
 	for _, p := range []*corev1.Pod{failing, passing} {
-		r := newRun(p, p.Spec.Containers[0], "id-"+p.Name, "10.244.0.2", now, now, configLookup{})
+		r := newRun(p, p.Spec.Containers[0], "id-"+p.Name, "10.244.0.2", now, now, configLookup{}, Fault{})
 		r.emit = func(_ *corev1.ObjectReference, e prober.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
 		runs = append(runs, r)
 		loop.schedule(r)
@@ -63,7 +63,7 @@ func BenchmarkProbeFire(b *testing.B) {
 	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(80)}}}
 	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
 	now := time.Now()
-	r := newRun(p, p.Spec.Containers[0], "id", "10.244.0.2", now, now, configLookup{})
+	r := newRun(p, p.Spec.Containers[0], "id", "10.244.0.2", now, now, configLookup{}, Fault{})
 	loop := newProbeLoop(func(string) { b.Fatal("a pod at rest was synced") })
 	r.observe(now)
 	b.ResetTimer()

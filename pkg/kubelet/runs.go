@@ -43,8 +43,9 @@ type observation struct {
 }
 
 // newRun models container c of pod, whose instance id started at started.
-// Its environment and mounted configuration files are read through look (configfiles.go).
-func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now time.Time, look configLookup) *run {
+// Its environment and mounted configuration files are read through look (configfiles.go);
+// its servers answer their synthetic load as fault says.
+func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now time.Time, look configLookup, fault Fault) *run {
 	env, files := containerConfig(pod, &c, look)
 	fieldPath := fmt.Sprintf("spec.containers{%s}", c.Name)
 	toCompletion := false // an init container that is not a sidecar runs to completion
@@ -61,7 +62,7 @@ func newRun(pod *corev1.Pod, c corev1.Container, id, podIP string, started, now 
 	r := &run{
 		id: id, key: pod.Namespace + "/" + pod.Name, spec: *c.DeepCopy(), podIP: podIP,
 		ref:    corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, FieldPath: fieldPath},
-		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Files: files, Hostname: hostname, NodeIP: pod.Status.HostIP, Init: toCompletion, Stdin: c.Stdin, TTY: c.TTY}, started),
+		inst:   container.Start(container.Spec{Image: c.Image, Command: c.Command, Args: c.Args, Env: env, Files: files, Hostname: hostname, NodeIP: pod.Status.HostIP, Init: toCompletion, Stdin: c.Stdin, TTY: c.TTY, Traffic: fault.Traffic()}, started),
 		probes: prober.NewSet(&c, started),
 	}
 	r.probes.Resume(now)
@@ -149,7 +150,7 @@ func (s *simulator) runOf(pod *corev1.Pod, c corev1.Container, old *corev1.Conta
 	if clk.noRun[c.Name] == old.ContainerID {
 		return nil
 	}
-	r := newRun(pod, c, old.ContainerID, clk.podIP, started, now, s.config)
+	r := newRun(pod, c, old.ContainerID, clk.podIP, started, now, s.config, s.faults.For(pod, c.Image))
 	if !r.needed() {
 		clk.noRun[c.Name] = old.ContainerID
 		return nil
