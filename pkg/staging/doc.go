@@ -16,8 +16,11 @@
 //	                         up; or a count: 3), and sets the partition to the rest;
 //	                         pause: D waits D once the step before it is reached and
 //	                         its pods are available; a bare pause waits for
-//	                         `kroll rollout promote`. After the last step the rollout
-//	                         finishes (as if the last share were 100%).
+//	                         `kroll rollout promote`; "analyze" holds until the
+//	                         workload's kroll.dev/analysis checks decide (pkg/analysis;
+//	                         until the controllers run them, it holds as a bare
+//	                         pause). After the last step the rollout finishes (as if
+//	                         the last share were 100%).
 //
 // A value that does not parse turns staging off (the workload rolls out as without the
 // annotations) and is reported (Settings.Problems): a Warning event naming the

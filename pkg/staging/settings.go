@@ -38,7 +38,8 @@ const (
 // revision.
 var Records = []string{StepAnnotation, StepRevisionAnnotation, StepSinceAnnotation, AbortAnnotation}
 
-// Step is one step of kroll.dev/rollout-steps: a share of pods updated, or a pause.
+// Step is one step of kroll.dev/rollout-steps: a share of pods updated, a pause, or
+// an analysis.
 type Step struct {
 	// Share is the pods updated once this step is reached: a count (3) or a percentage
 	// of the desired replicas or eligible nodes ("10%", rounded up). Unset (the zero
@@ -48,11 +49,20 @@ type Step struct {
 	// for `kroll rollout promote`.
 	Pause bool
 	For   time.Duration
+	// Analyze marks an analysis step ("analyze"; Pause is true too): the rollout holds
+	// at the share before it until the workload's kroll.dev/analysis (pkg/analysis)
+	// succeeds, which advances it; failed, the workload's failure policy acts;
+	// inconclusive or with Prometheus unreachable, it stays paused with a condition
+	// saying why. Until the controllers run analyses, it holds as a bare pause:
+	// until promoted, so that no rollout ever advances on an analysis not made.
+	Analyze bool
 }
 
 // String is the step as written in the annotation: "10%", "3", "pause", "pause: 2m0s".
 func (s Step) String() string {
 	switch {
+	case s.Analyze:
+		return "analyze"
 	case !s.Pause:
 		return s.Share.String()
 	case s.For > 0:
@@ -96,7 +106,7 @@ func (s Settings) Problem() string {
 // The accepted forms, as the problems name them.
 const (
 	partitionForm = "a whole number of pods of at least 0 (10) or a percentage of at most 100% (50%)"
-	stepsForm     = `a comma-separated list of shares of pods updated (10%, 3) and pauses ("pause" until promoted, "pause: 2m"), like "10%, pause, 50%, pause: 5m, 100%"`
+	stepsForm     = `a comma-separated list of shares of pods updated (10%, 3), pauses ("pause" until promoted, "pause: 2m") and analyses ("analyze", the checks of kroll.dev/analysis), like "10%, pause, 50%, pause: 5m, 100%" or "10%, analyze, 50%, analyze, 100%"`
 )
 
 // SettingsOf reads the staging settings from a workload's annotations. Any invalid
@@ -138,6 +148,10 @@ func ParseSteps(v string) ([]Step, error) {
 	last, lastCount := -1, -1
 	for i, raw := range strings.Split(v, ",") {
 		item := strings.TrimSpace(raw)
+		if item == "analyze" {
+			steps = append(steps, Step{Pause: true, Analyze: true})
+			continue
+		}
 		if rest, ok := strings.CutPrefix(item, "pause"); ok {
 			rest = strings.TrimSpace(rest)
 			if rest == "" {
@@ -157,7 +171,7 @@ func ParseSteps(v string) ([]Step, error) {
 		}
 		share, ok := parseShare(item)
 		if !ok {
-			return nil, fmt.Errorf("step %d %q is neither a share of pods (10%%, 3) nor a pause", i+1, item)
+			return nil, fmt.Errorf("step %d %q is neither a share of pods (10%%, 3) nor a pause nor \"analyze\"", i+1, item)
 		}
 		if share.Type == intstr.String {
 			n, _ := strconv.Atoi(strings.TrimSuffix(share.StrVal, "%"))
