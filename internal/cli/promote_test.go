@@ -101,7 +101,7 @@ func TestPromote(t *testing.T) {
 		{"a partition, not steps: the command that lowers it", stagedWeb(map[string]string{staging.PartitionAnnotation: "3"}, 3, 1, ""), false, "",
 			"deployment/web cannot be promoted: it is staged by kroll.dev/partition, not by steps; lower the partition instead: kroll annotate deployment/web kroll.dev/partition=0 --overwrite"},
 		{"steps that do not parse: the problem, one line", stagedWeb(map[string]string{staging.StepsAnnotation: "25%, soon"}, 3, 1, "1/3"), false, "",
-			`deployment/web cannot be promoted: kroll.dev/rollout-steps="25%, soon" is not valid (step 2 "soon" is neither a share of pods (10%, 3) nor a pause): want a comma-separated list of shares of pods updated (10%, 3) and pauses ("pause" until promoted, "pause: 2m"), like "10%, pause, 50%, pause: 5m, 100%"; the rollout is not staged`},
+			`deployment/web cannot be promoted: kroll.dev/rollout-steps="25%, soon" is not valid (step 2 "soon" is neither a share of pods (10%, 3) nor a pause nor "analyze"): want a comma-separated list of shares of pods updated (10%, 3), pauses ("pause" until promoted, "pause: 2m") and analyses ("analyze", the checks of kroll.dev/analysis), like "10%, pause, 50%, pause: 5m, 100%" or "10%, analyze, 50%, analyze, 100%"; the rollout is not staged`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

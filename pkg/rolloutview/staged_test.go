@@ -215,7 +215,7 @@ func TestStaged_invalidAnnotationIsAWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `kroll.dev/rollout-steps="10%, later" is not valid (step 2 "later" is neither a share of pods (10%, 3) nor a pause): want a comma-separated list of shares of pods updated (10%, 3) and pauses ("pause" until promoted, "pause: 2m"), like "10%, pause, 50%, pause: 5m, 100%"; the rollout is not staged`
+	want := `kroll.dev/rollout-steps="10%, later" is not valid (step 2 "later" is neither a share of pods (10%, 3) nor a pause nor "analyze"): want a comma-separated list of shares of pods updated (10%, 3), pauses ("pause" until promoted, "pause: 2m") and analyses ("analyze", the checks of kroll.dev/analysis), like "10%, pause, 50%, pause: 5m, 100%" or "10%, analyze, 50%, analyze, 100%"; the rollout is not staged`
 	if p.Staged != nil || len(p.Warnings) != 1 || p.Warnings[0] != want {
 		t.Errorf("staged %v, warnings %q; want not staged, one warning %q", p.Staged, p.Warnings, want)
 	}
