@@ -135,9 +135,9 @@ var Values = concat(
 	},
 
 	valid(staging.StepsAnnotation, "10%, pause, 50%, pause: 5m, 100%", "1, 3, 100%", "pause", "  25% ,100%", "10%, 5, 50%, 7",
-		"pause:1m30s", "pause :  2m", "0%, 0", "100%", "10%,10%"),
+		"pause:1m30s", "pause :  2m", "0%, 0", "100%", "10%,10%", "10%, analyze, 50%, analyze, 100%", "analyze", "analyze,20%"),
 	invalid(staging.StepsAnnotation, "10%, wait, 100%", "", " ", "50%, 10%", "5, 3", "10%, 5, 50%, 3", "pause: 0s", "pause:", "pause 2m",
-		"paused", "10%,,100%", "pause: 2", "150%", "10%, pause: -1m", "10%, pause: 1d", `"10%"`, "10%, 100%, 50%, 2, 1"),
+		"paused", "10%,,100%", "pause: 2", "150%", "10%, pause: -1m", "10%, pause: 1d", `"10%"`, "10%, 100%, 50%, 2, 1", "10%, analyse, 100%", "analyze: p99", "Analyze", "analyze 2m"),
 
 	valid(inplace.StrategyAnnotation, "", "InPlaceIfPossible", "InPlaceOnly"),
 	invalid(inplace.StrategyAnnotation, "inplace", "InPlace", "RollingUpdate", "InPlaceOnly "),
