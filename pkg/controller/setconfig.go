@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -184,4 +186,79 @@ func ReportSetConfig[C any](r *ConfigReports, recorder record.EventRecorder, obj
 		}
 	}
 	r.Report(recorder, obj, uid, cfg.Problem, cfg.Reason, shown)
+}
+
+// SetConfigKind is how configuration rollout reads and writes one kind of set.
+type SetConfigKind[T interface {
+	metav1.Object
+	runtime.Object
+}, C any] struct {
+	Conditions failure.Conditions[C]
+	// Template is a set's pod template; StatusConditions its status conditions, to
+	// read, and to set on a copy; Copy a deep copy of a set.
+	Template         func(T) *corev1.PodTemplateSpec
+	StatusConditions func(T) *[]C
+	Copy             func(T) T
+}
+
+// StatefulSetConfig and DaemonSetConfig are the two kinds of sets.
+var (
+	StatefulSetConfig = SetConfigKind[*appsv1.StatefulSet, appsv1.StatefulSetCondition]{
+		Conditions:       StatefulSetFailure.Conditions,
+		Template:         func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
+		StatusConditions: func(s *appsv1.StatefulSet) *[]appsv1.StatefulSetCondition { return &s.Status.Conditions },
+		Copy:             (*appsv1.StatefulSet).DeepCopy,
+	}
+	DaemonSetConfig = SetConfigKind[*appsv1.DaemonSet, appsv1.DaemonSetCondition]{
+		Conditions:       DaemonSetFailure.Conditions,
+		Template:         func(s *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &s.Spec.Template },
+		StatusConditions: func(s *appsv1.DaemonSet) *[]appsv1.DaemonSetCondition { return &s.Status.Conditions },
+		Copy:             (*appsv1.DaemonSet).DeepCopy,
+	}
+)
+
+// SetConfigWrites are what a set controller's configuration rollout writes through and
+// reports to.
+type SetConfigWrites[T any] struct {
+	Source   *ConfigSource
+	Reports  *ConfigReports
+	Recorder record.EventRecorder
+	Writer   SetWriter[T]
+}
+
+// Configure decides set's configuration for this sync (PlanSet, its revisions revs
+// oldest first) and reports its problem. acted: it wrote the set's pin record, alone;
+// the sync ends there.
+func (k SetConfigKind[T, C]) Configure(ctx context.Context, w SetConfigWrites[T], set T, revs []*appsv1.ControllerRevision, templates *history.Templates) (SetConfig, bool, error) {
+	cfg := w.Source.PlanSet(set, k.Template(set), revs, templates)
+	ReportSetConfig(w.Reports, w.Recorder, set, set.GetUID(), k.Conditions, *k.StatusConditions(set), cfg)
+	if cfg.WriteRecord && set.GetDeletionTimestamp() == nil {
+		next := k.Copy(set)
+		SetPinRecord(next, cfg.Record)
+		_, err := w.Writer.Update(ctx, next)
+		return cfg, true, err
+	}
+	return cfg, false, nil
+}
+
+// WriteSnapshots writes the snapshots of the update revision rev before any pod of it
+// is made. A write refused is reported (event, and the condition written here) and
+// returned: the sync stops, and no pod is made that would name a snapshot that does
+// not exist.
+func (k SetConfigKind[T, C]) WriteSnapshots(ctx context.Context, w SetConfigWrites[T], set T, cfg *SetConfig, rev *appsv1.ControllerRevision, now time.Time) error {
+	problem, err := w.Source.WriteSetSnapshots(ctx, *cfg, rev)
+	if err == nil {
+		return nil
+	}
+	cfg.Problem, cfg.Reason = problem, configrollout.ReasonSnapshotFailed
+	conds := *k.StatusConditions(set)
+	ReportSetConfig(w.Reports, w.Recorder, set, set.GetUID(), k.Conditions, conds, *cfg)
+	next := k.Copy(set)
+	*k.StatusConditions(next) = WithConfigCondition(k.Conditions, conds, cfg.Problem, cfg.Reason, now)
+	if !equality.Semantic.DeepEqual(*k.StatusConditions(next), conds) {
+		if _, uerr := w.Writer.UpdateStatus(ctx, next); uerr != nil && !apierrors.IsNotFound(uerr) {
+			return uerr
+		}
+	}
+	return err
 }

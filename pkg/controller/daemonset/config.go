@@ -1,16 +1,10 @@
 package daemonset
 
 import (
-	"context"
-
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/controller"
 )
 
@@ -29,36 +23,7 @@ func (c *Controller) WatchConfig(sets cache.SharedIndexInformer, cmInformer core
 	return err
 }
 
-// configuration decides ds's configuration for this sync (controller.SetConfig) and
-// reports its problem. acted: it wrote the ds's pin record, alone; the sync ends there.
-func (c *Controller) configuration(ctx context.Context, ds *appsv1.DaemonSet, revs []*appsv1.ControllerRevision) (controller.SetConfig, bool, error) {
-	cfg := c.config.PlanSet(ds, &ds.Spec.Template, revs, &c.templates)
-	controller.ReportSetConfig(&c.configReports, c.recorder, ds, ds.UID, failureConditions, ds.Status.Conditions, cfg)
-	if cfg.WriteRecord && ds.DeletionTimestamp == nil {
-		next := ds.DeepCopy()
-		controller.SetPinRecord(next, cfg.Record)
-		_, err := c.dsWriter.Update(ctx, next)
-		return cfg, true, err
-	}
-	return cfg, false, nil
-}
-
-// writeSnapshots writes the snapshots of the update revision before any pod of it is
-// made. A write refused is reported (event and condition, written here) and returned:
-// the sync stops, no pod is made that would name a snapshot that does not exist.
-func (c *Controller) writeSnapshots(ctx context.Context, ds *appsv1.DaemonSet, cfg *controller.SetConfig, update *appsv1.ControllerRevision) error {
-	problem, err := c.config.WriteSetSnapshots(ctx, *cfg, update)
-	if err == nil {
-		return nil
-	}
-	cfg.Problem, cfg.Reason = problem, configrollout.ReasonSnapshotFailed
-	controller.ReportSetConfig(&c.configReports, c.recorder, ds, ds.UID, failureConditions, ds.Status.Conditions, *cfg)
-	next := ds.DeepCopy()
-	next.Status.Conditions = controller.WithConfigCondition(failureConditions, ds.Status.Conditions, cfg.Problem, cfg.Reason, c.now())
-	if !equality.Semantic.DeepEqual(next.Status.Conditions, ds.Status.Conditions) {
-		if _, uerr := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); uerr != nil && !apierrors.IsNotFound(uerr) {
-			return uerr
-		}
-	}
-	return err
+// configWrites are what configuration rollout writes through and reports to.
+func (c *Controller) configWrites() controller.SetConfigWrites[*appsv1.DaemonSet] {
+	return controller.SetConfigWrites[*appsv1.DaemonSet]{Source: c.config, Reports: &c.configReports, Recorder: c.recorder, Writer: c.dsWriter}
 }

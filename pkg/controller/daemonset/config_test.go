@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/configrollout"
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/history"
 )
 
@@ -48,22 +49,7 @@ func configSync(t *testing.T, objects ...runtime.Object) *fake.Clientset {
 	if err := c.WatchConfig(factory.Apps().V1().DaemonSets().Informer(), factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets()); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objects {
-		var err error
-		switch o := o.(type) {
-		case *appsv1.DaemonSet:
-			err = factory.Apps().V1().DaemonSets().Informer().GetIndexer().Add(o)
-		case *appsv1.ControllerRevision:
-			err = factory.Apps().V1().ControllerRevisions().Informer().GetIndexer().Add(o)
-		case *corev1.ConfigMap:
-			err = factory.Core().V1().ConfigMaps().Informer().GetIndexer().Add(o)
-		case *corev1.Node:
-			err = factory.Core().V1().Nodes().Informer().GetIndexer().Add(o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	controllertest.Seed(t, factory, objects...)
 	if err := c.sync(context.Background(), "default/agent"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}

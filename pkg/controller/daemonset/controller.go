@@ -246,7 +246,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	cfg, acted, err := c.configuration(ctx, ds, claimed)
+	cfg, acted, err := controller.DaemonSetConfig.Configure(ctx, c.configWrites(), ds, claimed, &c.templates)
 	if err != nil || acted {
 		return err
 	}
@@ -257,7 +257,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.writeSnapshots(ctx, ds, &cfg, rev); err != nil {
+	if err := controller.DaemonSetConfig.WriteSnapshots(ctx, c.configWrites(), ds, &cfg, rev, c.now()); err != nil {
 		return err
 	}
 	byNode := map[string][]*corev1.Pod{}

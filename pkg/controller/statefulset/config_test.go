@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/configrollout"
+	"github.com/kroll-dev/kroll/pkg/controller/controllertest"
 	"github.com/kroll-dev/kroll/pkg/history"
 )
 
@@ -53,22 +54,7 @@ func configSync(t *testing.T, objects ...runtime.Object) (*fake.Clientset, *reco
 	if err := c.WatchConfig(factory.Apps().V1().StatefulSets().Informer(), factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets()); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objects {
-		var err error
-		switch o := o.(type) {
-		case *appsv1.StatefulSet:
-			err = factory.Apps().V1().StatefulSets().Informer().GetIndexer().Add(o)
-		case *appsv1.ControllerRevision:
-			err = factory.Apps().V1().ControllerRevisions().Informer().GetIndexer().Add(o)
-		case *corev1.ConfigMap:
-			err = factory.Core().V1().ConfigMaps().Informer().GetIndexer().Add(o)
-		case *corev1.Pod:
-			err = factory.Core().V1().Pods().Informer().GetIndexer().Add(o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	controllertest.Seed(t, factory, objects...)
 	if err := c.sync(context.Background(), "default/web"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -181,7 +167,7 @@ func TestSync_configRolloutHoldsForAMissingConfigMapAndSaysWhy(t *testing.T) {
 	if revs := revisionsOf(t, client); len(revs) != 1 {
 		t.Errorf("%d revisions: a revision was made without its ConfigMap", len(revs))
 	}
-	if ev := strings.Join(drain(events), "\n"); !strings.Contains(ev, "Warning "+configrollout.ReasonMissing+" referenced configmap/app-config not found") {
+	if ev := strings.Join(controllertest.Drain(events), "\n"); !strings.Contains(ev, "Warning "+configrollout.ReasonMissing+" referenced configmap/app-config not found") {
 		t.Errorf("events %q", ev)
 	}
 	live, err := client.AppsV1().StatefulSets("default").Get(context.Background(), "web", metav1.GetOptions{})
@@ -203,19 +189,7 @@ func TestSync_invalidConfigOptInRollsAsWithoutIt(t *testing.T) {
 	if strings.Contains(string(rev.Data.Raw), configrollout.HashAnnotation) || rev.Annotations[configrollout.SnapshotsAnnotation] != "" {
 		t.Errorf("an invalid opt-in rolled configuration: %s %v", rev.Data.Raw, rev.Annotations)
 	}
-	if ev := strings.Join(drain(events), "\n"); !strings.Contains(ev, `Warning InvalidAnnotation kroll.dev/config-rollout="yes" is not valid`) {
+	if ev := strings.Join(controllertest.Drain(events), "\n"); !strings.Contains(ev, `Warning InvalidAnnotation kroll.dev/config-rollout="yes" is not valid`) {
 		t.Errorf("events %q", ev)
-	}
-}
-
-func drain(r *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }

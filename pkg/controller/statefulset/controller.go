@@ -200,7 +200,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	now := c.now()
-	cfg, acted, err := c.configuration(ctx, set, revs)
+	cfg, acted, err := controller.StatefulSetConfig.Configure(ctx, c.configWrites(), set, revs, &c.templates)
 	if err != nil || acted {
 		return err
 	}
@@ -208,7 +208,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.writeSnapshots(ctx, set, &cfg, current.update); err != nil {
+	if err := controller.StatefulSetConfig.WriteSnapshots(ctx, c.configWrites(), set, &cfg, current.update, now); err != nil {
 		return err
 	}
 	// The failure policy first: a failed rollout is rolled back or paused before the
