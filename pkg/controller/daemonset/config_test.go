@@ -96,3 +96,36 @@ func TestSync_configRolloutDaemonSetRevisionOwnsItsSnapshotAndThePodNamesIt(t *t
 		t.Errorf("the DaemonSet's spec was rewritten: %+v", live.Spec.Template)
 	}
 }
+
+func TestSync_configChangeReplacesTheDaemonPodsOfTheSameTemplateGeneration(t *testing.T) {
+	// The API server counts template changes in deprecated.daemonset.template.generation;
+	// a ConfigMap edit changes none, so the old pod's generation label still matches:
+	// only the revision hash may tell it is old.
+	ds := configDaemonSet()
+	ds.Annotations[appsv1.DeprecatedTemplateGeneration] = "1"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: "default"}, Data: map[string]string{"greeting": "v1"}}
+	client := configSync(t, ds, cm)
+	rev := must(client.AppsV1().ControllerRevisions("default").List(context.Background(), metav1.ListOptions{})).Items[0]
+	old := must(client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})).Items[0]
+	if old.Labels[TemplateGenerationLabel] != "1" {
+		t.Fatalf("pod labels %v", old.Labels)
+	}
+	old.Spec.NodeName = "node-0"
+	old.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	edited := cm.DeepCopy()
+	edited.Data["greeting"] = "v2"
+	client = configSync(t, ds, &rev, &old, edited)
+	if _, err := client.CoreV1().Pods("default").Get(context.Background(), old.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("the pod of the old configuration was kept: its template generation counted it updated")
+	}
+	if revs := must(client.AppsV1().ControllerRevisions("default").List(context.Background(), metav1.ListOptions{})).Items; len(revs) != 2 {
+		t.Errorf("%d revisions, want the new configuration's beside the old", len(revs))
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
