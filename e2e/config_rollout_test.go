@@ -36,7 +36,13 @@ spec:
     matchLabels: {app: web}
   strategy:
     rollingUpdate: {maxSurge: 0, maxUnavailable: 2}
-  template:
+`+configPodTemplate, optIn, replicas)
+}
+
+// configPodTemplate is the pod template of the workloads of configuration rollout's
+// scenes: it prints app-config's greeting as an environment variable, then as a
+// mounted file.
+const configPodTemplate = `  template:
     metadata:
       labels: {app: web}
     spec:
@@ -53,8 +59,7 @@ spec:
       volumes:
       - name: config
         configMap: {name: app-config}
-`, optIn, replicas)
-}
+`
 
 // greetingOf is what pod prints of its configuration: "v1" when its environment and
 // its file agree on v1, "env=v1 file=v2" when they do not, "" before it printed.
@@ -72,6 +77,39 @@ func (s *scene) greetingOf(t *testing.T, pod *corev1.Pod) string {
 		return fmt.Sprintf("env=%s file=%s", env, f[1])
 	}
 	return env
+}
+
+// printOldAndNew follows a configuration rollout from v1 to v2 of n pods until every
+// one is ready on a revision other than old: throughout, pods of old (by the key
+// greetings groups them by) print v1 and the others v2, and at some point both are
+// seen side by side (a rolling update, not a replacement of all at once).
+func printOldAndNew(t *testing.T, greetings func() (map[string]map[string]int, int), old string, n int) {
+	t.Helper()
+	mixed := false
+	for i := 0; i < 900; i++ {
+		by, ready := greetings()
+		for rev, values := range by {
+			want := "v2"
+			if rev == old {
+				want = "v1"
+			}
+			for v, k := range values {
+				if v != want && v != "" {
+					t.Fatalf("%d pods of %s print %q, want %q (%v)", k, rev, v, want, by)
+				}
+			}
+		}
+		if len(by) == 2 {
+			mixed = true
+		}
+		if ready == n && by[old] == nil && len(by) == 1 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !mixed {
+		t.Errorf("never saw old and new pods side by side: not a rolling update")
+	}
 }
 
 // greetings are the values web's running, ready pods print, by ReplicaSet: "web-abc=v1×8".
@@ -116,10 +154,10 @@ func (s *scene) snapshots(t *testing.T) []corev1.ConfigMap {
 	return list.Items
 }
 
-// specWriters are the managers that wrote web's spec, by managedFields.
-func specWriters(d *appsv1.Deployment) []string {
+// specWriters are the managers that wrote an object's spec, by its managedFields.
+func specWriters(fields []metav1.ManagedFieldsEntry) []string {
 	var out []string
-	for _, m := range d.ManagedFields {
+	for _, m := range fields {
 		if m.Subresource == "" && m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:spec"`) {
 			out = append(out, m.Manager+"/"+string(m.Operation))
 		}
@@ -137,9 +175,11 @@ func specWriters(d *appsv1.Deployment) []string {
 // the old value while the ConfigMap keeps the edited data; the snapshots are
 // immutable, owned by their ReplicaSets and pruned with them; the user's Deployment
 // spec is written by nobody but the user (and the undo); a later edit rolls forward.
+// The same cluster (8 nodes) holds the scenes of the StatefulSet and the DaemonSet
+// (configRolloutSets).
 func TestConfigRolloutDeployment(t *testing.T) {
 	t.Parallel()
-	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersKroll), clustertest.WithNodes(3),
+	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersKroll), clustertest.WithNodes(8),
 		clustertest.WithKubelet(func(k *kubelet.Config) { k.PodStartupDelay = 300 * time.Millisecond }))
 	s := newScene(t, c, "config", cluster.WorkloadControllersKroll)
 	s.kubectl(t, "create", "configmap", "app-config", "--from-literal=greeting=v1")
@@ -159,31 +199,7 @@ func TestConfigRolloutDeployment(t *testing.T) {
 	w := clustertest.WatchDeployment(t, c.Client, s.ns, "web")
 	s.kubectl(t, "patch", "configmap", "app-config", "--type=merge", "-p", `{"data":{"greeting":"v2"}}`)
 	// Throughout the rollout: old pods print v1, new pods v2, nothing else.
-	mixed := false
-	for i := 0; i < 600; i++ {
-		by, ready := s.greetings(t)
-		for rs, values := range by {
-			want := "v2"
-			if rs == oldRS {
-				want = "v1"
-			}
-			for v, n := range values {
-				if v != want && v != "" {
-					t.Fatalf("%d pods of %s print %q, want %q (%v)", n, rs, v, want, by)
-				}
-			}
-		}
-		if len(by) == 2 {
-			mixed = true
-		}
-		if ready == 10 && by[oldRS] == nil && len(by) == 1 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !mixed {
-		t.Errorf("never saw old and new pods side by side: not a rolling update")
-	}
+	printOldAndNew(t, func() (map[string]map[string]int, int) { return s.greetings(t) }, oldRS, 10)
 	s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
 	w.Verify(t, 10)
 	eventually(t, time.Minute, "every pod prints v2", func(context.Context) (bool, string) {
@@ -226,7 +242,7 @@ func TestConfigRolloutDeployment(t *testing.T) {
 	if d.Generation != generation {
 		t.Errorf("the configuration rollout wrote the Deployment's spec: generation %d → %d", generation, d.Generation)
 	}
-	if writers := specWriters(d); len(writers) != 1 || !strings.HasPrefix(writers[0], "kubectl") {
+	if writers := specWriters(d.ManagedFields); len(writers) != 1 || !strings.HasPrefix(writers[0], "kubectl") {
 		t.Errorf("spec written by %v, want the user's kubectl alone", writers)
 	}
 
@@ -297,6 +313,8 @@ func TestConfigRolloutDeployment(t *testing.T) {
 			return n == 1, fmt.Sprintf("%d replica sets", n)
 		})
 	})
+
+	configRolloutSets(t, c)
 }
 
 // configCondition is web's ConfigRollout condition as "Status/Reason: message"; "" when absent.

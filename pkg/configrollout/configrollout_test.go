@@ -220,3 +220,58 @@ func TestEnabled(t *testing.T) {
 		t.Errorf("absent: on %v problem %q", on, problem)
 	}
 }
+
+func TestRevise(t *testing.T) {
+	equal := func(a, b *corev1.PodTemplateSpec) bool { return reflect.DeepEqual(a, b) }
+	image := func(img, hash string) *corev1.PodTemplateSpec {
+		t := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: img}}}}
+		if hash != "" {
+			t = WithHash(t, hash)
+		}
+		return t
+	}
+	found := Resolved{Fingerprint: "B"}
+	missing := Resolved{Missing: []Ref{{ConfigMap, "cfg", false}}}
+	cases := []struct {
+		name      string
+		t         *corev1.PodTemplateSpec
+		r         Resolved
+		revisions []*corev1.PodTemplateSpec
+		want      *corev1.PodTemplateSpec
+		hold      bool
+	}{
+		{"the user's template: the live fingerprint", image("v1", ""), found, nil, image("v1", "B"), false},
+		{"missing: the newest revision of the template (revision 2, B) stays", image("v1", ""), missing,
+			[]*corev1.PodTemplateSpec{image("v1", "A"), image("v2", "A"), image("v1", "B")}, image("v1", "B"), false},
+		{"missing, and no revision of the template: hold", image("v3", ""), missing,
+			[]*corev1.PodTemplateSpec{image("v1", "A")}, nil, true},
+		{"undo to A, revision A kept: pinned", image("v1", "A"), found,
+			[]*corev1.PodTemplateSpec{image("v1", "A"), image("v1", "B")}, image("v1", "A"), false},
+		{"undo to A, revision A pruned: the live configuration instead", image("v1", "A"), found,
+			[]*corev1.PodTemplateSpec{image("v1", "B")}, image("v1", "B"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Revise(tc.t, tc.r, "", tc.revisions, equal)
+			if !reflect.DeepEqual(d.Template, tc.want) || d.Hold != tc.hold {
+				t.Errorf("Revise = %+v hold %v, want %+v hold %v", d.Template, d.Hold, tc.want, tc.hold)
+			}
+		})
+	}
+}
+
+func TestCause(t *testing.T) {
+	equal := func(a, b *corev1.PodTemplateSpec) bool { return reflect.DeepEqual(a, b) }
+	v1 := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "v1"}}}}
+	v2 := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "v2"}}}}
+	prev, cur := Snapshots{"configmap/cfg": {Hash: "1"}}, Snapshots{"configmap/cfg": {Hash: "2"}}
+	if got := Cause(WithHash(v1, "A"), WithHash(v1, "B"), prev, cur, equal); got != "configmap/cfg changed" {
+		t.Errorf("configuration alone changed: %q", got)
+	}
+	if got := Cause(WithHash(v1, "A"), WithHash(v2, "B"), prev, cur, equal); got != "" {
+		t.Errorf("the image changed too: %q, want the user's own cause", got)
+	}
+	if got := Cause(nil, WithHash(v1, "B"), nil, cur, equal); got != "" {
+		t.Errorf("first revision: %q", got)
+	}
+}

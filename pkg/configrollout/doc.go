@@ -40,4 +40,34 @@
 // from the template, so they name the live objects; upstream's Deployment controller
 // does not know kroll.dev/config-hash and, finding no ReplicaSet whose template equals
 // the Deployment's, rolls once to a ReplicaSet of the plain template.
+//
+// # StatefulSets and DaemonSets
+//
+// A set's revision is a ControllerRevision, holding the template patch kubectl applies
+// on undo. The same design, placed there:
+//
+//  1. The fingerprint enters the revision through its template: the set controller
+//     computes its update revision from a copy of the set whose template is Revise's
+//     (the set's own plus HashAnnotation), never written back. The revision's data, and
+//     so its hash and name (and a DaemonSet's controller-revision-hash), change with the
+//     data: the set's own strategy rolls it — RollingUpdate with partition and
+//     maxUnavailable, OnDelete, staged steps, self-healing. A change of HashAnnotation
+//     is never made in place (pkg/inplace.Diff names it): pod volumes and environment
+//     cannot change in a running pod.
+//  2. The revision, when created, records its Snapshots in SnapshotsAnnotation, named
+//     SnapshotName(object, hash) with the hash its name ends with; the snapshots are
+//     owned by the ControllerRevision: pruned with it by revisionHistoryLimit,
+//     garbage-collected with the set. The controller writes them before it makes any
+//     pod of the revision; a write refused stops the sync (ReasonSnapshotFailed).
+//  3. The set controller substitutes the snapshot names of a pod's revision when it
+//     creates the pod (current or update revision alike).
+//
+// `kubectl rollout undo` on a set applies the old revision's data, HashAnnotation
+// included, to the set's template: the set is pinned (Effective, the record on the
+// set's metadata) and its update revision is that old revision again, renumbered, whose
+// snapshots still exist. With a required object missing, the update revision stays the
+// newest one of the set's template that resolved (Revise); with none, the newest
+// revision. Upstream's set controllers, taking over, compute the update revision from
+// the plain template: they roll once to a revision without HashAnnotation whose pods
+// read the live objects.
 package configrollout

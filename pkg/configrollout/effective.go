@@ -17,6 +17,9 @@ type Decision struct {
 	// it); Write says whether it differs from the one there.
 	Record string
 	Write  bool
+	// Hold: a referenced object is missing and no revision of the template resolved
+	// before; Template is nil (see Revise).
+	Hold bool
 }
 
 // Effective decides the template of a workload's new revision from its own template t,

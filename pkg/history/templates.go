@@ -77,3 +77,10 @@ func templateOfPatch(data []byte) *corev1.PodTemplateSpec {
 	}
 	return template
 }
+
+// Template is the pod template revision holds when its data is of TemplatePatch's
+// form (every revision kroll and upstream write); nil otherwise. Do not change it:
+// it is shared.
+func (t *Templates) Template(revision *appsv1.ControllerRevision) *corev1.PodTemplateSpec {
+	return t.template(revision)
+}

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 )
 
 // Mode is a workload's opt-in, from its StrategyAnnotation.
@@ -53,10 +55,16 @@ const RestartAnnotation = "kubectl.kubernetes.io/restartedAt"
 // restartField names RestartAnnotation as Diff reports it.
 const restartField = "metadata.annotations[" + RestartAnnotation + "]"
 
+// configField names configrollout.HashAnnotation as Diff reports it: a configuration
+// change (kroll.dev/config-rollout) needs the revision's snapshots mounted and in the
+// environment, and a running pod's volumes and environment cannot change.
+const configField = "metadata.annotations[" + configrollout.HashAnnotation + "]"
+
 // Diff compares two pod templates and returns the fields that differ and cannot change
 // in a running pod, as JSON paths ("spec.containers[app].env"); none means the change
 // can be made in place. Container and init-container images, and the template's labels
-// and annotations, can — but for RestartAnnotation, which asks for new containers.
+// and annotations, can — but for RestartAnnotation, which asks for new containers,
+// and configrollout.HashAnnotation, which asks for new configuration snapshots.
 // Resources are named here; DiffResize lets the ones pods/resize accepts through.
 func Diff(from, to *corev1.PodTemplateSpec) []string {
 	return diff(from, to, nil)
@@ -79,6 +87,9 @@ func diff(from, to *corev1.PodTemplateSpec, resize *ResizeRules) []string {
 	}
 	if from.Annotations[RestartAnnotation] != to.Annotations[RestartAnnotation] {
 		fields = append(fields, restartField)
+	}
+	if from.Annotations[configrollout.HashAnnotation] != to.Annotations[configrollout.HashAnnotation] {
+		fields = append(fields, configField)
 	}
 	sort.Strings(fields)
 	return fields
@@ -177,6 +188,9 @@ func Judge(mode Mode, fields []string) (Verdict, bool) {
 	why := ""
 	if slices.Contains(fields, restartField) {
 		why = " (a restart needs new containers, and only a new pod gets them)"
+	}
+	if slices.Contains(fields, configField) {
+		why += " (a configuration change needs its snapshots in the pod's volumes and environment, and only a new pod gets them)"
 	}
 	switch {
 	case mode == Off:

@@ -35,6 +35,9 @@ func TestDiff(t *testing.T) {
 		{"kubectl rollout restart: only new containers restart", func(t *corev1.PodTemplateSpec) {
 			t.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-11-24T10:00:00Z"}
 		}, "[metadata.annotations[kubectl.kubernetes.io/restartedAt]]"},
+		{"a configuration change (kroll.dev/config-rollout): only new pods mount its snapshots", func(t *corev1.PodTemplateSpec) {
+			t.Annotations = map[string]string{"kroll.dev/config-hash": "5d8f7c9b6"}
+		}, "[metadata.annotations[kroll.dev/config-hash]]"},
 		{"env of one container", func(t *corev1.PodTemplateSpec) {
 			t.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "X", Value: "1"}}
 		}, "[spec.containers[sidecar].env]"},

@@ -37,6 +37,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -80,6 +81,13 @@ type Controller struct {
 	stagedReports controller.StagedReports
 	// waits logs what rollouts in progress wait on (see daemonWait).
 	waits *controller.WaitLog
+	// config is what configuration rollout reads and writes (config.go); nil until
+	// WatchConfig, and then no DaemonSet rolls its configuration.
+	config *controller.ConfigSource
+	// configReports keeps configuration problems' events to one per problem.
+	configReports controller.ConfigReports
+	// templates decodes the templates of revisions (configuration rollout compares them).
+	templates history.Templates
 }
 
 // New builds the controller on shared informers (start them after).
@@ -234,8 +242,22 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	hash, err := c.constructHistory(ctx, ds, selector)
+	all, claimed, err := c.history(ctx, ds, selector)
 	if err != nil {
+		return err
+	}
+	cfg, acted, err := controller.DaemonSetConfig.Configure(ctx, c.configWrites(), ds, claimed, &c.templates)
+	if err != nil || acted {
+		return err
+	}
+	// eff is ds with the template its update revision records (configuration rollout:
+	// kroll.dev/config-hash); pods and revisions are made of it, ds alone is written.
+	eff := controller.Apply(ds, cfg)
+	hash, rev, err := c.constructHistory(ctx, eff, all, claimed, cfg)
+	if err != nil {
+		return err
+	}
+	if err := controller.DaemonSetConfig.WriteSnapshots(ctx, c.configWrites(), ds, &cfg, rev, c.now()); err != nil {
 		return err
 	}
 	byNode := map[string][]*corev1.Pod{}
@@ -293,7 +315,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var verdict *inplace.Verdict // the InPlaceUpdate condition's news
 	satisfied := c.expectations.Satisfied(key)
 	if satisfied {
-		creates, deletes := manage(ds, nodes, fits, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
+		creates, deletes := manage(eff, nodes, fits, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
 		var refills map[*corev1.Pod]string
 		for _, p := range deletes {
 			c.podEventFor(ds, p)
@@ -306,7 +328,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 					desired++
 				}
 				if list, ok := byNode[n.Name]; ok {
-					state := splitPods(ds, n.Name, fits[n.Name].ShouldRun, list, hash)
+					state := splitPods(eff, n.Name, fits[n.Name].ShouldRun, list, hash)
 					state.held = stage.held[n.Name]
 					states = append(states, state)
 				}
@@ -315,22 +337,22 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if ferr != nil {
 				return ferr
 			}
-			handled, v, err := c.inPlace(ctx, ds, pods, hash, maxUnavailable, stage.held)
+			handled, v, err := c.inPlace(ctx, eff, pods, hash, maxUnavailable, stage.held)
 			verdict = v
 			if err != nil {
 				return err
 			}
 			if !handled {
-				plan := planRollingUpdate(ds, states, maxUnavailable, maxSurge, c.now())
+				plan := planRollingUpdate(eff, states, maxUnavailable, maxSurge, c.now())
 				creates, deletes = plan.creates, plan.deletes
 				refills = refillable(deletes, fits, byNode)
 			}
 		}
 		var made, removed []*corev1.Pod
-		made, removed, syncErr = c.syncNodes(ctx, key, ds, creates, deletes, refills, hash)
+		made, removed, syncErr = c.syncNodes(ctx, key, eff, creates, deletes, refills, hash, rev)
 		placeCreated(byNode, made, removed)
 	}
-	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition)
+	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition, cfg)
 	c.observeWait(ctx, key, ds, nodes, fits, byNode, hash, stage.decision)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.
@@ -358,5 +380,6 @@ func (c *Controller) deleted(obj any) {
 	if ds, ok := controller.Deleted[*appsv1.DaemonSet](obj); ok {
 		c.awaited.forget(ds.UID)
 		c.stagedReports.Forget(ds.UID)
+		c.configReports.Forget(ds.UID)
 	}
 }

@@ -14,34 +14,39 @@ import (
 	"github.com/kroll-dev/kroll/pkg/history"
 )
 
-// constructHistory finds or creates the ControllerRevision of ds's template and gives
-// it the newest number (see history.CurrentRevision); it returns the template's hash.
-// A revision is named "<ds>-<hash>" with the pod-template hash (as a Deployment's
-// ReplicaSets are) and holds the template patch kubectl applies on undo. A name taken
-// by another template counts a collision in ds's status, and the sync is tried again.
-func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) (string, error) {
-	all, err := c.revisions.ControllerRevisions(ds.Namespace).List(selector)
+// history lists ds's ControllerRevisions (all: those its selector matches, from the
+// cache) and those it owns after adopting orphans (owned, oldest first).
+func (c *Controller) history(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) (all, owned []*appsv1.ControllerRevision, err error) {
+	all, err = c.revisions.ControllerRevisions(ds.Namespace).List(selector)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	owned, err := controller.ClaimRevisions(ctx, c.client, ds, controllerKind, selector, func(ctx context.Context) (metav1.Object, error) {
+	owned, err = controller.ClaimRevisions(ctx, c.client, ds, controllerKind, selector, func(ctx context.Context) (metav1.Object, error) {
 		return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 	}, all)
-	if err != nil {
-		return "", err
-	}
-	cur, _, err := history.CurrentRevision(ctx, c.client.AppsV1().ControllerRevisions(ds.Namespace), ds, owned)
+	return all, owned, err
+}
+
+// constructHistory finds or creates the ControllerRevision of ds's template and gives
+// it the newest number (see history.CurrentRevision); it returns the template's hash
+// and the revision. A revision is named "<ds>-<hash>" with the pod-template hash (as
+// a Deployment's ReplicaSets are) and holds the template patch kubectl applies on
+// undo. A name taken by another template counts a collision in ds's status, and the
+// sync is tried again. With configuration rollout, ds is the DaemonSet as cfg decides
+// it (controller.Apply) and a new revision records its snapshots.
+func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet, all, owned []*appsv1.ControllerRevision, cfg controller.SetConfig) (string, *appsv1.ControllerRevision, error) {
+	cur, _, err := history.CurrentRevision(ctx, cfg.Revisions(c.client.AppsV1().ControllerRevisions(ds.Namespace)), ds, owned)
 	var collision *history.CollisionError
 	if errors.As(err, &collision) {
 		next := ds.DeepCopy()
 		next.Status.CollisionCount = &collision.Collisions
 		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
-			return "", err
+			return "", nil, err
 		}
-		return "", fmt.Errorf("found a hash collision for DaemonSet %q; collision count is now %d", ds.Name, collision.Collisions)
+		return "", nil, fmt.Errorf("found a hash collision for DaemonSet %q; collision count is now %d", ds.Name, collision.Collisions)
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !inCache(all, cur) {
 		// Noted before the cache is read again: the revision may have arrived already,
@@ -52,9 +57,9 @@ func (c *Controller) constructHistory(ctx context.Context, ds *appsv1.DaemonSet,
 		}
 	}
 	if h := cur.Labels[RevisionLabel]; h != "" {
-		return h, nil
+		return h, cur, nil
 	}
-	return history.TemplateHash(&ds.Spec.Template, ds.Status.CollisionCount), nil
+	return history.TemplateHash(&ds.Spec.Template, ds.Status.CollisionCount), cur, nil
 }
 
 // cleanupHistory deletes the oldest revisions beyond revisionHistoryLimit that no pod

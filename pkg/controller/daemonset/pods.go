@@ -42,11 +42,12 @@ func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 }
 
 // syncNodes creates a pod for each node in creates (slow start, at most burstReplicas)
-// and deletes the pods in deletes, under expectations; a deleted pod in refills then
+// (of revision rev: they name its configuration snapshots, if it has any) and deletes
+// the pods in deletes, under expectations; a deleted pod in refills then
 // gets its node's new pod (see refillable). It returns the pods it created, as the API
 // server returned them, and the deleted pods the API server removed in the deleting
 // request.
-func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, creates []string, deletes []*corev1.Pod, refills map[*corev1.Pod]string, hash string) (made, removed []*corev1.Pod, err error) {
+func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, creates []string, deletes []*corev1.Pod, refills map[*corev1.Pod]string, hash string, rev *appsv1.ControllerRevision) (made, removed []*corev1.Pod, err error) {
 	if len(creates) > burstReplicas {
 		creates = creates[:burstReplicas]
 	}
@@ -58,7 +59,7 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 	var next atomic.Int32
 	created := &controller.Created{Fence: c.fence, Key: key, UID: ds.UID}
 	create := func(node string) error {
-		pod, err := c.podControl.CreatePod(ctx, ds, newPod(ds, node, hash))
+		pod, err := c.podControl.CreatePod(ctx, ds, controller.WithConfig(newPod(ds, node, hash), rev))
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}

@@ -1,22 +1,19 @@
 package deployment
 
 import (
+	"cmp"
 	"context"
-	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/configrollout"
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
@@ -27,10 +24,6 @@ import (
 // the revision's snapshots on the ReplicaSet it creates (configPass.annotate) and writes
 // them (writeSnapshots). kroll's ReplicaSet controller puts the snapshot names in the
 // pods it creates.
-
-// configIndex indexes opted-in Deployments by "configmap/<name>" and "secret/<name>"
-// of what their template references, so that a ConfigMap's change wakes them alone.
-const configIndex = "kroll.dev/config-refs"
 
 // configPass is what configuration rollout found for one pass.
 type configPass struct {
@@ -44,11 +37,8 @@ type configPass struct {
 	// hold: a referenced object is missing and d has no ReplicaSet of its template yet:
 	// none is created.
 	hold bool
-	// resolved is the configuration found; configMaps and secrets the objects hashed, by
-	// name, for the snapshots.
-	resolved   configrollout.Resolved
-	configMaps map[string]*corev1.ConfigMap
-	secrets    map[string]*corev1.Secret
+	// found is the configuration found, and the objects its snapshots copy.
+	found controller.ConfigFound
 }
 
 // templateOf is the template d's new ReplicaSet has.
@@ -59,115 +49,13 @@ func (cfg configPass) templateOf(d *appsv1.Deployment) *corev1.PodTemplateSpec {
 	return &d.Spec.Template
 }
 
-// snapshotWriter writes configuration snapshots.
-type snapshotWriter interface {
-	createConfigMap(ctx context.Context, cm *corev1.ConfigMap) error
-	createSecret(ctx context.Context, s *corev1.Secret) error
-}
-
-type apiSnapshotWriter struct{ client kubernetes.Interface }
-
-var _ snapshotWriter = apiSnapshotWriter{}
-
-func (w apiSnapshotWriter) createConfigMap(ctx context.Context, cm *corev1.ConfigMap) error {
-	_, err := w.client.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
-	return err
-}
-
-func (w apiSnapshotWriter) createSecret(ctx context.Context, s *corev1.Secret) error {
-	_, err := w.client.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
-	return err
-}
-
-// configSource is the caches configuration rollout reads; nil until WatchConfig.
-type configSource struct {
-	configMaps  corelisters.ConfigMapLister
-	secrets     corelisters.SecretLister
-	deployments cache.Indexer
-	snapshots   snapshotWriter
-}
-
 // WatchConfig turns configuration rollout on in the controller: it reads ConfigMaps
 // and Secrets from these informers and wakes the Deployments that reference one when
 // it is created, its data changes, or it is deleted. Call before the informers start.
 func (c *Controller) WatchConfig(dInformer cache.SharedIndexInformer, cmInformer coreinformers.ConfigMapInformer, secretInformer coreinformers.SecretInformer) error {
-	if err := dInformer.AddIndexers(cache.Indexers{configIndex: configRefs}); err != nil {
-		return err
-	}
-	c.config = &configSource{configMaps: cmInformer.Lister(), secrets: secretInformer.Lister(), deployments: dInformer.GetIndexer(),
-		snapshots: apiSnapshotWriter{client: c.client}}
-	c.synced = append(c.synced, cmInformer.Informer().HasSynced, secretInformer.Informer().HasSynced)
-	for _, inf := range []cache.SharedIndexInformer{cmInformer.Informer(), secretInformer.Informer()} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.configChanged,
-			UpdateFunc: func(old, cur any) { c.configUpdated(old, cur) },
-			DeleteFunc: c.configChanged,
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// configRefs indexes an opted-in Deployment by what its template references.
-func configRefs(obj any) ([]string, error) {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return nil, nil
-	}
-	if on, _ := configrollout.Enabled(d.Annotations); !on {
-		return nil, nil
-	}
-	var keys []string
-	for _, r := range configrollout.Refs(&d.Spec.Template.Spec) {
-		keys = append(keys, d.Namespace+"/"+r.Key())
-	}
-	return keys, nil
-}
-
-// configKey is the configIndex key of a ConfigMap or Secret, "" for a snapshot (its
-// creation wakes no one: nothing references it by name) or another object.
-func configKey(obj any) string {
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		if _, snap := o.Labels[configrollout.SnapshotOfLabel]; !snap {
-			return o.Namespace + "/" + string(configrollout.ConfigMap) + "/" + o.Name
-		}
-	case *corev1.Secret:
-		if _, snap := o.Labels[configrollout.SnapshotOfLabel]; !snap {
-			return o.Namespace + "/" + string(configrollout.Secret) + "/" + o.Name
-		}
-	case cache.DeletedFinalStateUnknown:
-		return configKey(o.Obj)
-	}
-	return ""
-}
-
-func (c *Controller) configChanged(obj any) {
-	key := configKey(obj)
-	if key == "" {
-		return
-	}
-	ds, _ := c.config.deployments.ByIndex(configIndex, key)
-	for _, d := range ds {
-		c.enqueue(d)
-	}
-}
-
-// configUpdated wakes the Deployments of an object whose data changed; a change of
-// its metadata alone rolls nothing.
-func (c *Controller) configUpdated(old, cur any) {
-	switch o := cur.(type) {
-	case *corev1.ConfigMap:
-		if configrollout.ConfigMapHash(old.(*corev1.ConfigMap)) == configrollout.ConfigMapHash(o) {
-			return
-		}
-	case *corev1.Secret:
-		if configrollout.SecretHash(old.(*corev1.Secret)) == configrollout.SecretHash(o) {
-			return
-		}
-	}
-	c.configChanged(cur)
+	config, err := controller.WatchConfig(c.client, dInformer, cmInformer, secretInformer, c.enqueue, &c.synced)
+	c.config = config
+	return err
 }
 
 // configuration decides d's configuration for this pass (see configPass). acted says
@@ -178,87 +66,38 @@ func (c *Controller) configuration(ctx context.Context, d *appsv1.Deployment, rs
 		c.announceConfig(d, problem, configrollout.ReasonInvalidAnnotation)
 		return configPass{problem: problem, reason: configrollout.ReasonInvalidAnnotation}, false, nil
 	}
-	cfg := configPass{on: true, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
-	cfg.resolved = configrollout.Resolve(configrollout.Refs(&d.Spec.Template.Spec), func(r configrollout.Ref) (string, bool) {
-		if r.Kind == configrollout.ConfigMap {
-			cm, err := c.config.configMaps.ConfigMaps(d.Namespace).Get(r.Name)
-			if err != nil {
-				return "", false
-			}
-			cfg.configMaps[r.Name] = cm
-			return configrollout.ConfigMapHash(cm), true
-		}
-		s, err := c.config.secrets.Secrets(d.Namespace).Get(r.Name)
-		if err != nil {
-			return "", false
-		}
-		cfg.secrets[r.Name] = s
-		return configrollout.SecretHash(s), true
-	})
-	if len(cfg.resolved.Missing) > 0 {
+	cfg := configPass{on: true, found: c.config.Resolve(d.Namespace, &d.Spec.Template.Spec)}
+	var revisions []*corev1.PodTemplateSpec
+	for _, rs := range slices.SortedFunc(slices.Values(rsList), func(a, b *appsv1.ReplicaSet) int { return cmp.Compare(history.Revision(a), history.Revision(b)) }) {
+		revisions = append(revisions, &rs.Spec.Template)
+	}
+	dec := configrollout.Revise(&d.Spec.Template, cfg.found.Resolved, d.Annotations[configrollout.PinnedAtAnnotation], revisions, history.EqualIgnoringHash)
+	if len(cfg.found.Missing) > 0 {
 		// Nothing rolls: the new ReplicaSet stays the newest of d's template.
-		cfg.problem, cfg.reason = configrollout.MissingMessage(cfg.resolved.Missing), configrollout.ReasonMissing
+		cfg.problem, cfg.reason = configrollout.MissingMessage(cfg.found.Missing), configrollout.ReasonMissing
+		cfg.template, cfg.hold = dec.Template, dec.Hold
 		c.announceConfig(d, cfg.problem, cfg.reason)
-		if rs := newestOfTemplate(&d.Spec.Template, rsList); rs != nil {
-			cfg.template = &rs.Spec.Template
-		} else {
-			cfg.hold = true
-		}
 		return cfg, false, nil
 	}
 	c.announceConfig(d, "", "")
-	dec := configrollout.Effective(&d.Spec.Template, cfg.resolved.Fingerprint, d.Annotations[configrollout.PinnedAtAnnotation])
-	if dec.Pinned && !hasTemplate(dec.Template, rsList) {
-		// Pinned to a revision that is gone (pruned): its configuration is gone with it.
-		dec.Template = configrollout.WithHash(dec.Template, cfg.resolved.Fingerprint)
-	}
 	cfg.template = dec.Template
 	if dec.Write {
 		next := d.DeepCopy()
-		if dec.Record == "" {
-			delete(next.Annotations, configrollout.PinnedAtAnnotation)
-		} else {
-			if next.Annotations == nil {
-				next.Annotations = map[string]string{}
-			}
-			next.Annotations[configrollout.PinnedAtAnnotation] = dec.Record
-		}
+		controller.SetPinRecord(next, dec.Record)
 		_, err := c.writes.updateDeployment(ctx, next)
 		return cfg, true, err
 	}
 	return cfg, false, nil
 }
 
-// newestOfTemplate is the ReplicaSet of the highest revision among rsList whose
-// template is t, kroll.dev/config-hash apart; nil when none is.
-func newestOfTemplate(t *corev1.PodTemplateSpec, rsList []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	var newest *appsv1.ReplicaSet
-	plain := configrollout.WithoutHash(t)
-	for _, rs := range rsList {
-		if history.EqualIgnoringHash(configrollout.WithoutHash(&rs.Spec.Template), plain) && (newest == nil || history.Revision(rs) > history.Revision(newest)) {
-			newest = rs
-		}
-	}
-	return newest
-}
-
-func hasTemplate(t *corev1.PodTemplateSpec, rsList []*appsv1.ReplicaSet) bool {
-	for _, rs := range rsList {
-		if history.EqualIgnoringHash(&rs.Spec.Template, t) {
-			return true
-		}
-	}
-	return false
-}
-
 // annotate records on rs, the new ReplicaSet whose pod-template-hash is hash, the
 // snapshots of its revision and, when only the configuration changed since the newest
 // of oldRSs, the change-cause naming what did ("configmap/app-config changed").
 func (cfg configPass) annotate(rs *appsv1.ReplicaSet, hash string, oldRSs []*appsv1.ReplicaSet) {
-	if !cfg.on || cfg.resolved.Fingerprint == "" {
+	if !cfg.on || cfg.found.Fingerprint == "" {
 		return
 	}
-	snaps := configrollout.Plan(cfg.resolved, hash)
+	snaps := configrollout.Plan(cfg.found.Resolved, hash)
 	rs.Annotations[configrollout.SnapshotsAnnotation] = snaps.String()
 	var prev *appsv1.ReplicaSet
 	for _, old := range oldRSs {
@@ -266,56 +105,27 @@ func (cfg configPass) annotate(rs *appsv1.ReplicaSet, hash string, oldRSs []*app
 			prev = old
 		}
 	}
-	if prev == nil || !history.EqualIgnoringHash(configrollout.WithoutHash(&prev.Spec.Template), configrollout.WithoutHash(&rs.Spec.Template)) {
+	if prev == nil {
 		return
 	}
-	if cause := configrollout.ChangeCause(configrollout.SnapshotsOf(prev.Annotations), snaps); cause != "" {
+	if cause := configrollout.Cause(&prev.Spec.Template, &rs.Spec.Template, configrollout.SnapshotsOf(prev.Annotations), snaps, history.EqualIgnoringHash); cause != "" {
 		rs.Annotations[history.ChangeCauseAnnotation] = cause
 	}
 }
 
-// writeSnapshots creates the snapshots rs's record names that do not exist yet, from
-// the objects cfg found, owned by rs; a source whose data is no longer the revision's
-// is left (its pods wait, as for a missing object). A write refused (quota, RBAC) is
+// writeSnapshots creates the snapshots rs's record names that do not exist yet, owned
+// by rs (controller.ConfigSource.WriteSnapshots). A write refused (quota, RBAC) is
 // reported as a Warning event and the ConfigRollout condition, and retried.
 func (c *Controller) writeSnapshots(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, cfg configPass) error {
 	if !cfg.on || rs == nil || c.config == nil {
 		return nil
 	}
-	snaps := configrollout.SnapshotsOf(rs.Annotations)
 	owner := *metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
-	owner.BlockOwnerDeletion = nil
-	for _, key := range slices.Sorted(maps.Keys(snaps)) {
-		s := snaps[key]
-		kind, name, _ := strings.Cut(key, "/")
-		var err error
-		switch configrollout.Kind(kind) {
-		case configrollout.ConfigMap:
-			if _, gerr := c.config.configMaps.ConfigMaps(rs.Namespace).Get(s.Name); gerr == nil {
-				continue
-			}
-			src := cfg.configMaps[name]
-			if src == nil || configrollout.ConfigMapHash(src) != s.Hash {
-				continue
-			}
-			err = c.config.snapshots.createConfigMap(ctx, configrollout.ConfigMapSnapshot(src, s.Name, owner))
-		case configrollout.Secret:
-			if _, gerr := c.config.secrets.Secrets(rs.Namespace).Get(s.Name); gerr == nil {
-				continue
-			}
-			src := cfg.secrets[name]
-			if src == nil || configrollout.SecretHash(src) != s.Hash {
-				continue
-			}
-			err = c.config.snapshots.createSecret(ctx, configrollout.SecretSnapshot(src, s.Name, owner))
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			msg := "cannot write the snapshot " + s.Name + " of " + key + " for replica set " + rs.Name + ": " + err.Error() + "; the rollout waits"
-			c.announceConfig(d, msg, configrollout.ReasonSnapshotFailed)
-			return err
-		}
+	problem, err := c.config.WriteSnapshots(ctx, rs.Namespace, configrollout.SnapshotsOf(rs.Annotations), cfg.found, owner)
+	if err != nil {
+		c.announceConfig(d, problem, configrollout.ReasonSnapshotFailed)
 	}
-	return nil
+	return err
 }
 
 // configProblemKey is where c.announced keeps the configuration problem announced for d.

@@ -87,7 +87,7 @@ type Controller struct {
 	waits *controller.WaitLog
 	// config is what configuration rollout reads and writes (config.go); nil until
 	// WatchConfig, and then no Deployment rolls its configuration.
-	config *configSource
+	config *controller.ConfigSource
 }
 
 // New builds the controller on shared informers (start them after).

@@ -61,6 +61,11 @@ type Controller struct {
 	templates history.Templates
 	// waits logs what rollouts in progress wait on (see setWait).
 	waits *controller.WaitLog
+	// config is what configuration rollout reads and writes (config.go); nil until
+	// WatchConfig, and then no StatefulSet rolls its configuration.
+	config *controller.ConfigSource
+	// configReports keeps configuration problems' events to one per problem.
+	configReports controller.ConfigReports
 }
 
 // New builds the controller on shared informers (start them after).
@@ -195,8 +200,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	now := c.now()
-	current, collisions, err := c.revisionsFor(ctx, set, revs)
+	cfg, acted, err := controller.StatefulSetConfig.Configure(ctx, c.configWrites(), set, revs, &c.templates)
+	if err != nil || acted {
+		return err
+	}
+	current, collisions, err := c.revisionsFor(ctx, set, revs, cfg)
 	if err != nil {
+		return err
+	}
+	if err := controller.StatefulSetConfig.WriteSnapshots(ctx, c.configWrites(), set, &cfg, current.update, now); err != nil {
 		return err
 	}
 	// The failure policy first: a failed rollout is rolled back or paused before the
@@ -231,6 +243,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.stagedReports.Report(c.recorder, set, set.UID, staged)
 	status, updateErr := c.update(ctx, set, pods, current, now)
 	status.Conditions = controller.WithStaged(failureConditions, failureConditions.Merge(status.Conditions, heal.Conditions), staged.Condition)
+	status.Conditions = controller.WithConfigCondition(failureConditions, status.Conditions, cfg.Problem, cfg.Reason, now)
 	status.CollisionCount = &collisions
 	completeRollingUpdate(set, &status)
 	c.observeWait(ctx, set, pods, status, stage.decision, now)
@@ -309,6 +322,7 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 func (c *Controller) deleted(obj any) {
 	if set, ok := controller.Deleted[*appsv1.StatefulSet](obj); ok {
 		c.stagedReports.Forget(set.UID)
+		c.configReports.Forget(set.UID)
 	}
 	c.queue.Enqueue(obj)
 }

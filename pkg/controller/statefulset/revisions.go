@@ -5,16 +5,19 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
 )
 
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 
 // revisionsFor finds or makes the set's update revision (its template now: see
-// history.CurrentRevision) and finds its current revision, given its history sorted
-// oldest first. It returns the collision count used.
-func (c *Controller) revisionsFor(ctx context.Context, set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision) (revisions, int32, error) {
-	update, collisions, err := history.CurrentRevision(ctx, c.client.AppsV1().ControllerRevisions(set.Namespace), set, revs)
+// history.CurrentRevision; with configuration rollout, the template cfg decides, and a
+// new revision records its snapshots) and finds its current revision, given its
+// history sorted oldest first. It returns the collision count used.
+func (c *Controller) revisionsFor(ctx context.Context, set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision, cfg controller.SetConfig) (revisions, int32, error) {
+	client := cfg.Revisions(c.client.AppsV1().ControllerRevisions(set.Namespace))
+	update, collisions, err := history.CurrentRevision(ctx, client, controller.Apply(set, cfg), revs)
 	if err != nil {
 		return revisions{}, collisions, err
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -85,9 +86,9 @@ func (c *Controller) placeholder(set *appsv1.StatefulSet, revs revisions, status
 		useCurrent = ordinal < start+int(status.CurrentReplicas)
 	}
 	if useCurrent {
-		return newPod(set, revs.currentSet, revs.current.Name, ordinal)
+		return controller.WithConfig(newPod(set, revs.currentSet, revs.current.Name, ordinal), revs.current)
 	}
-	return newPod(set, revs.updateSet, revs.update.Name, ordinal)
+	return controller.WithConfig(newPod(set, revs.updateSet, revs.update.Name, ordinal), revs.update)
 }
 
 func partitionOf(set *appsv1.StatefulSet) int32 {

@@ -27,6 +27,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -161,9 +162,15 @@ func DaemonSet(ds *appsv1.DaemonSet, eligible []string, byNode map[string][]*cor
 // DaemonPodUpdated tells a pod of ds's template: its controller-revision-hash label is
 // hash, or (a pod made before revisions had hashes) its pod-template-generation label
 // is ds's deprecated.daemonset.template.generation, as upstream's controller tells it.
+// With configuration rollout (kroll.dev/config-rollout) the hash alone tells: an edit
+// of a ConfigMap makes a new revision without a new template generation, and every
+// old pod would otherwise count as updated.
 func DaemonPodUpdated(ds *appsv1.DaemonSet, pod *corev1.Pod, hash string) bool {
 	if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
 		return true
+	}
+	if on, _ := configrollout.Enabled(ds.Annotations); on {
+		return false
 	}
 	gen, ok := ds.Annotations[appsv1.DeprecatedTemplateGeneration]
 	return ok && pod.Labels[daemonSetTemplateGenerationLabel] == gen
