@@ -27,6 +27,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller/deployment"
 	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
 	"github.com/kroll-dev/kroll/pkg/controller/statefulset"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/metrics"
 )
 
@@ -118,6 +119,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 	sink := &typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")}
 	recorder := func(component string) record.EventRecorder { return m.newRecorder(ctx, sink, component) }
 	f := m.factory
+	featureGates := gates.Defaults().With(opts.FeatureGates)
 	for _, name := range enabled {
 		var run func(context.Context)
 		var err error
@@ -129,8 +131,13 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 			})
 		case StatefulSet:
 			run, err = build(clientFor, statefulset.ControllerName, opts.StatefulSetWorkers, func(c kubernetes.Interface) (runner, error) {
-				return statefulset.New(c, f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(), f.Apps().V1().ControllerRevisions(),
+				sc, err := statefulset.New(c, f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(), f.Apps().V1().ControllerRevisions(),
 					f.Core().V1().PersistentVolumeClaims(), recorder(statefulset.ControllerName))
+				if err != nil {
+					return nil, err
+				}
+				sc.SetFeatureGates(featureGates)
+				return sc, nil
 			})
 		case ReplicaSet:
 			run, err = build(clientFor, replicaset.ControllerName, opts.ReplicaSetWorkers, func(c kubernetes.Interface) (runner, error) {
@@ -138,6 +145,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err != nil {
 					return nil, err
 				}
+				rs.SetFeatureGates(featureGates)
 				mode, err := opts.disruptionBudget()
 				if err != nil {
 					return nil, err
@@ -156,6 +164,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err != nil {
 					return nil, err
 				}
+				dc.SetFeatureGates(featureGates)
 				// Configuration rollout (kroll.dev/config-rollout) reads ConfigMaps and
 				// Secrets and writes their snapshots.
 				if err := dc.WatchConfig(f.Apps().V1().Deployments().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {

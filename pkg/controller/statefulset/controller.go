@@ -27,6 +27,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
@@ -61,6 +62,15 @@ type Controller struct {
 	templates history.Templates
 	// waits logs what rollouts in progress wait on (see setWait).
 	waits *controller.WaitLog
+	// maxUnavailableOff: the MaxUnavailableStatefulSet gate is off (SetFeatureGates);
+	// false, the zero value, is gates.Defaults().
+	maxUnavailableOff bool
+}
+
+// SetFeatureGates sets the Kubernetes feature gates the controller reads (default
+// gates.Defaults()): MaxUnavailableStatefulSet. Call it before Run.
+func (c *Controller) SetFeatureGates(g gates.Gates) {
+	c.maxUnavailableOff = !g.MaxUnavailableStatefulSet
 }
 
 // New builds the controller on shared informers (start them after).
