@@ -17,7 +17,8 @@ func TestTargets(t *testing.T) {
 	rolling := rollingScenario(1000, DefaultLimits, []Arm{krollArm, upstreamArm, inPlaceArm})
 	steady := steadyScenario(10000, 10, 0, false)
 	rollback := rollbackScenario(100, DefaultRollbackWindow)
-	for _, s := range []Scenario{rolling, steady, rollback} {
+	budget := budgetScenario(1000)
+	for _, s := range []Scenario{rolling, steady, rollback, budget} {
 		r.addScenario(s)
 	}
 	sample := func(s Scenario, arm Arm, seconds, writes, cpu, mib float64) {
@@ -31,6 +32,8 @@ func TestTargets(t *testing.T) {
 	sample(steady, upstreamArm, 0, 0, 0, 110)
 	sample(rollback, krollArm, 30, 500, 1, 0)
 	sample(rollback, upstreamArm, 150, 100, 0.1, 0)
+	sample(budget, krollArm, 100, 7000, 2.5, 0)
+	sample(budget, budgetArm, 106, 8000, 2.6, 0)
 
 	got := map[string]string{}
 	for _, tg := range r.Targets() {
@@ -46,6 +49,8 @@ func TestTargets(t *testing.T) {
 		"rolling-1000-qps20: time ≤ 1.01 × the write limit (2N ÷ QPS = 100 s)":                                         "1.00×",
 		"rolling-1000-qps20: in place ≤ 0.50 × RollingUpdate's time, available ≥ replicas − maxUnavailable throughout": "0.51×; not watched in every run not met",
 		"10000 pods at rest: kroll memory ≤ 0.50 × upstream's":                                                         "0.45×",
+		"rolling-1000-qps20-budget: time ≤ 1.01 × the write limit (2N ÷ QPS = 100 s)":                                  "1.00×",
+		"rolling-1000-qps20-budget: time with the budget respected ≤ 1.05 × ignored":                                   "1.06× not met",
 	}
 	for name, m := range want {
 		if got[name] != m {

@@ -45,12 +45,16 @@ type Arm struct {
 	Controllers Controllers `json:"controllers"`
 	// InPlace opts the workload into kroll's in-place updates (InPlaceIfPossible).
 	InPlace bool `json:"inPlace,omitempty"`
+	// Budget opts the workload into kroll's disruption budgets (Respect): its old pods
+	// go through the Eviction API, each checked against the scenario's budget.
+	Budget bool `json:"budget,omitempty"`
 }
 
 var (
 	krollArm    = Arm{Name: "kroll", Controllers: Kroll}
 	upstreamArm = Arm{Name: "upstream", Controllers: Upstream}
 	inPlaceArm  = Arm{Name: "kroll-inplace", Controllers: Kroll, InPlace: true}
+	budgetArm   = Arm{Name: "kroll-budget", Controllers: Kroll, Budget: true}
 	apiArm      = Arm{Name: "api", Controllers: NoControllers}
 )
 
@@ -94,6 +98,7 @@ func Scenarios(scale float64, steadyWindow, rollbackWindow time.Duration) []Scen
 			all = append(all, rollingScenario(size, limits, arms))
 		}
 	}
+	all = append(all, budgetScenario(n(1000)))
 	all = append(all,
 		manyRolloutsScenario(n(200), 10),
 		statefulSetScenario(n(100)),
@@ -193,7 +198,7 @@ func rollingScenario(size int, limits Limits, arms []Arm) Scenario {
 		Size:  size, Nodes: nodesFor(size), Arms: arms, Limits: limits, settle: settleFor(size),
 	}
 	s.prepare = func(ctx context.Context, r *run) error {
-		return r.createDeployments(ctx, []*appsv1.Deployment{newDeployment("bench", int32(size), r.arm.InPlace)})
+		return r.createDeployments(ctx, []*appsv1.Deployment{withBudget(newDeployment("bench", int32(size), r.arm.InPlace), r.arm)})
 	}
 	s.measure = func(ctx context.Context, r *run) (measurement, error) {
 		secs, margin, err := r.rollDeployments(ctx, []string{"bench"})

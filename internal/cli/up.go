@@ -15,6 +15,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/disruption"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/manager"
 )
@@ -37,6 +38,7 @@ type upOptions struct {
 	admissionPolicy     bool
 	verbosity           int
 	disruptionBudget    string
+	featureGates        string
 }
 
 func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -85,6 +87,8 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity of the components (logs go to <data-dir>/kroll.log)")
 	f.StringVar(&o.disruptionBudget, "default-disruption-budget", "Ignore",
 		"kroll's controllers: whether rollouts of workloads without kroll.dev/disruption-budget draw on their PodDisruptionBudgets: Respect or Ignore (as upstream)")
+	f.StringVar(&o.featureGates, "feature-gates", "",
+		"Kubernetes feature gates for every component (API server, controller manager, scheduler, kroll's controllers), as kind's featureGates: Name=true|false,...; kroll up turns MaxUnavailableStatefulSet on unless this says otherwise")
 	return cmd
 }
 
@@ -157,15 +161,23 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	if err := k.Validate(); err != nil {
 		return cluster.Config{}, err
 	}
+	featureGates, err := gates.Parse(o.featureGates)
+	if err != nil {
+		return cluster.Config{}, fmt.Errorf("--feature-gates: %w", err)
+	}
+	if err := cluster.ValidateFeatureGates(featureGates); err != nil {
+		return cluster.Config{}, err
+	}
 	return cluster.Config{
 		DataDir:             o.dataDir,
 		Port:                o.port,
 		WorkloadControllers: wc,
-		KrollControllers:    krollControllers(manager.Options{DefaultDisruptionBudget: o.disruptionBudget}),
+		KrollControllers:    krollControllers(manager.Options{DefaultDisruptionBudget: o.disruptionBudget, FeatureGates: cluster.EffectiveFeatureGates(featureGates)}),
 		Kubelet:             k,
 		EtcdUnsafeNoFsync:   o.etcdNoFsync,
 		LogVerbosity:        o.verbosity,
 		NoAdmissionPolicy:   !o.admissionPolicy,
+		FeatureGates:        featureGates,
 	}, nil
 }
 

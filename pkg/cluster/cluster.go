@@ -84,6 +84,11 @@ type Config struct {
 	APIServerArgs []string
 	// NoAdmissionPolicy leaves kroll's ValidatingAdmissionPolicy out (see pkg/admission).
 	NoAdmissionPolicy bool
+	// FeatureGates are Kubernetes feature gates for every component, over kroll's
+	// defaults (EffectiveFeatureGates): the API server, controller manager and
+	// scheduler read them from the process-wide gate, kroll's controllers from
+	// KrollControllers' options. Every cluster of one process must have the same.
+	FeatureGates map[string]bool
 	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
 	ReadyTimeout time.Duration
 	// Warn, if set, receives warnings a user should act on (a data dir others may
@@ -150,6 +155,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("--port must be between 0 and 65535, got %d", cfg.Port)
+	}
+	if err := ValidateFeatureGates(cfg.FeatureGates); err != nil {
+		return nil, err
+	}
+	if err := setFeatureGates(cfg.FeatureGates); err != nil {
+		return nil, err
 	}
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {

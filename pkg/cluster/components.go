@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -22,6 +23,8 @@ import (
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+
+	"github.com/kroll-dev/kroll/pkg/gates"
 )
 
 // The three upstream components run in this process, each from its options and Run
@@ -35,14 +38,62 @@ const serviceClusterIPRange = "10.96.0.0/12"
 
 var kubernetesServiceIP = net.ParseIP("10.96.0.1")
 
-// featureGates are the beta gates kroll turns on for every component, so that the API
+// defaultFeatureGates are the gates kroll turns on for every component, so that the API
 // server and the controllers agree: maxUnavailable for StatefulSet rolling updates
-// (beta and off by default in v1.36, so the API server would drop the field). They are
-// set on the process-wide gate, which API strategies read, before each component
-// copies it.
-var featureGates = map[string]bool{"MaxUnavailableStatefulSet": true}
+// (beta and off by default in v1.36, so the API server would drop the field). A
+// Config's FeatureGates go over them (`kroll up --feature-gates`).
+var defaultFeatureGates = map[string]bool{gates.MaxUnavailableStatefulSet: true}
 
-var setFeatureGates = sync.OnceValue(func() error { return utilfeature.DefaultMutableFeatureGate.SetFromMap(featureGates) })
+// EffectiveFeatureGates are the gates a cluster with cfg's FeatureGates sets beyond
+// Kubernetes' defaults: kroll's defaults with cfg's over them.
+func EffectiveFeatureGates(set map[string]bool) map[string]bool {
+	out := maps.Clone(defaultFeatureGates)
+	maps.Copy(out, set)
+	return out
+}
+
+// ValidateFeatureGates checks gates as kube-apiserver's --feature-gates would,
+// against Kubernetes' own list, on a copy of the gate: a name it does not have, or a
+// gate locked to its default (GA or deprecated) set the other way, is one line.
+func ValidateFeatureGates(set map[string]bool) error {
+	if len(set) == 0 {
+		return nil
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(set); err != nil {
+		return fmt.Errorf("--feature-gates: %s (Kubernetes %s's gates: kube-apiserver --help lists them)",
+			strings.ReplaceAll(err.Error(), "\n", "; "), KubernetesVersion)
+	}
+	return nil
+}
+
+// processFeatureGates are the gates set on the process-wide gate, which the API
+// server's strategies read (dropping fields of disabled features) and every component
+// copies: one set per process, whatever its clusters. Nil until the first Start.
+var processFeatureGates struct {
+	sync.Mutex
+	set map[string]bool
+}
+
+// setFeatureGates sets the effective gates of set on the process-wide gate, once per
+// process: a later cluster with other gates is refused (its API server would read the
+// first one's), to be started in a process of its own.
+func setFeatureGates(set map[string]bool) error {
+	want := EffectiveFeatureGates(set)
+	processFeatureGates.Lock()
+	defer processFeatureGates.Unlock()
+	if have := processFeatureGates.set; have != nil {
+		if !maps.Equal(have, want) {
+			return fmt.Errorf("--feature-gates %s: this process already runs a cluster with %s, and every cluster in a process shares one set of gates; start this one in a process of its own",
+				gates.Format(want), gates.Format(have))
+		}
+		return nil
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(want); err != nil {
+		return fmt.Errorf("--feature-gates: %w", err)
+	}
+	processFeatureGates.set = want
+	return nil
+}
 
 // workloadControllers are kube-controller-manager's controllers that kroll replaces.
 var workloadControllers = []string{
@@ -54,11 +105,8 @@ var workloadControllers = []string{
 }
 
 // newComponentRegistry gives a component its own effective version and feature gate,
-// copied from the process-wide gate (with featureGates set).
+// copied from the process-wide gate (setFeatureGates has set it).
 func newComponentRegistry() (basecompatibility.ComponentGlobalsRegistry, error) {
-	if err := setFeatureGates(); err != nil {
-		return nil, err
-	}
 	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	effectiveVersion := compatibility.DefaultBuildEffectiveVersion()
 	effectiveVersion.SetEmulationVersion(featureGate.EmulationVersion())
@@ -196,6 +244,10 @@ func controllerManagerRunner(ctx context.Context, kubeconfig string, p pki, with
 // each in a process of its own, so that the controllers' CPU and memory are measured
 // apart from the cluster's.
 func RunUpstreamWorkloadControllers(ctx context.Context, kubeconfig string, qps float32, burst int, logFile string) error {
+	// kroll up's default gates, as the cluster it runs against has them.
+	if err := setFeatureGates(nil); err != nil {
+		return err
+	}
 	release, err := setupLogging(logFile, 0)
 	if err != nil {
 		return err

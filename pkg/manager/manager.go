@@ -27,6 +27,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/controller/deployment"
 	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
 	"github.com/kroll-dev/kroll/pkg/controller/statefulset"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/metrics"
 )
 
@@ -118,6 +119,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 	sink := &typedcorev1.EventSinkImpl{Interface: informerClient.CoreV1().Events("")}
 	recorder := func(component string) record.EventRecorder { return m.newRecorder(ctx, sink, component) }
 	f := m.factory
+	featureGates := gates.Defaults().With(opts.FeatureGates)
 	for _, name := range enabled {
 		var run func(context.Context)
 		var err error
@@ -139,6 +141,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err != nil {
 					return nil, err
 				}
+				sc.SetFeatureGates(featureGates)
 				// Configuration rollout, as for Deployments (below).
 				return sc, sc.WatchConfig(f.Apps().V1().StatefulSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets())
 			})
@@ -148,6 +151,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err != nil {
 					return nil, err
 				}
+				rs.SetFeatureGates(featureGates)
 				mode, err := opts.disruptionBudget()
 				if err != nil {
 					return nil, err
@@ -166,6 +170,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err != nil {
 					return nil, err
 				}
+				dc.SetFeatureGates(featureGates)
 				// Configuration rollout (kroll.dev/config-rollout) reads ConfigMaps and
 				// Secrets and writes their snapshots.
 				if err := dc.WatchConfig(f.Apps().V1().Deployments().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {

@@ -49,6 +49,10 @@ type Options struct {
 	// one (--default-disruption-budget): Respect or Ignore; empty is Ignore, upstream's
 	// behaviour (see pkg/disruption).
 	DefaultDisruptionBudget string
+	// FeatureGates are the Kubernetes feature gates the controllers read (pkg/gates)
+	// set over gates.Defaults(); names they do not read are ignored. `kroll up` passes
+	// its cluster's.
+	FeatureGates map[string]bool
 	// Serving, when set with a port, serves /healthz, /readyz, /metrics and (Profiling)
 	// /debug/pprof/ over HTTPS with delegated authentication and authorization. Nil
 	// serves nothing.

@@ -87,6 +87,11 @@ func detail(p Progress) string {
 		return p.Err.Error() + "; waiting on " + p.Blocking.String()
 	case p.Err != nil:
 		return p.Err.Error()
+	case p.DisruptionBudget != "" && p.Blocking != nil:
+		// Held by a budget (heldByBudget): which one first, the pod after.
+		return p.DisruptionBudget + "; waiting on " + p.Blocking.String()
+	case p.DisruptionBudget != "":
+		return p.DisruptionBudget
 	case p.Blocking != nil && p.Staged != nil && p.Staged.Phase == staging.Progressing:
 		return p.Staged.Message + "; waiting on " + p.Blocking.String()
 	case p.Blocking != nil:

@@ -136,6 +136,30 @@ func midRollout() Snapshot {
 	return s
 }
 
+// heldByBudget is a rollout of 10 whose new pods are up (one still creating) and whose
+// last 3 old pods wait for their PodDisruptionBudget (pkg/disruption's condition).
+func heldByBudget() Snapshot {
+	d := newDeployment(10, "nginx:1.26", "2")
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 13, UpdatedReplicas: 10, ReadyReplicas: 12, AvailableReplicas: 12, UnavailableReplicas: 0,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"},
+			{Type: "DisruptionBudget", Status: corev1.ConditionFalse, Reason: "BudgetExhausted",
+				Message: "waiting for PodDisruptionBudget web-pdb: 3 pods to take down, disruptionsAllowed 0 (12 of 13 pods must stay healthy, 12 are)"}}}
+	old := newReplicaSet(d, "5d8f4b", "nginx:1.25", "1", 3, 3, time.Hour)
+	cur := newReplicaSet(d, "6f9c7d", "nginx:1.26", "2", 10, 9, time.Minute)
+	s := Snapshot{Object: d, ReplicaSets: []*appsv1.ReplicaSet{old, cur}, Now: now}
+	for _, id := range []string{"abcde", "fghij", "klmno"} {
+		s.Pods = append(s.Pods, newPod("web-5d8f4b-"+id, "nginx:1.25", controllerRef("ReplicaSet", old.Name, old.UID), "ready", time.Hour))
+	}
+	for i := range 10 {
+		state := "ready"
+		if i == 9 {
+			state = "creating"
+		}
+		s.Pods = append(s.Pods, newPod(fmt.Sprintf("web-6f9c7d-%c%c%c%c%c", 'a'+i, 'b'+i, 'c'+i, 'd'+i, 'e'+i), "nginx:1.26", controllerRef("ReplicaSet", cur.Name, cur.UID), state, time.Duration(50-4*i)*time.Second))
+	}
+	return s
+}
+
 func complete() Snapshot {
 	d := newDeployment(3, "nginx:1.26", "2")
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
@@ -322,6 +346,7 @@ var snapshots = []struct {
 	{"statefulset-paused-on-failure", statefulSetPausedOnFailure},
 	{"daemonset-invalid-policy", daemonSetInvalidPolicy},
 	{"deployment-in-place-resizing", inPlaceResizing},
+	{"deployment-held-by-budget", heldByBudget},
 }
 
 func TestViewsGolden(t *testing.T) {

@@ -41,6 +41,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
@@ -88,6 +89,17 @@ type Controller struct {
 	// config is what configuration rollout reads and writes (config.go); nil until
 	// WatchConfig, and then no Deployment rolls its configuration.
 	config *controller.ConfigSource
+	// terminatingOff: the DeploymentReplicaSetTerminatingReplicas gate is off
+	// (SetFeatureGates); false, the zero value, is gates.Defaults().
+	terminatingOff bool
+}
+
+// SetFeatureGates sets the Kubernetes feature gates the controller reads (default
+// gates.Defaults()): DeploymentReplicaSetTerminatingReplicas, without which
+// status.terminatingReplicas is left out, as upstream's controller leaves it. Call it
+// before Run.
+func (c *Controller) SetFeatureGates(g gates.Gates) {
+	c.terminatingOff = !g.DeploymentReplicaSetTerminatingReplicas
 }
 
 // New builds the controller on shared informers (start them after).

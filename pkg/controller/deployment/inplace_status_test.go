@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
@@ -127,6 +128,22 @@ func TestCalculateStatus_countsReportsKnownToBeBehind(t *testing.T) {
 	f = newFixture(t, append([]runtime.Object{d, given, fresh}, pods...)...)
 	if s := f.c.calculateStatus(newPass(d, []*appsv1.ReplicaSet{given, fresh})); s.AvailableReplicas != 4 {
 		t.Errorf("not opted in: %d available; want the reported 4", s.AvailableReplicas)
+	}
+}
+
+// With the DeploymentReplicaSetTerminatingReplicas gate off the status leaves
+// terminatingReplicas out, even where it counts the pods itself, as upstream's does.
+func TestCalculateStatus_terminatingReplicasGateOff(t *testing.T) {
+	d, old, cur, pods := inPlaceScene()
+	given := old.DeepCopy()
+	given.Generation, *given.Spec.Replicas = 2, 2
+	inplace.SetNames(given, inplace.LeavingAnnotation, sets.New("a", "b"))
+	fresh := cur.DeepCopy()
+	fresh.Status = appsv1.ReplicaSetStatus{}
+	f := newFixture(t, append([]runtime.Object{d, given, fresh}, pods...)...)
+	f.c.SetFeatureGates(gates.Gates{DeploymentReplicaSetTerminatingReplicas: false})
+	if s := f.c.calculateStatus(newPass(d, []*appsv1.ReplicaSet{given, fresh})); s.TerminatingReplicas != nil || s.Replicas != 4 {
+		t.Errorf("status %d replicas, terminating %d; want 4, left out", s.Replicas, *s.TerminatingReplicas)
 	}
 }
 

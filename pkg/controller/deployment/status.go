@@ -43,7 +43,7 @@ func (c *Controller) calculateStatus(p *pass) appsv1.DeploymentStatus {
 		}
 	}
 	var terminating *int32
-	if terminatingKnown {
+	if terminatingKnown && !c.terminatingOff {
 		terminating = &terminatingSum
 	}
 	status := appsv1.DeploymentStatus{

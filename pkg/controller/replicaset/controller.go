@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/gates"
 )
 
 // ControllerName and RCControllerName are the names upstream's ReplicaSet and
@@ -59,6 +60,18 @@ type Controller struct {
 	// budgets, when set (RespectBudgets), evicts the old pods of Deployments that
 	// respect PodDisruptionBudgets; nil deletes them.
 	budgets *budgets
+	// terminatingOff: the DeploymentReplicaSetTerminatingReplicas gate is off
+	// (SetFeatureGates); false, the zero value, is gates.Defaults().
+	terminatingOff bool
+}
+
+// SetFeatureGates sets the Kubernetes feature gates the controller reads (default
+// gates.Defaults()): DeploymentReplicaSetTerminatingReplicas, without which
+// status.terminatingReplicas is left out, as upstream's controller leaves it (the API
+// server drops it then, and a controller that kept writing it would write again at
+// every sync). Call it before Run.
+func (c *Controller) SetFeatureGates(g gates.Gates) {
+	c.terminatingOff = !g.DeploymentReplicaSetTerminatingReplicas
 }
 
 // New builds the ReplicaSet controller on shared informers (which it adds handlers and

@@ -93,7 +93,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	active, terminating = withDeleted(active, terminating, deleted)
 	now := c.now()
 	status := CalculateStatus(rs, active, terminating, resizeErr, now)
-	if !c.kind.hasTerminatingReplicas {
+	if !c.kind.hasTerminatingReplicas || c.terminatingOff {
 		status.TerminatingReplicas = nil
 	}
 	if needsResize {

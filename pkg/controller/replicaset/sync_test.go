@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
@@ -153,6 +154,30 @@ func TestSync_deletesTheMostExpendablePods(t *testing.T) {
 	}
 	if fmt.Sprint(f.pods.Deleted) != "[web-pending web-not-ready]" && fmt.Sprint(f.pods.Deleted) != "[web-not-ready web-pending]" {
 		t.Errorf("deleted %v, want the pending and the not-ready pod", f.pods.Deleted)
+	}
+}
+
+// With the DeploymentReplicaSetTerminatingReplicas gate off the status leaves
+// terminatingReplicas out, as upstream's does: the API server drops the field then,
+// and a controller writing 1 would see nil and write again at every sync.
+func TestSync_terminatingReplicasGateOff(t *testing.T) {
+	rs := newReplicaSet("web", 1)
+	rs.Generation = 2
+	rs.Status = appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, ObservedGeneration: 1}
+	thirty := int64(30)
+	graceful := ownedPod(rs, "web-graceful")
+	graceful.Spec.TerminationGracePeriodSeconds = &thirty
+	f := newFixture(t, rs, graceful, ownedPod(rs, "web-kept"))
+	f.c.SetFeatureGates(gates.Gates{DeploymentReplicaSetTerminatingReplicas: false})
+	if err := f.c.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := got.Status; st.Replicas != 1 || st.ObservedGeneration != 2 || st.TerminatingReplicas != nil {
+		t.Errorf("status %+v (terminating %v); want 1 replica, observedGeneration 2, terminatingReplicas left out", st, ptrValue(st.TerminatingReplicas))
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/timeline"
@@ -66,6 +67,15 @@ type Controller struct {
 	config *controller.ConfigSource
 	// configReports keeps configuration problems' events to one per problem.
 	configReports controller.ConfigReports
+	// maxUnavailableOff: the MaxUnavailableStatefulSet gate is off (SetFeatureGates);
+	// false, the zero value, is gates.Defaults().
+	maxUnavailableOff bool
+}
+
+// SetFeatureGates sets the Kubernetes feature gates the controller reads (default
+// gates.Defaults()): MaxUnavailableStatefulSet. Call it before Run.
+func (c *Controller) SetFeatureGates(g gates.Gates) {
+	c.maxUnavailableOff = !g.MaxUnavailableStatefulSet
 }
 
 // New builds the controller on shared informers (start them after).

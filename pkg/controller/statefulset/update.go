@@ -234,7 +234,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	if set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
 		return status, nil
 	}
-	maxUnavailable, err := maxUnavailableOf(set)
+	maxUnavailable, err := maxUnavailableOf(set, !c.maxUnavailableOff)
 	if err != nil {
 		return status, err
 	}
@@ -309,10 +309,13 @@ func (c *Controller) recreate(ctx context.Context, set *appsv1.StatefulSet, pods
 }
 
 // maxUnavailableOf is set's rollingUpdate.maxUnavailable against its replicas, rounded
-// down, at least 1; nil without one (one pod at a time, each waited for).
-func maxUnavailableOf(set *appsv1.StatefulSet) (*int, error) {
+// down, at least 1; nil without one (one pod at a time, each waited for), and nil
+// whatever the set says with the MaxUnavailableStatefulSet gate off (gated), as
+// upstream's controller then ignores the field: a set created while the gate was on
+// keeps it (the API server drops it only from sets that never had it).
+func maxUnavailableOf(set *appsv1.StatefulSet, gated bool) (*int, error) {
 	ru := set.Spec.UpdateStrategy.RollingUpdate
-	if ru == nil || ru.MaxUnavailable == nil {
+	if !gated || ru == nil || ru.MaxUnavailable == nil {
 		return nil, nil
 	}
 	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicasOf(set), false)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/gates"
 )
 
 // fakePods records the controller's pod writes.
@@ -275,6 +276,40 @@ func TestUpdateRecreatesAPodRemovedOnDelete(t *testing.T) {
 			got := [4]int32{status.Replicas, status.CurrentReplicas, status.ReadyReplicas, status.UpdatedReplicas}
 			if want := [4]int32{tt.replicas, tt.current, tt.ready, tt.updated}; got != want {
 				t.Errorf("status replicas, current, ready, updated %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// With the MaxUnavailableStatefulSet gate off, a set that kept maxUnavailable 2 from
+// when the gate was on rolls as upstream's controller then does: one pod at a time,
+// the highest first, the next only once it is back.
+func TestUpdateIgnoresMaxUnavailableWithTheGateOff(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		gate bool
+		want string
+	}{
+		{"gate on: web-2 and web-1 go together", true, "[delete web-2 delete web-1 create web-1@B]"},
+		{"gate off: web-2 alone", false, "[delete web-2 create web-2@B]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			set := newSet(3, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+			set.Spec.VolumeClaimTemplates = nil
+			set.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64)
+			mu := intstr.FromInt32(2)
+			set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &mu}}
+			pods := &createdPods{}
+			c := updateController(pods)
+			c.SetFeatureGates(gates.Gates{MaxUnavailableStatefulSet: tt.gate})
+			revs := revisions{current: rev("A"), update: rev("B"), currentSet: set, updateSet: set}
+			if _, err := c.update(context.Background(), set,
+				[]*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}, revs, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(pods.actions); got != tt.want {
+				t.Errorf("actions %s, want %s", got, tt.want)
 			}
 		})
 	}
