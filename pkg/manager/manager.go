@@ -124,13 +124,29 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 		switch name {
 		case DaemonSet:
 			run, err = build(clientFor, daemonset.ControllerName, opts.DaemonSetWorkers, func(c kubernetes.Interface) (runner, error) {
-				return daemonset.New(c, f.Apps().V1().DaemonSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(),
+				ds, err := daemonset.New(c, f.Apps().V1().DaemonSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(),
 					f.Apps().V1().ControllerRevisions(), recorder(daemonset.ControllerName))
+				if err != nil {
+					return nil, err
+				}
+				mode, err := opts.disruptionBudget()
+				if err != nil {
+					return nil, err
+				}
+				return ds, ds.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode)
 			})
 		case StatefulSet:
 			run, err = build(clientFor, statefulset.ControllerName, opts.StatefulSetWorkers, func(c kubernetes.Interface) (runner, error) {
-				return statefulset.New(c, f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(), f.Apps().V1().ControllerRevisions(),
+				ss, err := statefulset.New(c, f.Apps().V1().StatefulSets(), f.Core().V1().Pods(), f.Core().V1().Nodes(), f.Apps().V1().ControllerRevisions(),
 					f.Core().V1().PersistentVolumeClaims(), recorder(statefulset.ControllerName))
+				if err != nil {
+					return nil, err
+				}
+				mode, err := opts.disruptionBudget()
+				if err != nil {
+					return nil, err
+				}
+				return ss, ss.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode)
 			})
 		case ReplicaSet:
 			run, err = build(clientFor, replicaset.ControllerName, opts.ReplicaSetWorkers, func(c kubernetes.Interface) (runner, error) {

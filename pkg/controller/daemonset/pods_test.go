@@ -39,7 +39,7 @@ func TestSyncNodesRefillsOnlyAPodDeletedAsSeen(t *testing.T) {
 				fence: controller.NewFence(map[string]controller.VersionSource{})}
 			const key = "default/agent"
 			made, removed, err := c.syncNodes(context.Background(), key, ds, nil, []*corev1.Pod{old},
-				map[*corev1.Pod]string{old: "node-1"}, "hash-2")
+				map[*corev1.Pod]string{old: "node-1"}, "hash-2", nil)
 			if (err != nil) != tc.wantErr || (err != nil && !slices.ContainsFunc(err.(utilerrors.Aggregate).Errors(), apierrors.IsConflict)) {
 				t.Fatalf("syncNodes error %v, want a Conflict: %v", err, tc.wantErr)
 			}

@@ -61,6 +61,9 @@ type Controller struct {
 	templates history.Templates
 	// waits logs what rollouts in progress wait on (see setWait).
 	waits *controller.WaitLog
+	// budgets, when set (RespectBudgets), evicts the pods that rollouts of sets that
+	// respect PodDisruptionBudgets replace; nil deletes them.
+	budgets *controller.SetBudgets
 }
 
 // New builds the controller on shared informers (start them after).
@@ -177,6 +180,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		c.fence.Forget(key)
 		c.waits.Forget(key)
+		c.budgets.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -229,8 +233,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	staged := stagedNews(set, stage, now)
 	c.stagedReports.Report(c.recorder, set, set.UID, staged)
-	status, updateErr := c.update(ctx, set, pods, current, now)
+	var takes controller.Takes
+	status, updateErr := c.update(ctx, set, pods, current, &takes, now)
 	status.Conditions = controller.WithStaged(failureConditions, failureConditions.Merge(status.Conditions, heal.Conditions), staged.Condition)
+	c.settleBudget(set, &status, &takes, now)
 	status.CollisionCount = &collisions
 	completeRollingUpdate(set, &status)
 	c.observeWait(ctx, set, pods, status, stage.decision, now)
