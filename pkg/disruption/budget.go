@@ -3,7 +3,7 @@
 // API server's PodDisruptionBudget check, shared with `kubectl drain`, limits it), and
 // what a rollout held by a budget reports. Controllers call it; it writes nothing.
 //
-// The protocol, for a Deployment (StatefulSets and DaemonSets are to follow the same):
+// The protocol, for a Deployment:
 //   - The Deployment controller scales old ReplicaSets down exactly as without a budget
 //     (maxUnavailable); only how the pods go changes.
 //   - The ReplicaSet controller, for a ReplicaSet of an old revision of a Deployment
@@ -14,6 +14,17 @@
 //     PodDisruptionBudget of its namespace changes.
 //   - The Deployment controller copies that condition from its old ReplicaSets, with a
 //     Warning event when it appears, and removes it once no old ReplicaSet is held.
+//
+// StatefulSets and DaemonSets follow the same, without a ReplicaSet in between: the
+// pods their rolling update replaces (a StatefulSet's, ordered or with maxUnavailable;
+// a DaemonSet's, with maxUnavailable or once a surge pod replaces them) are evicted; a
+// refused eviction keeps the pod and the set's own DisruptionBudget condition says
+// which budget holds it (NextWait, with a Warning event when the wait begins:
+// Announce), retried with back-off and on any change of its namespace's budgets.
+//
+// In-place restarts (an image change, a resize with resizePolicy RestartContainer)
+// cannot go through the Eviction API, which deletes the pod: see PlanTake for the
+// budget status update that takes their disruption instead, by the same rules.
 //
 // Pods a rollout creates (maxSurge) are never limited: only taking pods down is.
 package disruption

@@ -12,15 +12,16 @@ import (
 
 // An in-place update that restarts a pod's containers (a new image, or a resize with
 // resizePolicy RestartContainer) disrupts the pod without deleting it, so the Eviction
-// API, which deletes, cannot take its disruption. kroll takes it as that API does on
-// the server: an update of the PodDisruptionBudget's status, made on the
+// API, which deletes, cannot take its disruption. The decision (PlanTake, PlanRelease;
+// the controllers do not make these writes yet) is to take it as that API does on the
+// server: an update of the PodDisruptionBudget's status, made on the
 // resourceVersion it was read at (a concurrent eviction or disruption-controller
 // write makes it fail with a conflict, and it is decided again on a fresh read), that
 // takes one from status.disruptionsAllowed and records the pod in
 // status.disruptedPods. The disruption controller then counts the pod as not healthy
 // (for two minutes at most, its DeletionTimeout) when it recomputes the budget, so a
 // drain sees the disruption before the pod even restarts. Once the pod serves again
-// on its new template, kroll removes its entry (Release): the disruption is over, and
+// on its new template, its entry is removed (PlanRelease): the disruption is over, and
 // waiting for the entry to expire would hold every later pod for two minutes.
 
 // MaxDisruptedPods is the API server's bound on status.disruptedPods: beyond it an
