@@ -3,7 +3,7 @@
 // API server's PodDisruptionBudget check, shared with `kubectl drain`, limits it), and
 // what a rollout held by a budget reports. Controllers call it; it writes nothing.
 //
-// The protocol, for a Deployment (StatefulSets and DaemonSets are to follow the same):
+// The protocol, for a Deployment:
 //   - The Deployment controller scales old ReplicaSets down exactly as without a budget
 //     (maxUnavailable); only how the pods go changes.
 //   - The ReplicaSet controller, for a ReplicaSet of an old revision of a Deployment
@@ -15,12 +15,24 @@
 //   - The Deployment controller copies that condition from its old ReplicaSets, with a
 //     Warning event when it appears, and removes it once no old ReplicaSet is held.
 //
+// StatefulSets and DaemonSets follow the same, without a ReplicaSet in between: the
+// pods their rolling update replaces (a StatefulSet's, ordered or with maxUnavailable;
+// a DaemonSet's, with maxUnavailable or once a surge pod replaces them) are evicted; a
+// refused eviction keeps the pod and the set's own DisruptionBudget condition says
+// which budget holds it (NextWait, with a Warning event when the wait begins:
+// Announce), retried with back-off and on any change of its namespace's budgets.
+//
+// In-place restarts (an image change, a resize with resizePolicy RestartContainer)
+// cannot go through the Eviction API, which deletes the pod: see PlanTake for the
+// budget status update that takes their disruption instead, by the same rules.
+//
 // Pods a rollout creates (maxSurge) are never limited: only taking pods down is.
 package disruption
 
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -182,4 +194,76 @@ func Message(b Budget, pods int32, r Reach) string {
 			b.DesiredHealthy, r.Healthy, r.Why, r.Fix)
 	}
 	return msg
+}
+
+// FixedReach is the reach of a rollout that never adds pods: a StatefulSet's (it
+// replaces a pod in its own ordinal) or a DaemonSet's without maxSurge (one pod a
+// node): 10 replicas reach 10, so minAvailable 10 is unmeetable.
+func FixedReach(pods int32, kind string) Reach {
+	return Reach{Healthy: pods, Why: fmt.Sprintf("%d pods; a %s replaces a pod only after removing it", pods, kind),
+		Fix: "lower the budget, or delete it"}
+}
+
+// Outcome is what a sync's attempts to take pods down met.
+type Outcome int
+
+const (
+	// NoneTried: the sync took no pod down through a budget (it had none to take, or
+	// waited for something else): the condition stays as it is.
+	NoneTried Outcome = iota
+	// Taken: every pod it tried went (or no budget limits them): the wait, if any, is over.
+	Taken
+	// Held: a budget refused at least one pod, which stays.
+	Held
+)
+
+// Wait is the DisruptionBudget condition of a StatefulSet or DaemonSet: Reason and
+// Message of a False condition, Since when the rollout began to wait; the zero Wait is
+// no condition (the workload is not held, like ReplicaFailure it is shown only while
+// it says something).
+type Wait struct {
+	Reason, Message string
+	Since           time.Time
+}
+
+// NextWait is the condition after a sync whose take-downs met outcome (held:
+// message, the Message of that hold), given the condition before (cur, zero without
+// one) and done (the rollout has no pod left to take down: its template is rolled
+// out, or the workload no longer respects budgets). problem, an invalid setting
+// (Problem), wins: it is reported in the same condition (InvalidAnnotation).
+// A condition whose message changes keeps Since: the rollout still waits.
+//
+//	cur none, outcome Held          → BudgetExhausted, since now
+//	cur BudgetExhausted, NoneTried  → kept (a sync that tried nothing learnt nothing)
+//	cur BudgetExhausted, Taken      → none
+//	cur BudgetExhausted, done       → none
+func NextWait(cur Wait, outcome Outcome, message, problem string, done bool, now time.Time) Wait {
+	next := cur
+	switch {
+	case problem != "":
+		next = Wait{Reason: ReasonInvalidAnnotation, Message: problem}
+	case outcome == Held:
+		next = Wait{Reason: ReasonBudgetExhausted, Message: message}
+	case outcome == Taken || done || cur.Reason != ReasonBudgetExhausted:
+		return Wait{}
+	}
+	if cur.Reason == next.Reason && !cur.Since.IsZero() {
+		next.Since = cur.Since
+	} else {
+		next.Since = now
+	}
+	return next
+}
+
+// Announce is the Warning event (reason, message) to record when a workload's
+// condition goes from was to now: one when a wait begins (or its reason changes),
+// none at each retry of the same wait, none when it ends.
+func Announce(was, now Wait) (reason, message string, ok bool) {
+	if now.Reason == "" || was.Reason == now.Reason {
+		return "", "", false
+	}
+	if now.Reason == ReasonInvalidAnnotation {
+		return now.Reason, now.Message, true
+	}
+	return ReasonBudgetExhausted, "Rollout " + now.Message, true
 }

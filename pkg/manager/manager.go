@@ -131,6 +131,13 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err != nil {
 					return nil, err
 				}
+				mode, err := opts.disruptionBudget()
+				if err != nil {
+					return nil, err
+				}
+				if err := dc.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode); err != nil {
+					return nil, err
+				}
 				// Configuration rollout, as for Deployments (below).
 				return dc, dc.WatchConfig(f.Apps().V1().DaemonSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets())
 			})
@@ -142,6 +149,13 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 					return nil, err
 				}
 				sc.SetFeatureGates(featureGates)
+				mode, err := opts.disruptionBudget()
+				if err != nil {
+					return nil, err
+				}
+				if err := sc.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode); err != nil {
+					return nil, err
+				}
 				// Configuration rollout, as for Deployments (below).
 				return sc, sc.WatchConfig(f.Apps().V1().StatefulSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets())
 			})

@@ -96,8 +96,8 @@ func resourcesRead(enabled []string, dryRun bool) []apiResource {
 		Deployment:            {deploymentsRes, replicaSetsRes, podsRes, nodesRes},
 		ReplicaSet:            {replicaSetsRes, podsRes, deploymentsRes, pdbsRes},
 		ReplicationController: {rcsRes, podsRes},
-		StatefulSet:           {statefulSetsRes, podsRes, nodesRes, revisionsRes, claimsRes},
-		DaemonSet:             {daemonSetsRes, podsRes, nodesRes, revisionsRes},
+		StatefulSet:           {statefulSetsRes, podsRes, nodesRes, revisionsRes, claimsRes, pdbsRes},
+		DaemonSet:             {daemonSetsRes, podsRes, nodesRes, revisionsRes, pdbsRes},
 	}
 	var out []apiResource
 	add := func(rs ...apiResource) {

@@ -88,6 +88,9 @@ type Controller struct {
 	configReports controller.ConfigReports
 	// templates decodes the templates of revisions (configuration rollout compares them).
 	templates history.Templates
+	// budgets, when set (RespectBudgets), evicts the old pods that rolling updates of
+	// DaemonSets that respect PodDisruptionBudgets delete; nil deletes them.
+	budgets *controller.SetBudgets
 }
 
 // New builds the controller on shared informers (start them after).
@@ -212,6 +215,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
 		c.fence.Forget(key)
+		c.budgets.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -313,6 +317,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	var syncErr error
 	var verdict *inplace.Verdict // the InPlaceUpdate condition's news
+	// takes are the rolling update's take-downs through disruption budgets; evict
+	// points at them when this sync's deletes are evictions.
+	var takes controller.Takes
+	var evict *controller.Takes
 	satisfied := c.expectations.Satisfied(key)
 	if satisfied {
 		creates, deletes := manage(eff, nodes, fits, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
@@ -345,14 +353,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if !handled {
 				plan := planRollingUpdate(eff, states, maxUnavailable, maxSurge, c.now())
 				creates, deletes = plan.creates, plan.deletes
-				refills = refillable(deletes, fits, byNode)
+				if c.budgets.Respects(ds.Annotations) && len(deletes) > 0 {
+					evict = &takes
+				} else {
+					refills = refillable(deletes, fits, byNode)
+				}
 			}
 		}
 		var made, removed []*corev1.Pod
-		made, removed, syncErr = c.syncNodes(ctx, key, eff, creates, deletes, refills, hash, rev)
+		made, removed, syncErr = c.syncNodes(ctx, key, eff, creates, deletes, refills, hash, rev, evict)
 		placeCreated(byNode, made, removed)
 	}
-	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition, cfg)
+	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition, cfg, &takes)
 	c.observeWait(ctx, key, ds, nodes, fits, byNode, hash, stage.decision)
 	if at := rollout.NextAvailable(pods, ds.Spec.MinReadySeconds, c.now()); !at.IsZero() {
 		// A ready pod becomes available without any event: look again then.

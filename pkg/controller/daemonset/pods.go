@@ -46,8 +46,10 @@ func (c *Controller) podEventFor(ds *appsv1.DaemonSet, p *corev1.Pod) {
 // the pods in deletes, under expectations; a deleted pod in refills then
 // gets its node's new pod (see refillable). It returns the pods it created, as the API
 // server returned them, and the deleted pods the API server removed in the deleting
-// request.
-func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, creates []string, deletes []*corev1.Pod, refills map[*corev1.Pod]string, hash string, rev *appsv1.ControllerRevision) (made, removed []*corev1.Pod, err error) {
+// request. With takes (a rolling update's deletes of a DaemonSet that respects
+// disruption budgets), the pods are evicted and refill nothing; those a budget keeps
+// are recorded in takes and stay.
+func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.DaemonSet, creates []string, deletes []*corev1.Pod, refills map[*corev1.Pod]string, hash string, rev *appsv1.ControllerRevision, takes *controller.Takes) (made, removed []*corev1.Pod, err error) {
 	if len(creates) > burstReplicas {
 		creates = creates[:burstReplicas]
 	}
@@ -82,10 +84,18 @@ func (c *Controller) syncNodes(ctx context.Context, key string, ds *appsv1.Daemo
 		// request); deleting it only as seen keeps a pod that has changed since (a
 		// finalizer added) from being refilled while it still runs.
 		deletePod := c.podControl.DeletePod
-		if refill {
+		switch {
+		case takes != nil:
+			deletePod = c.podControl.EvictPod
+		case refill:
 			deletePod = c.podControl.DeletePodAsSeen
 		}
-		if err := deletePod(ctx, ds, p); err != nil {
+		err := deletePod(ctx, ds, p)
+		if takes != nil && takes.Add(err) {
+			c.expectations.DeletionObserved(key, deleteKeys[i]) // a budget keeps it
+			continue
+		}
+		if err != nil {
 			c.expectations.DeletionObserved(key, deleteKeys[i])
 			if refill {
 				c.expectations.CreationObserved(key)

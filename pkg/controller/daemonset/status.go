@@ -22,7 +22,7 @@ import (
 // has a pod, and whether its oldest pod is ready, available and updated; per node that
 // should not, whether it has one anyway (misscheduled). observedGeneration moves only
 // when this sync acted on the generation (expectations satisfied).
-func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict, failureConds []failure.Condition, staged *failure.Condition, config controller.SetConfig) error {
+func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, fits map[string]placement.Fit, byNode map[string][]*corev1.Pod, hash string, acted bool, verdict *inplace.Verdict, failureConds []failure.Condition, staged *failure.Condition, config controller.SetConfig, takes *controller.Takes) error {
 	now := c.now()
 	st := statusOf(ds, nodes, fits, byNode, hash, now)
 	st.ObservedGeneration = ds.Status.ObservedGeneration
@@ -32,6 +32,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 	st.CollisionCount = ds.Status.CollisionCount
 	st.Conditions = controller.WithStaged(failureConditions, failureConditions.Merge(conditions.With(ds.Status.Conditions, verdict, now), failureConds), staged)
 	st.Conditions = controller.WithConfigCondition(failureConditions, st.Conditions, config.Problem, config.Reason, now)
+	st.Conditions = c.settleBudget(ds, st, takes, now)
 	if equality.Semantic.DeepEqual(st, ds.Status) {
 		return nil
 	}

@@ -1,17 +1,14 @@
 package replicaset
 
 import (
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	policyinformers "k8s.io/client-go/informers/policy/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
@@ -22,19 +19,15 @@ import (
 
 // budgets is what the controller needs to take a Deployment's old pods down through
 // the Eviction API (see pkg/disruption): the owning Deployments, whose setting and
-// template decide, and the PodDisruptionBudgets, whose status the condition reports
-// and whose changes bring held ReplicaSets back. Nil (the ReplicationController
-// controller, or a manager that never called RespectBudgets) deletes as upstream.
+// template decide, and the PodDisruptionBudgets (controller.SetBudgets: the status the
+// condition reports, the changes that bring held ReplicaSets back, the back-off of
+// held ones). Nil (the ReplicationController controller, or a manager that never
+// called RespectBudgets) deletes as upstream.
 type budgets struct {
 	deployments appslisters.DeploymentLister
-	pdbs        policylisters.PodDisruptionBudgetLister
 	// def is --default-disruption-budget: the mode of a Deployment without the setting.
 	def disruption.Mode
-
-	mu sync.Mutex
-	// held counts, per ReplicaSet key, the syncs in a row a budget refused an eviction
-	// in: the back-off of the next try (heldBackoff).
-	held map[string]int
+	*controller.SetBudgets
 }
 
 // RespectBudgets lets the controller evict the pods of ReplicaSets of old revisions of
@@ -47,34 +40,13 @@ type budgets struct {
 // are scaled down), and a scale-down of the current revision is the user's change of
 // replicas, which a budget must not hold back.
 func (c *Controller) RespectBudgets(deployments appsinformers.DeploymentInformer, pdbInformer policyinformers.PodDisruptionBudgetInformer, def disruption.Mode) error {
-	c.budgets = &budgets{deployments: deployments.Lister(), pdbs: pdbInformer.Lister(), def: def, held: map[string]int{}}
-	c.synced = append(c.synced, deployments.Informer().HasSynced, pdbInformer.Informer().HasSynced)
-	_, err := pdbInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.budgetChanged,
-		UpdateFunc: func(_, cur any) { c.budgetChanged(cur) },
-		DeleteFunc: c.budgetChanged,
-	})
-	return err
-}
-
-// budgetChanged brings back every ReplicaSet of the budget's namespace a budget holds:
-// the budget may allow a disruption now, or be gone.
-func (c *Controller) budgetChanged(obj any) {
-	pdb, ok := controller.Deleted[*policyv1.PodDisruptionBudget](obj)
-	if !ok {
-		return
+	sb, synced, err := controller.NewSetBudgets(pdbInformer, def, c.queue)
+	if err != nil {
+		return err
 	}
-	c.budgets.mu.Lock()
-	var keys []string
-	for key := range c.budgets.held {
-		if ns, _, err := cache.SplitMetaNamespaceKey(key); err == nil && ns == pdb.Namespace {
-			keys = append(keys, key)
-		}
-	}
-	c.budgets.mu.Unlock()
-	for _, key := range keys {
-		c.queue.Add(key)
-	}
+	c.budgets = &budgets{deployments: deployments.Lister(), def: def, SetBudgets: sb}
+	c.synced = append(c.synced, deployments.Informer().HasSynced, synced)
+	return nil
 }
 
 // evictionOwner is the Deployment whose rollout takes rs's pods down through the
@@ -108,20 +80,6 @@ type hold struct {
 	d      *appsv1.Deployment
 }
 
-// budget is the PodDisruptionBudget named, as the cache has it.
-func (c *Controller) budget(namespace, name string) disruption.Budget {
-	b := disruption.Budget{Name: name}
-	if name == "" {
-		return b
-	}
-	if pdb, err := c.budgets.pdbs.PodDisruptionBudgets(namespace).Get(name); err == nil {
-		s := pdb.Status
-		b.Known, b.DisruptionsAllowed, b.DesiredHealthy, b.CurrentHealthy, b.ExpectedPods = true,
-			s.DisruptionsAllowed, s.DesiredHealthy, s.CurrentHealthy, s.ExpectedPods
-	}
-	return b
-}
-
 // message is the condition's message for h (see disruption.Message): a rolling
 // Deployment may surge by maxSurge; a Recreate one must remove every old pod.
 func (h *hold) message() string {
@@ -132,28 +90,11 @@ func (h *hold) message() string {
 	return disruption.Message(h.budget, h.pods, disruption.RollingReach(replicas, rollout.DeploymentFenceposts(h.d).MaxSurge))
 }
 
-// heldBackoff records whether a budget held key in this sync and returns how long to
-// wait before trying again: 1s, 2s, 4s, … up to 30s while held; 0 once not.
-func (b *budgets) heldBackoff(key string, held bool) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !held {
-		delete(b.held, key)
-		return 0
-	}
-	n := b.held[key]
-	b.held[key] = n + 1
-	return min(time.Second<<min(n, 5), 30*time.Second)
-}
-
 // forget drops key's back-off (the ReplicaSet is gone).
 func (b *budgets) forget(key string) {
-	if b == nil {
-		return
+	if b != nil {
+		b.Forget(key)
 	}
-	b.mu.Lock()
-	delete(b.held, key)
-	b.mu.Unlock()
 }
 
 // SetBudgetCondition brings the DisruptionBudget condition of status up to date after
@@ -195,7 +136,7 @@ func (c *Controller) heldBy(rs *appsv1.ReplicaSet, d *appsv1.Deployment, refusal
 			continue
 		}
 		if h == nil {
-			h = &hold{budget: c.budget(rs.Namespace, r[:len(r)-1]), d: d}
+			h = &hold{budget: c.budgets.Budget(rs.Namespace, r[:len(r)-1]), d: d}
 		}
 		h.pods++
 	}
@@ -214,7 +155,7 @@ func (c *Controller) budgetHold(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSet
 		return
 	}
 	key, _ := cache.MetaNamespaceKeyFunc(rs)
-	if wait := c.budgets.heldBackoff(key, h != nil); wait > 0 {
+	if wait := c.budgets.Backoff(key, h != nil); wait > 0 {
 		c.queue.EnqueueAfter(rs, wait)
 	}
 }

@@ -70,6 +70,9 @@ type Controller struct {
 	// maxUnavailableOff: the MaxUnavailableStatefulSet gate is off (SetFeatureGates);
 	// false, the zero value, is gates.Defaults().
 	maxUnavailableOff bool
+	// budgets, when set (RespectBudgets), evicts the pods that rollouts of sets that
+	// respect PodDisruptionBudgets replace; nil deletes them.
+	budgets *controller.SetBudgets
 }
 
 // SetFeatureGates sets the Kubernetes feature gates the controller reads (default
@@ -192,6 +195,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		c.fence.Forget(key)
 		c.waits.Forget(key)
+		c.budgets.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -251,9 +255,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	staged := stagedNews(set, stage, now)
 	c.stagedReports.Report(c.recorder, set, set.UID, staged)
-	status, updateErr := c.update(ctx, set, pods, current, now)
+	var takes controller.Takes
+	status, updateErr := c.update(ctx, set, pods, current, &takes, now)
 	status.Conditions = controller.WithStaged(failureConditions, failureConditions.Merge(status.Conditions, heal.Conditions), staged.Condition)
 	status.Conditions = controller.WithConfigCondition(failureConditions, status.Conditions, cfg.Problem, cfg.Reason, now)
+	c.settleBudget(set, &status, &takes, now)
 	status.CollisionCount = &collisions
 	completeRollingUpdate(set, &status)
 	c.observeWait(ctx, set, pods, status, stage.decision, now)

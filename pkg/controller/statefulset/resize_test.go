@@ -153,7 +153,7 @@ func TestUpdateResize(t *testing.T) {
 				nodes: factory.Core().V1().Nodes().Lister(), podIndex: podInf.GetIndexer(), queue: controller.NewQueue("test"),
 				claims: newClaimKeeper(client, factory.Core().V1().PersistentVolumeClaims().Lister(), record.NewFakeRecorder(10))}
 			revs := revisions{current: rev("A"), update: rev("B"), currentSet: from, updateSet: to}
-			status, err := c.update(context.Background(), to, pods, revs, time.Now())
+			status, err := c.update(context.Background(), to, pods, revs, &controller.Takes{}, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

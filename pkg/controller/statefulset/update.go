@@ -150,7 +150,11 @@ func abandoned(p *corev1.Pod, revs revisions) bool {
 // is recreated at a revision the set does ask for. A pod of the current or the update
 // revision that is briefly not ready is still waited for, as upstream does: during a
 // rollout only one pod is ever down.
-func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, now time.Time) (appsv1.StatefulSetStatus, error) {
+//
+// Under kroll.dev/disruption-budget: Respect, the pods the rolling update replaces go
+// through the Eviction API (takeDown): a pod a PodDisruptionBudget keeps stays, is
+// recorded in takes, and the update goes no further in this sync under OrderedReady.
+func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, takes *controller.Takes, now time.Time) (appsv1.StatefulSetStatus, error) {
 	status := appsv1.StatefulSetStatus{
 		ObservedGeneration: set.Generation,
 		CurrentRevision:    revs.current.Name,
@@ -185,7 +189,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		}
 	}
 	for _, p := range s.replicas {
-		acted, created, err := c.replicaStep(ctx, set, p, revs, ordered, now)
+		acted, created, err := c.replicaStep(ctx, set, p, revs, ordered, takes, now)
 		if created != nil {
 			made = append(made, created)
 		}
@@ -254,8 +258,13 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		} else if inPlace {
 			continue
 		}
-		if err := c.pods.DeletePod(ctx, set, p); err != nil {
+		if kept, err := c.takeDown(ctx, set, p, takes); err != nil {
 			return status, err
+		} else if kept {
+			if ordered {
+				break
+			}
+			continue
 		}
 		deletedCurrent(p, revs, &status)
 		if rollout.RemovedOnDelete(p) {
@@ -280,7 +289,7 @@ func (c *Controller) recreate(ctx context.Context, set *appsv1.StatefulSet, pods
 	for _, i := range removed {
 		old := s.replicas[i]
 		successor := c.placeholder(set, revs, status, ordinalOf(old))
-		_, created, stepErr := c.replicaStep(ctx, set, successor, revs, ordered, now)
+		_, created, stepErr := c.replicaStep(ctx, set, successor, revs, ordered, nil, now)
 		if created != nil {
 			made, gone[old] = append(made, created), true
 		}
@@ -329,7 +338,7 @@ func maxUnavailableOf(set *appsv1.StatefulSet, gated bool) (*int, error) {
 // replicaStep acts on the in-range pod p, if it needs it; acted says whether
 // OrderedReady must stop here (a write made, or p not yet healthy), created is the pod
 // it created, as the API server returned it.
-func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, ordered bool, now time.Time) (acted bool, created *corev1.Pod, err error) {
+func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, ordered bool, takes *controller.Takes, now time.Time) (acted bool, created *corev1.Pod, err error) {
 	ordinal := ordinalOf(p)
 	switch {
 	case isFinished(p):
@@ -370,7 +379,8 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 			if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); inPlace || err != nil {
 				return true, nil, err
 			}
-			return true, nil, c.pods.DeletePod(ctx, set, p)
+			_, err := c.takeDown(ctx, set, p, takes)
+			return true, nil, err
 		}
 		return true, nil, nil
 	}

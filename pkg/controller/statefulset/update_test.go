@@ -142,7 +142,7 @@ func TestUpdate(t *testing.T) {
 			pods := &fakePods{}
 			c := updateController(pods)
 			revs := revisions{current: rev(tt.current), update: rev(tt.updated), currentSet: tt.set, updateSet: tt.set}
-			if _, err := c.update(context.Background(), tt.set, tt.pods(tt.set), revs, time.Now()); err != nil {
+			if _, err := c.update(context.Background(), tt.set, tt.pods(tt.set), revs, &controller.Takes{}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if got := fmt.Sprint(pods.actions); got != tt.want {
@@ -163,7 +163,7 @@ func TestUpdateOfAdoptedPodsOfAnUnknownRevisionKeepsCurrentReplicasAtZero(t *tes
 	c := updateController(pods)
 	revs := revisions{current: rev("B"), update: rev("B"), currentSet: set, updateSet: set}
 	adopted := []*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}
-	status, err := c.update(context.Background(), set, adopted, revs, time.Now())
+	status, err := c.update(context.Background(), set, adopted, revs, &controller.Takes{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestUpdateCountsTheCreatedPod(t *testing.T) {
 	pods := &createdPods{}
 	c := updateController(pods)
 	revs := revisions{current: rev("A"), update: rev("A"), currentSet: set, updateSet: set}
-	status, err := c.update(context.Background(), set, []*corev1.Pod{setPod(set, 0, "A", true)}, revs, time.Now())
+	status, err := c.update(context.Background(), set, []*corev1.Pod{setPod(set, 0, "A", true)}, revs, &controller.Takes{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestUpdateRecreatesAPodRemovedOnDelete(t *testing.T) {
 			c := updateController(control)
 			revs := revisions{current: rev("A"), update: rev("B"), currentSet: set, updateSet: set}
 			status, err := c.update(context.Background(), set,
-				[]*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}, revs, time.Now())
+				[]*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}, revs, &controller.Takes{}, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +305,7 @@ func TestUpdateIgnoresMaxUnavailableWithTheGateOff(t *testing.T) {
 			c.SetFeatureGates(gates.Gates{MaxUnavailableStatefulSet: tt.gate})
 			revs := revisions{current: rev("A"), update: rev("B"), currentSet: set, updateSet: set}
 			if _, err := c.update(context.Background(), set,
-				[]*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}, revs, time.Now()); err != nil {
+				[]*corev1.Pod{setPod(set, 0, "A", true), setPod(set, 1, "A", true), setPod(set, 2, "A", true)}, revs, &controller.Takes{}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if got := fmt.Sprint(pods.actions); got != tt.want {

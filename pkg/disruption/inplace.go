@@ -1,0 +1,129 @@
+package disruption
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// An in-place update that restarts a pod's containers (a new image, or a resize with
+// resizePolicy RestartContainer) disrupts the pod without deleting it, so the Eviction
+// API, which deletes, cannot take its disruption. The decision (PlanTake, PlanRelease;
+// the controllers do not make these writes yet) is to take it as that API does on the
+// server: an update of the PodDisruptionBudget's status, made on the
+// resourceVersion it was read at (a concurrent eviction or disruption-controller
+// write makes it fail with a conflict, and it is decided again on a fresh read), that
+// takes one from status.disruptionsAllowed and records the pod in
+// status.disruptedPods. The disruption controller then counts the pod as not healthy
+// (for two minutes at most, its DeletionTimeout) when it recomputes the budget, so a
+// drain sees the disruption before the pod even restarts. Once the pod serves again
+// on its new template, its entry is removed (PlanRelease): the disruption is over, and
+// waiting for the entry to expire would hold every later pod for two minutes.
+
+// MaxDisruptedPods is the API server's bound on status.disruptedPods: beyond it an
+// eviction is refused (the disruption controller has fallen behind).
+const MaxDisruptedPods = 2000
+
+// Selecting is the budgets among pdbs whose selector selects pod, as the Eviction API
+// finds them: in policy/v1 an empty selector selects every pod of its namespace; a
+// missing or invalid one selects none.
+func Selecting(pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for _, pdb := range pdbs {
+		if pdb.Namespace != pod.Namespace {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, pdb)
+	}
+	return out
+}
+
+// Take is the decision to take one disruption from a budget for pod's in-place restart.
+type Take struct {
+	// Status is the budget's status to write (on the resourceVersion it was read at);
+	// nil when nothing is written: the pod already holds a disruption of it, or the
+	// budget refused.
+	Status *policyv1.PodDisruptionBudgetStatus
+	// Refused is why the budget keeps the pod from restarting now, in the words of
+	// the API server's refusal of an eviction ("The disruption budget web-pdb needs 8
+	// healthy pods and has 8 currently"); "" when it does not.
+	Refused string
+}
+
+// PlanTake is what taking one disruption of pdb for pod at now means, by the Eviction
+// API's rules (k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go):
+//   - a pod already recorded in disruptedPods, less than DeletionTimeout ago, holds
+//     its disruption already (a retry after a failed pod write): nothing to write;
+//   - a budget not yet processed by the disruption controller (observedGeneration <
+//     generation), with disruptionsAllowed 0 (or negative), or with more than
+//     MaxDisruptedPods entries refuses;
+//   - a pod that is not Ready costs nothing when unhealthyPodEvictionPolicy is
+//     AlwaysAllow, or (IfHealthyBudget, the default) while the budget has its
+//     desiredHealthy pods: restarting it takes nothing from what the budget keeps;
+//   - otherwise disruptionsAllowed goes down by one and the pod is recorded.
+//
+// minAvailable 8 of 10, 10 healthy: disruptionsAllowed 2 → 1, the pod recorded; at 0,
+// refused "needs 8 healthy pods and has 8 currently".
+func PlanTake(pdb *policyv1.PodDisruptionBudget, pod *corev1.Pod, ready bool, now time.Time) Take {
+	s := pdb.Status
+	if at, ok := s.DisruptedPods[pod.Name]; ok && now.Sub(at.Time) < DeletionTimeout {
+		return Take{}
+	}
+	if s.ObservedGeneration < pdb.Generation {
+		return Take{Refused: fmt.Sprintf("The disruption budget %s is still being processed by the server.", pdb.Name)}
+	}
+	if len(s.DisruptedPods) > MaxDisruptedPods {
+		return Take{Refused: fmt.Sprintf("The disruption budget %s has too many disruptions not yet confirmed by the disruption controller", pdb.Name)}
+	}
+	if !ready {
+		p := pdb.Spec.UnhealthyPodEvictionPolicy
+		if (p != nil && *p == policyv1.AlwaysAllow) || (s.CurrentHealthy >= s.DesiredHealthy && s.DesiredHealthy > 0) {
+			return Take{}
+		}
+	}
+	if s.DisruptionsAllowed <= 0 {
+		if s.CurrentHealthy <= s.DesiredHealthy {
+			return Take{Refused: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, s.DesiredHealthy, s.CurrentHealthy)}
+		}
+		return Take{Refused: fmt.Sprintf("The disruption budget %s does not allow evicting pods currently", pdb.Name)}
+	}
+	next := s.DeepCopy()
+	next.DisruptionsAllowed--
+	if next.DisruptedPods == nil {
+		next.DisruptedPods = map[string]metav1.Time{}
+	}
+	next.DisruptedPods[pod.Name] = metav1.NewTime(now)
+	return Take{Status: next}
+}
+
+// DeletionTimeout is how long the disruption controller counts a pod in disruptedPods
+// as disrupted (its DeletionTimeout): after it the entry is dropped.
+const DeletionTimeout = 2 * time.Minute
+
+// PlanRelease is pdb's status without pod's disruptedPods entry, to write once the
+// pod's in-place update is over (it serves again); nil when it has none.
+func PlanRelease(pdb *policyv1.PodDisruptionBudget, pod string) *policyv1.PodDisruptionBudgetStatus {
+	if _, ok := pdb.Status.DisruptedPods[pod]; !ok {
+		return nil
+	}
+	next := pdb.Status.DeepCopy()
+	delete(next.DisruptedPods, pod)
+	return next
+}
+
+// OneBudget is the refusal of a pod more than one budget selects, as the Eviction API
+// refuses it (it cannot take disruptions from two budgets atomically); "" otherwise.
+func OneBudget(pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) string {
+	if len(pdbs) <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("The disruption budget %s is one of %d that select pod %s, which the eviction subresource does not support", pdbs[0].Name, len(pdbs), pod.Name)
+}
