@@ -138,6 +138,10 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err != nil {
 					return nil, err
 				}
+				// A configuration rollout's pods wait for their revision's snapshots.
+				if err := rs.WaitForSnapshots(f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {
+					return nil, err
+				}
 				mode, err := opts.disruptionBudget()
 				if err != nil {
 					return nil, err

@@ -44,6 +44,9 @@ type configPass struct {
 	// hold: a referenced object is missing and d has no ReplicaSet of its template yet:
 	// none is created.
 	hold bool
+	// waiting: a snapshot of the new ReplicaSet could not be written (quota, RBAC):
+	// nothing else moves until it is (writeSnapshots).
+	waiting bool
 	// resolved is the configuration found; configMaps and secrets the objects hashed, by
 	// name, for the snapshots.
 	resolved   configrollout.Resolved
@@ -195,23 +198,22 @@ func (c *Controller) configuration(ctx context.Context, d *appsv1.Deployment, rs
 		cfg.secrets[r.Name] = s
 		return configrollout.SecretHash(s), true
 	})
+	revisions := make([]configrollout.Revision, len(rsList))
+	for i, rs := range rsList {
+		revisions[i] = configrollout.Revision{Number: history.Revision(rs), Template: &rs.Spec.Template}
+	}
+	dec := configrollout.Decide(&d.Spec.Template, cfg.resolved, d.Annotations[configrollout.PinnedAtAnnotation], revisions, history.EqualIgnoringHash)
 	if len(cfg.resolved.Missing) > 0 {
 		// Nothing rolls: the new ReplicaSet stays the newest of d's template.
 		cfg.problem, cfg.reason = configrollout.MissingMessage(cfg.resolved.Missing), configrollout.ReasonMissing
 		c.announceConfig(d, cfg.problem, cfg.reason)
-		if rs := newestOfTemplate(&d.Spec.Template, rsList); rs != nil {
-			cfg.template = &rs.Spec.Template
-		} else {
-			cfg.hold = true
+		cfg.template, cfg.hold = dec.Template, dec.Hold
+		if dec.Hold {
+			cfg.template = nil
 		}
 		return cfg, false, nil
 	}
 	c.announceConfig(d, "", "")
-	dec := configrollout.Effective(&d.Spec.Template, cfg.resolved.Fingerprint, d.Annotations[configrollout.PinnedAtAnnotation])
-	if dec.Pinned && !hasTemplate(dec.Template, rsList) {
-		// Pinned to a revision that is gone (pruned): its configuration is gone with it.
-		dec.Template = configrollout.WithHash(dec.Template, cfg.resolved.Fingerprint)
-	}
 	cfg.template = dec.Template
 	if dec.Write {
 		next := d.DeepCopy()
@@ -227,28 +229,6 @@ func (c *Controller) configuration(ctx context.Context, d *appsv1.Deployment, rs
 		return cfg, true, err
 	}
 	return cfg, false, nil
-}
-
-// newestOfTemplate is the ReplicaSet of the highest revision among rsList whose
-// template is t, kroll.dev/config-hash apart; nil when none is.
-func newestOfTemplate(t *corev1.PodTemplateSpec, rsList []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	var newest *appsv1.ReplicaSet
-	plain := configrollout.WithoutHash(t)
-	for _, rs := range rsList {
-		if history.EqualIgnoringHash(configrollout.WithoutHash(&rs.Spec.Template), plain) && (newest == nil || history.Revision(rs) > history.Revision(newest)) {
-			newest = rs
-		}
-	}
-	return newest
-}
-
-func hasTemplate(t *corev1.PodTemplateSpec, rsList []*appsv1.ReplicaSet) bool {
-	for _, rs := range rsList {
-		if history.EqualIgnoringHash(&rs.Spec.Template, t) {
-			return true
-		}
-	}
-	return false
 }
 
 // annotate records on rs, the new ReplicaSet whose pod-template-hash is hash, the
@@ -276,9 +256,12 @@ func (cfg configPass) annotate(rs *appsv1.ReplicaSet, hash string, oldRSs []*app
 
 // writeSnapshots creates the snapshots rs's record names that do not exist yet, from
 // the objects cfg found, owned by rs; a source whose data is no longer the revision's
-// is left (its pods wait, as for a missing object). A write refused (quota, RBAC) is
-// reported as a Warning event and the ConfigRollout condition, and retried.
-func (c *Controller) writeSnapshots(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, cfg configPass) error {
+// is left (its pods wait, as for a missing object). A write refused (quota, RBAC) sets
+// cfg.waiting and the problem: the pass then moves nothing, writes the ConfigRollout
+// condition (and a Warning event) and is retried after configRetry. kroll's ReplicaSet
+// controller creates no pod of rs while a snapshot it names is missing, so the new
+// ReplicaSet's size meanwhile makes no pod that could not start.
+func (c *Controller) writeSnapshots(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, cfg *configPass) error {
 	if !cfg.on || rs == nil || c.config == nil {
 		return nil
 	}
@@ -310,13 +293,20 @@ func (c *Controller) writeSnapshots(ctx context.Context, d *appsv1.Deployment, r
 			err = c.config.snapshots.createSecret(ctx, configrollout.SecretSnapshot(src, s.Name, owner))
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			msg := "cannot write the snapshot " + s.Name + " of " + key + " for replica set " + rs.Name + ": " + err.Error() + "; the rollout waits"
-			c.announceConfig(d, msg, configrollout.ReasonSnapshotFailed)
-			return err
+			cfg.problem = "cannot write the snapshot " + s.Name + " of " + key + " for replica set " + rs.Name + ": " + err.Error() + "; the rollout waits"
+			cfg.reason, cfg.waiting = configrollout.ReasonSnapshotFailed, true
+			c.announceConfig(d, cfg.problem, cfg.reason)
+			c.queue.EnqueueAfter(d, configRetry)
+			return nil
 		}
 	}
 	return nil
 }
+
+// configRetry is how long a Deployment whose snapshot could not be written waits
+// before it tries again: nothing it watches tells when a quota is raised or a role
+// granted.
+const configRetry = 5 * time.Second
 
 // configProblemKey is where c.announced keeps the configuration problem announced for d.
 func configProblemKey(d *appsv1.Deployment) string { return string(d.UID) + "/config" }
