@@ -297,6 +297,8 @@ func TestConfigRolloutDeployment(t *testing.T) {
 			return n == 1, fmt.Sprintf("%d replica sets", n)
 		})
 	})
+
+	configScenarios(t, c)
 }
 
 // configCondition is web's ConfigRollout condition as "Status/Reason: message"; "" when absent.
