@@ -315,6 +315,7 @@ func TestConfigRolloutDeployment(t *testing.T) {
 	})
 
 	configRolloutSets(t, c)
+	configScenarios(t, c)
 }
 
 // configCondition is web's ConfigRollout condition as "Status/Reason: message"; "" when absent.

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/rolloutplan"
 )
 
@@ -155,11 +157,45 @@ func (r workloadRef) plan(ctx context.Context, client kubernetes.Interface, next
 	now := time.Now()
 	switch cur := snap.Object.(type) {
 	case *appsv1.Deployment:
-		return rolloutplan.Deployment(cur, snap.ReplicaSets, snap.Pods, next.(*appsv1.Deployment), now)
+		d := next.(*appsv1.Deployment)
+		live, err := liveConfiguration(ctx, client, d.Namespace, d.Annotations, &d.Spec.Template)
+		if err != nil {
+			return rolloutplan.Plan{}, err
+		}
+		return rolloutplan.DeploymentWithConfig(cur, snap.ReplicaSets, snap.Pods, d, live, now)
 	case *appsv1.StatefulSet:
 		return rolloutplan.StatefulSet(cur, snap.Pods, snap.Revisions, next.(*appsv1.StatefulSet), now)
 	case *appsv1.DaemonSet:
 		return rolloutplan.DaemonSet(cur, snap.Nodes, snap.Pods, snap.Revisions, next.(*appsv1.DaemonSet), now)
 	}
 	return rolloutplan.Plan{}, fmt.Errorf("no plan for %T", snap.Object)
+}
+
+// liveConfiguration reads the ConfigMaps and Secrets t references when annotations opt
+// into configuration rollout (nil otherwise): the plan decides with them as the
+// controller does. One that does not exist is left out; one that cannot be read
+// (a user who may not read Secrets) is an error naming it.
+func liveConfiguration(ctx context.Context, client kubernetes.Interface, namespace string, annotations map[string]string, t *corev1.PodTemplateSpec) (*rolloutplan.Configuration, error) {
+	if on, _ := configrollout.Enabled(annotations); !on {
+		return nil, nil
+	}
+	live := &rolloutplan.Configuration{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{}}
+	for _, ref := range configrollout.Refs(&t.Spec) {
+		var err error
+		if ref.Kind == configrollout.ConfigMap {
+			var cm *corev1.ConfigMap
+			if cm, err = client.CoreV1().ConfigMaps(namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+				live.ConfigMaps[ref.Name] = cm
+			}
+		} else {
+			var s *corev1.Secret
+			if s, err = client.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+				live.Secrets[ref.Name] = s
+			}
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("cannot read %s, which the configuration rollout of the plan depends on: %w", ref.Key(), err)
+		}
+	}
+	return live, nil
 }

@@ -113,7 +113,7 @@ func (k *kubectlVerbs) newRolloutPlanCommand() *cobra.Command {
 		images       []string
 	)
 	cmd := &cobra.Command{
-		Use:   "plan [TYPE/NAME] (-f FILE | --image CONTAINER=IMAGE ...)",
+		Use:   "plan [TYPE/NAME] [-f FILE | --image CONTAINER=IMAGE ...]",
 		Short: "Dry run: the ordered batches of pod creates, deletes and in-place updates a change would cause",
 		Long: `Show, without changing anything, what a change to a Deployment, StatefulSet or
 DaemonSet would do to its pods: the ordered batches of creates, deletes and in-place
@@ -123,7 +123,14 @@ maxUnavailable, partition, and in-place eligibility.
 The change is either a manifest (-f), taken as the API server would store it after
 'kroll apply --server-side --force-conflicts' (a server-side dry run), or new images
 (--image, as 'kroll set image' takes them; * names every container). The plan assumes
-each batch completes before the next starts.
+each batch completes before the next starts. With neither, the plan is of the workload
+as it is: what its controller would still do (a rollout in flight, or a configuration
+change that rolls).
+
+With configuration rollout (kroll.dev/config-rollout), the plan reads the ConfigMaps and
+Secrets the template references, and decides as the controller does whether their live
+data rolls a new revision: "configmap/app-config changed: a new revision will roll out
+with the live data".
 
 The batches come from the planners kroll's controllers decide with (pkg/rollout and
 pkg/inplace), replayed on a model of the workload. A cpu or memory change the API's
@@ -133,12 +140,16 @@ restart)" or "(restarts app)" for a container whose resizePolicy is RestartConta
 -o json prints the plan as one object (kind, object, strategy, from, to, changes,
 inPlace, batches of ops with their resize, notes, maxPods, minAvailable).`,
 		Example: `  kroll rollout plan -f web-v2.yaml
+  kroll rollout plan deployment/web
   kroll rollout plan deployment/web --image app=nginx:1.26
   kroll rollout plan deployment/web --image app=nginx:1.26 -o json`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (file == "") == (len(images) == 0) {
-				return fmt.Errorf("give the change as -f FILE or as --image CONTAINER=IMAGE (one of them)")
+			if file != "" && len(images) > 0 {
+				return fmt.Errorf("give the change as -f FILE or as --image CONTAINER=IMAGE, not both")
+			}
+			if file == "" && len(images) == 0 && len(args) == 0 {
+				return fmt.Errorf("name the workload (TYPE/NAME), or give the change as -f FILE")
 			}
 			if output != "" && output != "json" {
 				return fmt.Errorf("unknown output format %q: use -o json", output)

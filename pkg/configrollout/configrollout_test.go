@@ -221,7 +221,9 @@ func TestEnabled(t *testing.T) {
 	}
 }
 
-func TestRevise(t *testing.T) {
+// TestDecideOverRevisions: Decide over revisions numbered in order (a set's
+// ControllerRevisions, oldest first).
+func TestDecideOverRevisions(t *testing.T) {
 	equal := func(a, b *corev1.PodTemplateSpec) bool { return reflect.DeepEqual(a, b) }
 	image := func(img, hash string) *corev1.PodTemplateSpec {
 		t := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: img}}}}
@@ -243,8 +245,8 @@ func TestRevise(t *testing.T) {
 		{"the user's template: the live fingerprint", image("v1", ""), found, nil, image("v1", "B"), false},
 		{"missing: the newest revision of the template (revision 2, B) stays", image("v1", ""), missing,
 			[]*corev1.PodTemplateSpec{image("v1", "A"), image("v2", "A"), image("v1", "B")}, image("v1", "B"), false},
-		{"missing, and no revision of the template: hold", image("v3", ""), missing,
-			[]*corev1.PodTemplateSpec{image("v1", "A")}, nil, true},
+		{"missing, and no revision of the template: hold (the template as it is)", image("v3", ""), missing,
+			[]*corev1.PodTemplateSpec{image("v1", "A")}, image("v3", ""), true},
 		{"undo to A, revision A kept: pinned", image("v1", "A"), found,
 			[]*corev1.PodTemplateSpec{image("v1", "A"), image("v1", "B")}, image("v1", "A"), false},
 		{"undo to A, revision A pruned: the live configuration instead", image("v1", "A"), found,
@@ -252,9 +254,13 @@ func TestRevise(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Revise(tc.t, tc.r, "", tc.revisions, equal)
+			revisions := make([]Revision, len(tc.revisions))
+			for i, r := range tc.revisions {
+				revisions[i] = Revision{Number: int64(i + 1), Template: r}
+			}
+			d := Decide(tc.t, tc.r, "", revisions, equal)
 			if !reflect.DeepEqual(d.Template, tc.want) || d.Hold != tc.hold {
-				t.Errorf("Revise = %+v hold %v, want %+v hold %v", d.Template, d.Hold, tc.want, tc.hold)
+				t.Errorf("Decide = %+v hold %v, want %+v hold %v", d.Template, d.Hold, tc.want, tc.hold)
 			}
 		})
 	}

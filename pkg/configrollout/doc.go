@@ -47,7 +47,7 @@
 // on undo. The same design, placed there:
 //
 //  1. The fingerprint enters the revision through its template: the set controller
-//     computes its update revision from a copy of the set whose template is Revise's
+//     computes its update revision from a copy of the set whose template is Decide's
 //     (the set's own plus HashAnnotation), never written back. The revision's data, and
 //     so its hash and name (and a DaemonSet's controller-revision-hash), change with the
 //     data: the set's own strategy rolls it — RollingUpdate with partition and
@@ -66,7 +66,7 @@
 // included, to the set's template: the set is pinned (Effective, the record on the
 // set's metadata) and its update revision is that old revision again, renumbered, whose
 // snapshots still exist. With a required object missing, the update revision stays the
-// newest one of the set's template that resolved (Revise); with none, the newest
+// newest one of the set's template that resolved (Decide); with none, the newest
 // revision. Upstream's set controllers, taking over, compute the update revision from
 // the plain template: they roll once to a revision without HashAnnotation whose pods
 // read the live objects.

@@ -13,13 +13,13 @@ type Decision struct {
 	Template *corev1.PodTemplateSpec
 	// Pinned is true while an undo's pin holds (see Effective).
 	Pinned bool
+	// Hold: a required object is missing and the workload has no revision of its
+	// template yet: none is made (Decide).
+	Hold bool
 	// Record is the PinnedAtAnnotation value to write on the workload ("" to remove
 	// it); Write says whether it differs from the one there.
 	Record string
 	Write  bool
-	// Hold: a referenced object is missing and no revision of the template resolved
-	// before; Template is nil (see Revise).
-	Hold bool
 }
 
 // Effective decides the template of a workload's new revision from its own template t,

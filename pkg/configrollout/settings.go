@@ -30,7 +30,7 @@ const (
 var Records = []string{SnapshotsAnnotation, PinnedAtAnnotation}
 
 // ConditionType is the workload condition that reports configuration rollout
-// problems: False with ReasonInvalidAnnotation or ReasonMissing.
+// problems: False with ReasonInvalidAnnotation, ReasonMissing or ReasonSnapshotFailed.
 const ConditionType = "ConfigRollout"
 
 // Condition and event reasons.

@@ -84,17 +84,17 @@ func (s *ConfigSource) PlanSet(meta metav1.Object, template *corev1.PodTemplateS
 		return SetConfig{}
 	}
 	cfg := SetConfig{On: true, Found: s.Resolve(meta.GetNamespace(), &template.Spec)}
-	var known []*corev1.PodTemplateSpec
+	var known []configrollout.Revision
 	for _, r := range revs {
 		if t := templates.Template(r); t != nil {
-			known = append(known, t)
+			known = append(known, configrollout.Revision{Number: r.Revision, Template: t})
 			if cfg.prev == nil || r.Revision >= cfg.prev.Revision {
 				cfg.prev, cfg.prevTemplate = r, t
 			}
 		}
 	}
 	record := meta.GetAnnotations()[configrollout.PinnedAtAnnotation]
-	dec := configrollout.Revise(template, cfg.Found.Resolved, record, known, equalTemplates)
+	dec := configrollout.Decide(template, cfg.Found.Resolved, record, known, equalTemplates)
 	if len(cfg.Found.Missing) > 0 {
 		cfg.Problem, cfg.Reason = configrollout.MissingMessage(cfg.Found.Missing), configrollout.ReasonMissing
 		cfg.Template = dec.Template

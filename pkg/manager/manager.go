@@ -166,6 +166,10 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 					return nil, err
 				}
 				rs.SetFeatureGates(featureGates)
+				// A configuration rollout's pods wait for their revision's snapshots.
+				if err := rs.WaitForSnapshots(f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {
+					return nil, err
+				}
 				mode, err := opts.disruptionBudget()
 				if err != nil {
 					return nil, err

@@ -49,7 +49,19 @@ import (
 //
 // next must be as the API server stores it (see the package doc). Errors: another
 // object, a changed selector, an unknown in-place mode, a next without its defaults.
+//
+// Without the live configuration (DeploymentWithConfig), a Deployment opted into
+// configuration rollout is planned as if its configuration stayed as its current
+// revision recorded it.
 func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1.Pod, next *appsv1.Deployment, now time.Time) (Plan, error) {
+	return DeploymentWithConfig(cur, rss, pods, next, nil, now)
+}
+
+// DeploymentWithConfig is Deployment with live, the ConfigMaps and Secrets next's
+// template references now: when next opts into configuration rollout, the plan rolls
+// between the revisions its controller would (configFor), and a configuration change
+// alone is a change that rolls.
+func DeploymentWithConfig(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1.Pod, next *appsv1.Deployment, live *Configuration, now time.Time) (Plan, error) {
 	if cur == nil || next == nil {
 		return Plan{}, fmt.Errorf("deployment: both the current and the changed Deployment are needed")
 	}
@@ -65,7 +77,15 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 		return Plan{}, fmt.Errorf("%s: %w", obj, err)
 	}
 
-	s := newDeploymentSim(cur, rss, pods, next, now)
+	var config configOutcome
+	if live != nil {
+		config = configFor(cur, next, rss, *live)
+	}
+	simCur, simNext := cur, next
+	if config.next != nil {
+		simCur, simNext = config.cur, config.next
+	}
+	s := newDeploymentSim(simCur, rss, pods, simNext, now)
 	plan := Plan{Kind: "Deployment", Object: obj}
 	plan.setFailurePolicy(next.Annotations, true, next.Spec.ProgressDeadlineSeconds)
 	plan.Changes = append(plan.Changes, replicasChange(cur.Spec.Replicas, next.Spec.Replicas)...)
@@ -74,7 +94,8 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 	}
 	plan.Changes = append(plan.Changes, modeChange(cur.Annotations, next.Annotations)...)
 	plan.Changes = append(plan.Changes, templateChanges(&cur.Spec.Template, &next.Spec.Template)...)
-	plan.From, plan.To = deploymentRevisions(cur, next, s)
+	plan.Changes = append(plan.Changes, config.changes...)
+	plan.From, plan.To = deploymentRevisions(simCur, simNext, s)
 
 	f := rollout.DeploymentFenceposts(next)
 	plan.Strategy = string(next.Spec.Strategy.Type)
@@ -82,6 +103,13 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 		plan.Strategy = fmt.Sprintf("RollingUpdate (maxSurge %d, maxUnavailable %d)", f.MaxSurge, f.MaxUnavailable)
 	}
 	initial := s.availability()
+	plan.Notes = append(plan.Notes, config.notes...)
+	if config.hold {
+		// The controller makes no ReplicaSet until the object exists: nothing moves.
+		plan.To = plan.From
+		plan.bounds(initial)
+		return plan, nil
+	}
 
 	s.scale()
 	switch {
@@ -111,7 +139,7 @@ func Deployment(cur *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods []*corev1
 	}
 	plan.Batches = s.batches
 	plan.bounds(initial)
-	plan.Notes = append(plan.Notes, s.notes(cur, next, plan)...)
+	plan.Notes = append(plan.Notes, s.notes(simCur, simNext, plan)...)
 	return plan, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
@@ -19,11 +20,18 @@ import (
 type Revision struct {
 	Number int64
 	// Name is the ReplicaSet or ControllerRevision that holds it.
-	Name     string
+	Name string
+	// Template is the revision's pod template as the user wrote it: without
+	// configuration rollout's kroll.dev/config-hash, whose change Config shows.
 	Template corev1.PodTemplateSpec
+	// Config is the revision's configuration snapshot record (kroll.dev/config-snapshots
+	// on its ReplicaSet or ControllerRevision): what ConfigDiff compares; nil without
+	// configuration rollout.
+	Config configrollout.Snapshots
 }
 
-// RevisionsOf lists the revisions s holds, by number. A Deployment's come from its
+// RevisionsOf lists the revisions s holds, by number, each with its snapshot record
+// (Revision.Config: a ControllerRevision carries it as a ReplicaSet does). A Deployment's come from its
 // ReplicaSets (a ReplicaSet rolled back to keeps its former numbers in
 // deployment.kubernetes.io/revision-history, and answers to them too); a StatefulSet's
 // and DaemonSet's from their ControllerRevisions applied to the object.
@@ -32,15 +40,16 @@ func RevisionsOf(s Snapshot) (map[int64]Revision, error) {
 	switch o := s.Object.(type) {
 	case *appsv1.Deployment:
 		for _, rs := range s.ReplicaSets {
-			t := *rs.Spec.Template.DeepCopy()
+			t := *configrollout.WithoutHash(&rs.Spec.Template)
 			delete(t.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+			config := configrollout.SnapshotsOf(rs.Annotations)
 			numbers := []string{strconv.FormatInt(history.Revision(rs), 10)}
 			if past := rs.Annotations[history.RevisionHistoryAnnotation]; past != "" {
 				numbers = append(numbers, strings.Split(past, ",")...)
 			}
 			for _, n := range numbers {
 				if v, err := strconv.ParseInt(n, 10, 64); err == nil && v > 0 {
-					out[v] = Revision{Number: v, Name: rs.Name, Template: t}
+					out[v] = Revision{Number: v, Name: rs.Name, Template: t, Config: config}
 				}
 			}
 		}
@@ -50,7 +59,8 @@ func RevisionsOf(s Snapshot) (map[int64]Revision, error) {
 			if err != nil {
 				return nil, err
 			}
-			out[r.Revision] = Revision{Number: r.Revision, Name: r.Name, Template: set.Spec.Template}
+			out[r.Revision] = Revision{Number: r.Revision, Name: r.Name, Template: *configrollout.WithoutHash(&set.Spec.Template),
+				Config: configrollout.SnapshotsOf(r.Annotations)}
 		}
 	case *appsv1.DaemonSet:
 		for _, r := range s.Revisions {
@@ -58,7 +68,8 @@ func RevisionsOf(s Snapshot) (map[int64]Revision, error) {
 			if err != nil {
 				return nil, err
 			}
-			out[r.Revision] = Revision{Number: r.Revision, Name: r.Name, Template: ds.Spec.Template}
+			out[r.Revision] = Revision{Number: r.Revision, Name: r.Name, Template: *configrollout.WithoutHash(&ds.Spec.Template),
+				Config: configrollout.SnapshotsOf(r.Annotations)}
 		}
 	default:
 		return nil, fmt.Errorf("no revisions for %T", s.Object)

@@ -1,9 +1,7 @@
 package deployment
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,6 +37,9 @@ type configPass struct {
 	hold bool
 	// found is the configuration found, and the objects its snapshots copy.
 	found controller.ConfigFound
+	// waiting: a snapshot of the new ReplicaSet could not be written (quota, RBAC):
+	// nothing else moves until it is (writeSnapshots).
+	waiting bool
 }
 
 // templateOf is the template d's new ReplicaSet has.
@@ -67,16 +68,19 @@ func (c *Controller) configuration(ctx context.Context, d *appsv1.Deployment, rs
 		return configPass{problem: problem, reason: configrollout.ReasonInvalidAnnotation}, false, nil
 	}
 	cfg := configPass{on: true, found: c.config.Resolve(d.Namespace, &d.Spec.Template.Spec)}
-	var revisions []*corev1.PodTemplateSpec
-	for _, rs := range slices.SortedFunc(slices.Values(rsList), func(a, b *appsv1.ReplicaSet) int { return cmp.Compare(history.Revision(a), history.Revision(b)) }) {
-		revisions = append(revisions, &rs.Spec.Template)
+	revisions := make([]configrollout.Revision, len(rsList))
+	for i, rs := range rsList {
+		revisions[i] = configrollout.Revision{Number: history.Revision(rs), Template: &rs.Spec.Template}
 	}
-	dec := configrollout.Revise(&d.Spec.Template, cfg.found.Resolved, d.Annotations[configrollout.PinnedAtAnnotation], revisions, history.EqualIgnoringHash)
+	dec := configrollout.Decide(&d.Spec.Template, cfg.found.Resolved, d.Annotations[configrollout.PinnedAtAnnotation], revisions, history.EqualIgnoringHash)
 	if len(cfg.found.Missing) > 0 {
 		// Nothing rolls: the new ReplicaSet stays the newest of d's template.
 		cfg.problem, cfg.reason = configrollout.MissingMessage(cfg.found.Missing), configrollout.ReasonMissing
 		cfg.template, cfg.hold = dec.Template, dec.Hold
 		c.announceConfig(d, cfg.problem, cfg.reason)
+		if dec.Hold {
+			cfg.template = nil
+		}
 		return cfg, false, nil
 	}
 	c.announceConfig(d, "", "")
@@ -113,20 +117,31 @@ func (cfg configPass) annotate(rs *appsv1.ReplicaSet, hash string, oldRSs []*app
 	}
 }
 
-// writeSnapshots creates the snapshots rs's record names that do not exist yet, owned
-// by rs (controller.ConfigSource.WriteSnapshots). A write refused (quota, RBAC) is
-// reported as a Warning event and the ConfigRollout condition, and retried.
-func (c *Controller) writeSnapshots(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, cfg configPass) error {
+// writeSnapshots creates the snapshots rs's record names that do not exist yet, from
+// the objects cfg found, owned by rs; a source whose data is no longer the revision's
+// is left (its pods wait, as for a missing object). A write refused (quota, RBAC) sets
+// cfg.waiting and the problem: the pass then moves nothing, writes the ConfigRollout
+// condition (and a Warning event) and is retried after configRetry. kroll's ReplicaSet
+// controller creates no pod of rs while a snapshot it names is missing, so the new
+// ReplicaSet's size meanwhile makes no pod that could not start.
+func (c *Controller) writeSnapshots(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, cfg *configPass) error {
 	if !cfg.on || rs == nil || c.config == nil {
 		return nil
 	}
 	owner := *metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
 	problem, err := c.config.WriteSnapshots(ctx, rs.Namespace, configrollout.SnapshotsOf(rs.Annotations), cfg.found, owner)
 	if err != nil {
-		c.announceConfig(d, problem, configrollout.ReasonSnapshotFailed)
+		cfg.problem, cfg.reason, cfg.waiting = problem, configrollout.ReasonSnapshotFailed, true
+		c.announceConfig(d, cfg.problem, cfg.reason)
+		c.queue.EnqueueAfter(d, configRetry)
 	}
-	return err
+	return nil
 }
+
+// configRetry is how long a Deployment whose snapshot could not be written waits
+// before it tries again: nothing it watches tells when a quota is raised or a role
+// granted.
+const configRetry = 5 * time.Second
 
 // configProblemKey is where c.announced keeps the configuration problem announced for d.
 func configProblemKey(d *appsv1.Deployment) string { return string(d.UID) + "/config" }

@@ -2,15 +2,18 @@ package deployment
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/history"
@@ -111,17 +114,23 @@ func TestSync_configRolloutHoldsForAMissingConfigMap(t *testing.T) {
 	if ev := f.events(); !strings.Contains(ev, "Warning "+configrollout.ReasonMissing+" referenced configmap/app-config not found") {
 		t.Errorf("events %q", ev)
 	}
+	f.expectConfigCondition(configrollout.ReasonMissing)
+}
+
+// expectConfigCondition checks that web's status, as written, has the ConfigRollout
+// condition False with reason.
+func (f *fixture) expectConfigCondition(reason string) {
+	f.t.Helper()
 	d, err := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	found := false
 	for _, c := range d.Status.Conditions {
-		found = found || (string(c.Type) == configrollout.ConditionType && c.Status == corev1.ConditionFalse && c.Reason == configrollout.ReasonMissing)
+		if string(c.Type) == configrollout.ConditionType && c.Status == corev1.ConditionFalse && c.Reason == reason {
+			return
+		}
 	}
-	if !found {
-		t.Errorf("conditions %v: no ConfigRollout False/%s", d.Status.Conditions, configrollout.ReasonMissing)
-	}
+	f.t.Errorf("conditions %v: no ConfigRollout False/%s", d.Status.Conditions, reason)
 }
 
 func TestSync_invalidConfigOptInRollsAsWithoutIt(t *testing.T) {
@@ -134,5 +143,54 @@ func TestSync_invalidConfigOptInRollsAsWithoutIt(t *testing.T) {
 	}
 	if ev := f.events(); !strings.Contains(ev, `Warning InvalidAnnotation kroll.dev/config-rollout="yes" is not valid`) {
 		t.Errorf("events %q", ev)
+	}
+}
+
+func TestSync_configSnapshotRefusedHoldsTheRollout(t *testing.T) {
+	d := configDeployment("true")
+	f := newConfigFixture(t, d, appConfig("v1"))
+	f.sync()
+	rs := f.created()
+	rs.Status = appsv1.ReplicaSetStatus{Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4}
+	rs.Annotations[history.RevisionAnnotation] = "1"
+	*rs.Spec.Replicas = 4
+	d.Annotations[history.RevisionAnnotation] = "1"
+	refuse := func(f *fixture) {
+		f.client.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "x", errors.New("exceeded quota: q"))
+		})
+	}
+
+	// The data changes; the new revision's snapshot is refused: the new ReplicaSet is
+	// made, nothing else moves.
+	f = newConfigFixture(t, d, rs, appConfig("v2"))
+	refuse(f)
+	f.sync()
+	next := f.created()
+	for _, w := range f.writes() {
+		if strings.HasPrefix(w, "update replicasets "+rs.Name) || strings.HasPrefix(w, "patch replicasets "+rs.Name) {
+			t.Errorf("the old ReplicaSet was scaled while the snapshot is missing: %v", f.writes())
+		}
+	}
+	if ev := f.events(); !strings.Contains(ev, "Warning "+configrollout.ReasonSnapshotFailed+" cannot write the snapshot app-config-") || !strings.Contains(ev, "exceeded quota") {
+		t.Errorf("events %q", ev)
+	}
+
+	// The next pass: the condition, still nothing moves.
+	f = newConfigFixture(t, d, rs, next, appConfig("v2"))
+	refuse(f)
+	f.sync()
+	for _, w := range f.writes() {
+		if strings.Contains(w, "replicasets "+rs.Name) {
+			t.Errorf("the old ReplicaSet was written while the snapshot is missing: %v", f.writes())
+		}
+	}
+	f.expectConfigCondition(configrollout.ReasonSnapshotFailed)
+
+	// The quota lifted: the snapshot is written and the rollout moves on.
+	f = newConfigFixture(t, d, rs, next, appConfig("v2"))
+	f.sync()
+	if w := f.writes(); !slices.Contains(w, "create configmaps app-config-"+next.Labels[appsv1.DefaultDeploymentUniqueLabelKey]) {
+		t.Errorf("writes %v: the snapshot is not written", w)
 	}
 }

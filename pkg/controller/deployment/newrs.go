@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -32,7 +33,7 @@ func (c *Controller) syncReplicaSets(ctx context.Context, d *appsv1.Deployment, 
 	}
 	// Snapshots a pass that created the ReplicaSet did not write (it stopped, or the
 	// write was refused) are written now.
-	return p, c.writeSnapshots(ctx, d, p.newRS, cfg)
+	return p, c.writeSnapshots(ctx, d, p.newRS, &p.config)
 }
 
 // createNewReplicaSet creates p's new ReplicaSet if it has none yet, at the size the
@@ -150,8 +151,12 @@ func (c *Controller) createReplicaSet(ctx context.Context, p *pass, statusFollow
 		c.recorder.Eventf(d, corev1.EventTypeWarning, reasonReplicaSetCreateError, "%s", msg)
 		return nil, err
 	}
-	if err := c.writeSnapshots(ctx, d, created, p.config); err != nil {
+	if err := c.writeSnapshots(ctx, d, created, &p.config); err != nil {
 		return created, err
+	}
+	if p.config.waiting {
+		// Nothing else moves this pass; the next one (configRetry) reports it.
+		return created, errConfigWaiting
 	}
 	if !alreadyExisted && size > 0 {
 		c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", created.Name, size)
@@ -182,6 +187,10 @@ func (c *Controller) updateStatusOf(ctx context.Context, d *appsv1.Deployment) e
 	d.ResourceVersion = written.ResourceVersion
 	return nil
 }
+
+// errConfigWaiting ends a pass whose new ReplicaSet's snapshots could not be written;
+// sync drops it (the retry is scheduled, the problem reported).
+var errConfigWaiting = errors.New("configuration snapshots not written")
 
 // reasonReplicaSetCreateError is the Progressing reason when the new ReplicaSet cannot be created.
 const reasonReplicaSetCreateError = "ReplicaSetCreateError"

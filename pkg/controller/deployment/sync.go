@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -30,7 +31,8 @@ import (
 // recorded in the Progressing condition; with configuration rollout
 // (kroll.dev/config-rollout, config.go) the referenced ConfigMaps and Secrets decide the
 // new ReplicaSet's template, an undo's pin record is written alone, and a missing object
-// holds back a Deployment that has no ReplicaSet yet; the new ReplicaSet's revision and annotations
+// holds back a Deployment that has no ReplicaSet yet, and a new ReplicaSet whose
+// snapshots could not be written holds back everything (retried, reported); the new ReplicaSet's revision and annotations
 // are brought up to date and the in-place verdict is judged (the pass, once); an
 // invalid failure policy is reported; a request to abort (kroll.dev/abort) is rolled
 // back or removed, and a staged rollout's step record is written, alone (staged.go),
@@ -40,6 +42,14 @@ import (
 // paused as its failure policy asks, and a watched one that completed is marked so
 // (heal.go); a Deployment whose replicas changed is only scaled; otherwise its strategy rolls it forward one step.
 func (c *Controller) sync(ctx context.Context, key string) error {
+	err := c.syncDeployment(ctx, key)
+	if errors.Is(err, errConfigWaiting) {
+		return nil // retried after configRetry, reported by the next pass
+	}
+	return err
+}
+
+func (c *Controller) syncDeployment(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
@@ -92,8 +102,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.hold && p.newRS == nil {
-		// A referenced object is missing: no ReplicaSet is made until it exists.
+	if cfg.hold && p.newRS == nil || p.config.waiting {
+		// A referenced object is missing: no ReplicaSet is made until it exists. Or a
+		// snapshot of the new one could not be written: nothing moves until it is.
 		return c.writeStatus(ctx, d, c.calculateStatus(p))
 	}
 	defer c.observeWait(ctx, p, rsList)

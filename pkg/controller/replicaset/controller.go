@@ -57,6 +57,9 @@ type Controller struct {
 	burst       int
 	// waits logs what keeps ReplicaSets from being resized (see observeWait).
 	waits *controller.WaitLog
+	// snapshots, when set (WaitForSnapshots), holds back the pods of a ReplicaSet
+	// whose configuration snapshots are not there yet.
+	snapshots *snapshotSource
 	// budgets, when set (RespectBudgets), evicts the old pods of Deployments that
 	// respect PodDisruptionBudgets; nil deletes them.
 	budgets *budgets

@@ -215,6 +215,11 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 	diff := len(active) + arriving - int(replicasOf(rs))
 	switch {
 	case diff < 0:
+		if missing := c.missingSnapshot(rs.Namespace, rs.Annotations); missing != "" {
+			// Its arrival wakes rs (snapshotAdded).
+			klog.FromContext(ctx).V(2).Info("Waiting for a configuration snapshot", "replicaSet", klog.KObj(rs), "snapshot", missing)
+			return nil, nil, nil, nil
+		}
 		n := min(-diff, c.burst)
 		c.expectations.Expect(key, n, nil)
 		klog.FromContext(ctx).V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicasOf(rs), "creating", n)
