@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -129,6 +130,9 @@ type Cluster struct {
 	failed   chan struct{}
 	err      error
 	stopOnce sync.Once
+	// bootstrapping is set while the API server runs its post-start hooks (from its
+	// start until /readyz first answers 200): see Stop.
+	bootstrapping atomic.Bool
 	// releaseLog stops klog writing to this cluster's log.
 	releaseLog func()
 }
@@ -223,6 +227,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		listener.Close()
 		return nil, err
 	}
+	c.bootstrapping.Store(true)
 	c.supervise("kube-apiserver", runAPIServer)
 
 	if c.RESTConfig, err = c.pki.restConfigFor(c.Server, identityAdmin); err != nil {
@@ -234,6 +239,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := c.waitFor(ctx, "the API server to be ready", c.apiReady); err != nil {
 		return nil, err
 	}
+	c.bootstrapping.Store(false)
 	release()
 	if err := c.admissionPolicy(ctx); err != nil {
 		return nil, err
@@ -397,6 +403,7 @@ const stopTimeout = 30 * time.Second
 // to call more than once.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
+		c.awaitBootstrap()
 		c.cancel()
 		done := make(chan struct{})
 		go func() { c.wg.Wait(); close(done) }()
@@ -415,8 +422,31 @@ func (c *Cluster) Stop() {
 	})
 }
 
+// awaitBootstrap waits, at most bootstrapTimeout, for an API server still running its
+// post-start hooks to finish them. A hook that fails ends the process
+// (k8s.io/apiserver's runPostStartHook calls klog.Fatalf), and a hook fails when its
+// server is stopped under it ("crd-informer-synced": context canceled): a Start
+// interrupted by its caller — `kroll bench` on SIGINT — would exit there, before the
+// caller could say what it kept. The hooks need seconds; a failed component or a
+// server that does not come up within the bound is stopped anyway.
+func (c *Cluster) awaitBootstrap() {
+	if !c.bootstrapping.Load() || c.Client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+	defer cancel()
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		return c.Err() != nil || c.apiReady(ctx), nil
+	})
+}
+
+// bootstrapTimeout bounds awaitBootstrap: rbac/bootstrap-roles, the slowest hook, gives
+// itself 30 s.
+const bootstrapTimeout = 30 * time.Second
+
 // waitFor polls check until it holds, a component fails, ctx ends or ReadyTimeout passes.
 func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.Context) bool) error {
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
 	defer cancel()
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -427,6 +457,9 @@ func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.C
 	})
 	if err := c.Err(); err != nil {
 		return err
+	}
+	if err != nil && caller.Err() != nil {
+		return fmt.Errorf("stopped waiting for %s: %w", what, caller.Err())
 	}
 	if err != nil {
 		return fmt.Errorf("timed out after %s waiting for %s (logs: %s)", c.cfg.ReadyTimeout, what, c.cfg.LogFile)
