@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/configrollout"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/rolloutplan"
 )
 
@@ -148,8 +149,9 @@ func containerNames(t *corev1.PodTemplateSpec) []string {
 	return names
 }
 
-// plan computes what changing r to next would do, from r's state now.
-func (r workloadRef) plan(ctx context.Context, client kubernetes.Interface, next runtime.Object) (rolloutplan.Plan, error) {
+// plan computes what changing r to next would do, from r's state now, with the
+// controllers running under feature gates g.
+func (r workloadRef) plan(ctx context.Context, client kubernetes.Interface, next runtime.Object, g gates.Gates) (rolloutplan.Plan, error) {
 	snap, err := r.snapshot(ctx, client)
 	if err != nil {
 		return rolloutplan.Plan{}, err
@@ -164,7 +166,7 @@ func (r workloadRef) plan(ctx context.Context, client kubernetes.Interface, next
 		}
 		return rolloutplan.DeploymentWithConfig(cur, snap.ReplicaSets, snap.Pods, d, live, now)
 	case *appsv1.StatefulSet:
-		return rolloutplan.StatefulSet(cur, snap.Pods, snap.Revisions, next.(*appsv1.StatefulSet), now)
+		return rolloutplan.StatefulSetWithGates(cur, snap.Pods, snap.Revisions, next.(*appsv1.StatefulSet), g, now)
 	case *appsv1.DaemonSet:
 		return rolloutplan.DaemonSet(cur, snap.Nodes, snap.Pods, snap.Revisions, next.(*appsv1.DaemonSet), now)
 	}
