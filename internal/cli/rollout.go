@@ -140,6 +140,9 @@ pkg/inplace), replayed on a model of the workload. A cpu or memory change the AP
 pods/resize accepts is made in place (with kroll.dev/update-strategy): each batch says
 how its pods are resized, "resize in place: app: cpu request 100m → 200m (no
 restart)" or "(restarts app)" for a container whose resizePolicy is RestartContainer.
+Unless the workload has kroll.dev/disruption-budget: Ignore, the plan reads the
+namespace's PodDisruptionBudgets and says how many old pods of the first batch that
+takes them down the budgets let go now, and which budget holds the rest.
 A StatefulSet's maxUnavailable is read as the controller reads it under its feature
 gates: with --feature-gates MaxUnavailableStatefulSet=false (the controller manager's
 setting on a cluster that turns the gate off), one pod at a time.
