@@ -32,6 +32,20 @@ type controllerManagerOptions struct {
 	verbosity  int
 	takeover   takeoverOptions
 	cpuProfile string
+	// featureGates is --feature-gates as given; setFeatureGates reads it into
+	// manager.FeatureGates.
+	featureGates string
+}
+
+// setFeatureGates reads --feature-gates (as kroll up reads it: parseFeatureGates)
+// into the gates the controllers run with, over gates.Defaults().
+func (o *controllerManagerOptions) setFeatureGates() error {
+	set, err := parseFeatureGates(o.featureGates)
+	if err != nil {
+		return err
+	}
+	o.manager.FeatureGates = set
+	return nil
 }
 
 // takeoverOptions are the flags for switching a cluster over to kroll: check first,
@@ -95,6 +109,9 @@ informers' cache and no more.`,
 			if o.takeover.dryRunTimeout <= 0 {
 				return fmt.Errorf("--dry-run-timeout must be greater than 0, got %v", o.takeover.dryRunTimeout)
 			}
+			if err := o.setFeatureGates(); err != nil {
+				return err
+			}
 			return runControllerManager(cmd.Context(), o, stdout, stderr)
 		},
 	}
@@ -114,6 +131,8 @@ informers' cache and no more.`,
 	f.IntVar(&m.DaemonSetWorkers, "concurrent-daemonset-syncs", m.DaemonSetWorkers, "DaemonSets synced concurrently")
 	f.StringVar(&m.DefaultDisruptionBudget, "default-disruption-budget", "Ignore",
 		"whether rollouts of workloads without kroll.dev/disruption-budget draw on their PodDisruptionBudgets: Respect (old pods are evicted, so a budget holds a rollout as it holds kubectl drain) or Ignore (deleted, as upstream's controllers do)")
+	f.StringVar(&o.featureGates, "feature-gates", "",
+		"Kubernetes feature gates kroll's controllers read, as the cluster's components are given them: Name=true|false,... (MaxUnavailableStatefulSet, DeploymentReplicaSetTerminatingReplicas; other names of Kubernetes' list are accepted and left to other components); set them as your API server has them. Default: MaxUnavailableStatefulSet and DeploymentReplicaSetTerminatingReplicas on, as kroll up")
 	f.Float32Var(&m.QPS, "kube-api-qps", m.QPS, "each controller's API requests per second")
 	f.IntVar(&m.Burst, "kube-api-burst", m.Burst, "each controller's API request burst")
 	le := &m.LeaderElection

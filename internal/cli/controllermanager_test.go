@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/manager"
 )
 
@@ -51,5 +52,39 @@ func TestDefaultDelegationKubeconfigs(t *testing.T) {
 				t.Errorf("got %q, %q (%v); want %q, %q", s.Authentication.RemoteKubeConfigFile, s.Authorization.RemoteKubeConfigFile, err, tt.wantN, tt.wantZ)
 			}
 		})
+	}
+}
+
+// --feature-gates of kroll controller-manager reads as kroll up's: a bad form or a
+// gate Kubernetes does not have is one line, and the command stops before it connects
+// to any cluster; good gates reach the controllers' options.
+func TestControllerManager_featureGates(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	for _, tc := range []struct{ gates, err string }{
+		{"MaxUnavailableStatefulSet", `--feature-gates: "MaxUnavailableStatefulSet" is not Name=true or Name=false`},
+		{"MaxUnavailableStatefulSet=off", "--feature-gates: MaxUnavailableStatefulSet=off: the value must be true or false"},
+		{"NoSuchGate=true", "--feature-gates: unrecognized feature gate: NoSuchGate (Kubernetes v1.36.3's gates: kube-apiserver --help lists them)"},
+	} {
+		var out, errOut strings.Builder
+		cmd := newControllerManagerCommand(&out, &errOut)
+		cmd.SetArgs([]string{"--feature-gates", tc.gates})
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		if err := cmd.Execute(); err == nil || err.Error() != tc.err || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--feature-gates %s: %v; want the one line %q", tc.gates, err, tc.err)
+		}
+	}
+
+	o := &controllerManagerOptions{featureGates: "MaxUnavailableStatefulSet=false"}
+	if err := o.setFeatureGates(); err != nil {
+		t.Fatal(err)
+	}
+	if g := gates.Defaults().With(o.manager.FeatureGates); g.MaxUnavailableStatefulSet || !g.DeploymentReplicaSetTerminatingReplicas {
+		t.Errorf("--feature-gates MaxUnavailableStatefulSet=false: the controllers run with %+v", g)
+	}
+	o = &controllerManagerOptions{}
+	if err := o.setFeatureGates(); err != nil || len(o.manager.FeatureGates) != 0 {
+		t.Errorf("no --feature-gates: %v, gates %v; want none over the defaults", err, o.manager.FeatureGates)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kroll-dev/kroll/pkg/configrollout"
+	"github.com/kroll-dev/kroll/pkg/disruption"
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/rolloutplan"
 )
 
@@ -148,27 +151,50 @@ func containerNames(t *corev1.PodTemplateSpec) []string {
 	return names
 }
 
-// plan computes what changing r to next would do, from r's state now.
-func (r workloadRef) plan(ctx context.Context, client kubernetes.Interface, next runtime.Object) (rolloutplan.Plan, error) {
+// plan computes what changing r to next would do, from r's state now, with the
+// controllers running under feature gates g, and what the namespace's
+// PodDisruptionBudgets let its first step that takes old pods down do now.
+func (r workloadRef) plan(ctx context.Context, client kubernetes.Interface, next runtime.Object, g gates.Gates) (rolloutplan.Plan, error) {
 	snap, err := r.snapshot(ctx, client)
 	if err != nil {
 		return rolloutplan.Plan{}, err
 	}
 	now := time.Now()
+	var plan rolloutplan.Plan
 	switch cur := snap.Object.(type) {
 	case *appsv1.Deployment:
 		d := next.(*appsv1.Deployment)
-		live, err := liveConfiguration(ctx, client, d.Namespace, d.Annotations, &d.Spec.Template)
-		if err != nil {
-			return rolloutplan.Plan{}, err
+		live, lerr := liveConfiguration(ctx, client, d.Namespace, d.Annotations, &d.Spec.Template)
+		if lerr != nil {
+			return rolloutplan.Plan{}, lerr
 		}
-		return rolloutplan.DeploymentWithConfig(cur, snap.ReplicaSets, snap.Pods, d, live, now)
+		plan, err = rolloutplan.DeploymentWithConfig(cur, snap.ReplicaSets, snap.Pods, d, live, now)
 	case *appsv1.StatefulSet:
-		return rolloutplan.StatefulSet(cur, snap.Pods, snap.Revisions, next.(*appsv1.StatefulSet), now)
+		plan, err = rolloutplan.StatefulSetWithGates(cur, snap.Pods, snap.Revisions, next.(*appsv1.StatefulSet), g, now)
 	case *appsv1.DaemonSet:
-		return rolloutplan.DaemonSet(cur, snap.Nodes, snap.Pods, snap.Revisions, next.(*appsv1.DaemonSet), now)
+		plan, err = rolloutplan.DaemonSet(cur, snap.Nodes, snap.Pods, snap.Revisions, next.(*appsv1.DaemonSet), now)
+	default:
+		return rolloutplan.Plan{}, fmt.Errorf("no plan for %T", snap.Object)
 	}
-	return rolloutplan.Plan{}, fmt.Errorf("no plan for %T", snap.Object)
+	if err != nil {
+		return plan, err
+	}
+	annotations := next.(metav1.Object).GetAnnotations()
+	if m, _ := disruption.ModeOf(annotations, disruption.Respect); m == disruption.Ignore {
+		return plan, nil
+	}
+	// A user who may not read the budgets still gets the plan, with a note.
+	list, err := client.PolicyV1().PodDisruptionBudgets(r.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("PodDisruptionBudgets of namespace %s not read (%v): the plan does not account for them", r.namespace, err))
+		return plan, nil
+	}
+	pdbs := make([]*policyv1.PodDisruptionBudget, len(list.Items))
+	for i := range list.Items {
+		pdbs[i] = &list.Items[i]
+	}
+	plan.AccountBudgets(annotations, snap.Pods, pdbs, now)
+	return plan, nil
 }
 
 // liveConfiguration reads the ConfigMaps and Secrets t references when annotations opt

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kroll-dev/kroll/pkg/gates"
 )
 
 // rollout is kubectl's `rollout` with kroll's status in place of kubectl's, history
@@ -111,6 +113,7 @@ func (k *kubectlVerbs) newRolloutPlanCommand() *cobra.Command {
 	var (
 		file, output string
 		images       []string
+		featureGates string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan [TYPE/NAME] [-f FILE | --image CONTAINER=IMAGE ...]",
@@ -137,6 +140,12 @@ pkg/inplace), replayed on a model of the workload. A cpu or memory change the AP
 pods/resize accepts is made in place (with kroll.dev/update-strategy): each batch says
 how its pods are resized, "resize in place: app: cpu request 100m → 200m (no
 restart)" or "(restarts app)" for a container whose resizePolicy is RestartContainer.
+Unless the workload has kroll.dev/disruption-budget: Ignore, the plan reads the
+namespace's PodDisruptionBudgets and says how many old pods of the first batch that
+takes them down the budgets let go now, and which budget holds the rest.
+A StatefulSet's maxUnavailable is read as the controller reads it under its feature
+gates: with --feature-gates MaxUnavailableStatefulSet=false (the controller manager's
+setting on a cluster that turns the gate off), one pod at a time.
 -o json prints the plan as one object (kind, object, strategy, from, to, changes,
 inPlace, batches of ops with their resize, notes, maxPods, minAvailable).`,
 		Example: `  kroll rollout plan -f web-v2.yaml
@@ -153,6 +162,10 @@ inPlace, batches of ops with their resize, notes, maxPods, minAvailable).`,
 			}
 			if output != "" && output != "json" {
 				return fmt.Errorf("unknown output format %q: use -o json", output)
+			}
+			set, err := parseFeatureGates(featureGates)
+			if err != nil {
+				return err
 			}
 			client, ns, err := k.client()
 			if err != nil {
@@ -196,7 +209,7 @@ inPlace, batches of ops with their resize, notes, maxPods, minAvailable).`,
 					return err
 				}
 			}
-			plan, err := ref.plan(ctx, client, next)
+			plan, err := ref.plan(ctx, client, next, gates.Defaults().With(set))
 			if err != nil {
 				return err
 			}
@@ -215,5 +228,6 @@ inPlace, batches of ops with their resize, notes, maxPods, minAvailable).`,
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "Manifest of the changed workload ('-' reads stdin)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json (the plan as one object). Default: text")
 	cmd.Flags().StringArrayVar(&images, "image", nil, "CONTAINER=IMAGE: the change is this image (repeatable; * is every container)")
+	cmd.Flags().StringVar(&featureGates, "feature-gates", "", "the Kubernetes feature gates the controllers run with, as kroll up and kroll controller-manager take them (Name=true|false,...); default kroll up's: MaxUnavailableStatefulSet on")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/rolloutview"
@@ -177,5 +178,19 @@ func TestRolloutWatch_marksStepBoundaries(t *testing.T) {
 		if terminal && !strings.Contains(out.String(), "--- 12:00:00 step 2/3: rolling out to 100% (1 of 4 updated)\ndeployment/web  Progressing") {
 			t.Errorf("terminal: the mark is not right above the redrawn tree:\n%q", out.String())
 		}
+	}
+}
+
+// kroll rollout plan --feature-gates reads as kroll up's: a bad value is one line
+// before any request (the factory here has no cluster).
+func TestRolloutPlan_featureGates(t *testing.T) {
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	k := &kubectlVerbs{streams: streams}
+	cmd := k.newRolloutPlanCommand()
+	cmd.SetArgs([]string{"statefulset/web", "--feature-gates", "MaxUnavailableStatefulSet=off"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	want := "--feature-gates: MaxUnavailableStatefulSet=off: the value must be true or false"
+	if err := cmd.Execute(); err == nil || err.Error() != want {
+		t.Errorf("plan --feature-gates MaxUnavailableStatefulSet=off: %v; want %q", err, want)
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/disruption"
-	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/manager"
 )
@@ -161,11 +160,8 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	if err := k.Validate(); err != nil {
 		return cluster.Config{}, err
 	}
-	featureGates, err := gates.Parse(o.featureGates)
+	featureGates, err := parseFeatureGates(o.featureGates)
 	if err != nil {
-		return cluster.Config{}, fmt.Errorf("--feature-gates: %w", err)
-	}
-	if err := cluster.ValidateFeatureGates(featureGates); err != nil {
 		return cluster.Config{}, err
 	}
 	return cluster.Config{

@@ -1,5 +1,10 @@
 package rollout
 
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
 // SetSlot is one in-range ordinal of a StatefulSet, as its rolling update reads it
 // (slots are in ordinal order).
 type SetSlot struct {
@@ -53,4 +58,24 @@ func StatefulSetUpdate(slots []SetSlot, partition int, maxUnavailable *int) []in
 		out = append(out, i)
 	}
 	return out
+}
+
+// StatefulSetMaxUnavailable is set's rollingUpdate.maxUnavailable against its
+// replicas, rounded down, at least 1 (10 replicas at 25%: 2; 3 at 10%: 1); nil without
+// one (one pod at a time, each waited for, as StatefulSetUpdate reads nil). With the
+// MaxUnavailableStatefulSet gate off (gateOn false) it is nil whatever the set says,
+// as upstream's controller then ignores the field: a set created while the gate was
+// on keeps it (the API server drops it only from sets that never had it). The
+// StatefulSet controller and `kroll rollout plan` both read it here.
+func StatefulSetMaxUnavailable(set *appsv1.StatefulSet, gateOn bool) (*int, error) {
+	ru := set.Spec.UpdateStrategy.RollingUpdate
+	if !gateOn || ru == nil || ru.MaxUnavailable == nil {
+		return nil, nil
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(Replicas(set.Spec.Replicas)), false)
+	if err != nil {
+		return nil, err
+	}
+	n = max(n, 1)
+	return &n, nil
 }

@@ -107,6 +107,12 @@ type Plan struct {
 	// FailurePolicyProblem is the one line naming the annotations that do not parse
 	// (the policy is then off); empty when they all do.
 	FailurePolicyProblem string `json:"failurePolicyProblem,omitempty"`
+	// Budget is what the PodDisruptionBudgets let the first batch that takes old pods
+	// down do now (AccountBudgets): "batch 1: PodDisruptionBudget web-pdb allows 1
+	// disruption: the step takes down 1 of 3 old pods now, the rest as the budget
+	// allows"; empty when the workload ignores budgets, no batch takes an old pod
+	// down, or the budgets were not read.
+	Budget string `json:"budget,omitempty"`
 	// Batches are the pod operations in order; none when nothing changes, under OnDelete,
 	// or when an in-place update is blocked.
 	Batches []Batch `json:"batches"`

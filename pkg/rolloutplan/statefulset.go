@@ -11,8 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -54,6 +54,14 @@ import (
 // its updateRevision), To the name next's template gets ("web-677f98675c", hashed as
 // the controller hashes it: next must be as the API server stores it).
 func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, revisions []*appsv1.ControllerRevision, next *appsv1.StatefulSet, now time.Time) (Plan, error) {
+	return StatefulSetWithGates(cur, pods, revisions, next, gates.Defaults(), now)
+}
+
+// StatefulSetWithGates is StatefulSet under the feature gates g the controller runs
+// with (`kroll rollout plan --feature-gates`): with MaxUnavailableStatefulSet off, the
+// controller updates one pod at a time whatever rollingUpdate.maxUnavailable says,
+// and so does the plan.
+func StatefulSetWithGates(cur *appsv1.StatefulSet, pods []*corev1.Pod, revisions []*appsv1.ControllerRevision, next *appsv1.StatefulSet, g gates.Gates, now time.Time) (Plan, error) {
 	if cur == nil || next == nil {
 		return Plan{}, fmt.Errorf("statefulset: both the current and the changed StatefulSet are needed")
 	}
@@ -85,7 +93,7 @@ func StatefulSet(cur *appsv1.StatefulSet, pods []*corev1.Pod, revisions []*appsv
 	plan.Changes = append(plan.Changes, modeChange(cur.Annotations, next.Annotations)...)
 	plan.Changes = append(plan.Changes, templateChanges(&cur.Spec.Template, &next.Spec.Template)...)
 
-	s := &setSim{set: next, current: current, update: update, now: now, byOrdinal: map[int]*setPod{}}
+	s := &setSim{set: next, current: current, update: update, now: now, gates: g, byOrdinal: map[int]*setPod{}}
 	for _, p := range pods {
 		if p == nil || p.DeletionTimestamp != nil || !rollout.IsPodActive(p) {
 			continue
@@ -256,8 +264,10 @@ type setSim struct {
 	inPlace         bool
 	// resize is how a pod updated in place is resized (inplace.ResizeText); "" when
 	// no cpu or memory changes.
-	resize    string
-	now       time.Time
+	resize string
+	now    time.Time
+	// gates are the feature gates the controller runs with (MaxUnavailableStatefulSet).
+	gates     gates.Gates
 	byOrdinal map[int]*setPod
 	batches   []Batch
 	// waitingFor is the pod OrderedReady waits for (the plan stops there); stuck is why
@@ -290,21 +300,25 @@ func (s *setSim) strategy(mode inplace.Mode, v inplace.Verdict) string {
 	if v.Proceeds() || v.Reason == inplace.ReasonBlocked {
 		name = string(mode)
 	}
-	return fmt.Sprintf("%s (maxUnavailable %d, partition %d, %s)", name, s.maxUnavailable(), partition(s.set), s.set.Spec.PodManagementPolicy)
+	m, off := 1, ""
+	if p := s.maxUnavailable(); p != nil {
+		m = *p
+	} else if ru := s.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil && !s.gates.MaxUnavailableStatefulSet {
+		off = ", " + gates.MaxUnavailableStatefulSet + " off"
+	}
+	return fmt.Sprintf("%s (maxUnavailable %d%s, partition %d, %s)", name, m, off, partition(s.set), s.set.Spec.PodManagementPolicy)
 }
 
-// maxUnavailable is rollingUpdate.maxUnavailable against replicas, rounded down, at
-// least 1; 1 without it (one at a time).
-func (s *setSim) maxUnavailable() int {
-	ru := s.set.Spec.UpdateStrategy.RollingUpdate
-	if ru == nil || ru.MaxUnavailable == nil {
-		return 1
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, s.replicas(), false)
+// maxUnavailable is how many pods the rolling update may take down at once
+// (rollout.StatefulSetMaxUnavailable, as the controller reads it under s.gates); nil
+// is one at a time, each waited for. A value that does not resolve is read as nil:
+// the controller reports it as an error and updates nothing.
+func (s *setSim) maxUnavailable() *int {
+	m, err := rollout.StatefulSetMaxUnavailable(s.set, s.gates.MaxUnavailableStatefulSet)
 	if err != nil {
-		return 1
+		return nil
 	}
-	return max(n, 1)
+	return m
 }
 
 // staleInRange: some existing pod at or above the partition is not at the new revision.
@@ -392,11 +406,7 @@ func (s *setSim) scale() bool {
 // replaced (deleted and created again at the new revision) or updated in place.
 func (s *setSim) rollingUpdate() {
 	start, n := s.start(), s.replicas()
-	var maxUnavailable *int
-	if ru := s.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
-		m := s.maxUnavailable()
-		maxUnavailable = &m
-	}
+	maxUnavailable := s.maxUnavailable()
 	for range n + 1 {
 		slots := make([]rollout.SetSlot, n)
 		for i := range slots {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/gates"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
 
@@ -32,6 +33,8 @@ func TestStatefulSet(t *testing.T) {
 		pods     int
 		notReady []int
 		edit     func(*appsv1.StatefulSet)
+		// gateOff: the controller runs with MaxUnavailableStatefulSet off.
+		gateOff bool
 		// ops: per batch (see opsOf); note: part of a note.
 		ops, note string
 	}{
@@ -57,6 +60,9 @@ func TestStatefulSet(t *testing.T) {
 		{name: "maxUnavailable 2 of 5: two at a time, highest first",
 			cur: newStatefulSet("web", 5, 0, "2"), pods: 5, edit: setImageOf("nginx:1.26"),
 			ops: "delete web-4, create web-4, delete web-3, create web-3 | delete web-2, create web-2, delete web-1, create web-1 | delete web-0, create web-0"},
+		{name: "maxUnavailable 2 of 5 with MaxUnavailableStatefulSet off: one at a time, as upstream's controller then does",
+			cur: newStatefulSet("web", 5, 0, "2"), pods: 5, edit: setImageOf("nginx:1.26"), gateOff: true,
+			ops: "delete web-4, create web-4 | delete web-3, create web-3 | delete web-2, create web-2 | delete web-1, create web-1 | delete web-0, create web-0"},
 		{name: "maxUnavailable 2, Parallel, web-1 down: web-1 takes one of the 2 until it is reached, and then goes free with web-2",
 			cur:  changedSet(newStatefulSet("web", 5, 0, "2"), func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement }),
 			pods: 5, notReady: []int{1}, edit: setImageOf("nginx:1.26"),
@@ -103,7 +109,9 @@ func TestStatefulSet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := setPods(tc.cur, tc.pods, tc.notReady...)
 			next := changedSet(tc.cur, tc.edit)
-			plan, err := StatefulSet(tc.cur, pods, nil, next, now)
+			g := gates.Defaults()
+			g.MaxUnavailableStatefulSet = !tc.gateOff
+			plan, err := StatefulSetWithGates(tc.cur, pods, nil, next, g, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +132,7 @@ func TestStatefulSet(t *testing.T) {
 			// Never more pods unavailable at once than maxUnavailable, beyond those down
 			// from the start.
 			limit := 1
-			if ru := next.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+			if ru := next.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil && !tc.gateOff {
 				limit = ru.MaxUnavailable.IntValue()
 			}
 			replay(t, plan, availability(pods), func(batch, total, available int) {

@@ -45,6 +45,9 @@ func (p Plan) Text() string {
 	if p.FailurePolicy != "" {
 		fmt.Fprintf(&b, "  on failure: %s\n", p.FailurePolicy)
 	}
+	if p.Budget != "" {
+		fmt.Fprintf(&b, "  disruption budget: %s\n", p.Budget)
+	}
 	width := len(fmt.Sprint(len(p.Batches)))
 	for i, batch := range p.Batches {
 		fmt.Fprintf(&b, "  %*d. %s\n", width, i+1, strings.Join(p.describe(batch), "; "))

@@ -5,8 +5,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 )
@@ -77,6 +79,13 @@ func TestText(t *testing.T) {
 		plan func() (Plan, error)
 	}{
 		{"deployment-rolling-10-replicas-25-25", deployment(deploymentCase{cur: web, sizes: []int32{10}, edit: setImage("nginx:1.26")})},
+		{"deployment-rolling-budget-allows-1", func() (Plan, error) {
+			tc := deploymentCase{cur: web, sizes: []int32{10}, edit: setImage("nginx:1.26")}
+			cur, rss, pods, next := tc.objects()
+			plan, err := Deployment(cur, rss, pods, next, now)
+			plan.AccountBudgets(annotate(disruption.Annotation, "Respect"), pods, []*policyv1.PodDisruptionBudget{newBudget("web-pdb", "web", 1, 9, 10)}, now)
+			return plan, err
+		}},
 		{"deployment-rolling-20-replicas-long-batches", deployment(deploymentCase{cur: newDeployment("web", 20, "25%", "25%"), sizes: []int32{20}, edit: setImage("nginx:1.26")})},
 		{"deployment-recreate", deployment(deploymentCase{cur: newDeployment("web", 3, "", ""), sizes: []int32{3}, edit: setImage("nginx:1.26")})},
 		{"deployment-scale-3-to-5", deployment(deploymentCase{cur: newDeployment("web", 3, "25%", "25%"), sizes: []int32{3},

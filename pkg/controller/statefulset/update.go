@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/history"
@@ -238,7 +237,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	if set.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
 		return status, nil
 	}
-	maxUnavailable, err := maxUnavailableOf(set, !c.maxUnavailableOff)
+	maxUnavailable, err := rollout.StatefulSetMaxUnavailable(set, !c.maxUnavailableOff)
 	if err != nil {
 		return status, err
 	}
@@ -315,24 +314,6 @@ func (c *Controller) recreate(ctx context.Context, set *appsv1.StatefulSet, pods
 		}
 	}
 	return err
-}
-
-// maxUnavailableOf is set's rollingUpdate.maxUnavailable against its replicas, rounded
-// down, at least 1; nil without one (one pod at a time, each waited for), and nil
-// whatever the set says with the MaxUnavailableStatefulSet gate off (gated), as
-// upstream's controller then ignores the field: a set created while the gate was on
-// keeps it (the API server drops it only from sets that never had it).
-func maxUnavailableOf(set *appsv1.StatefulSet, gated bool) (*int, error) {
-	ru := set.Spec.UpdateStrategy.RollingUpdate
-	if !gated || ru == nil || ru.MaxUnavailable == nil {
-		return nil, nil
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicasOf(set), false)
-	if err != nil {
-		return nil, err
-	}
-	n = max(n, 1)
-	return &n, nil
 }
 
 // replicaStep acts on the in-range pod p, if it needs it; acted says whether
