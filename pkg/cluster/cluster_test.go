@@ -14,8 +14,6 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/configz"
-
-	"github.com/kroll-dev/kroll/pkg/kubelet"
 )
 
 func newTestCluster() *Cluster {
@@ -302,37 +300,5 @@ func TestClaimNames_releasesTheHoldersAndWaitsForTheClaim(t *testing.T) {
 	close(stopped)
 	if err := claimNames(context.Background(), names, func() <-chan struct{} { return stopped }); err == nil {
 		t.Error("a component that stopped before claiming: no error")
-	}
-}
-
-// Given a Start whose caller gives up while the API server runs its post-start hooks
-// (kroll bench interrupted between two samples), then Start returns the caller's error
-// and the process lives on: a hook stopped under it would end the process
-// (klog.Fatalf, "PostStartHook \"crd-informer-synced\" failed: context canceled").
-func TestStart_interruptedDuringBootstrapDoesNotEndTheProcess(t *testing.T) {
-	cfg := Config{DataDir: t.TempDir(), WorkloadControllers: WorkloadControllersNone, Kubelet: kubelet.DefaultConfig(), EtcdUnsafeNoFsync: true}
-	cfg.Kubelet.Nodes = 1
-	logFile := filepath.Join(cfg.DataDir, "kroll.log")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		// Cancel as soon as the API server serves, before its hooks are done.
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "Serving securely on") {
-				break
-			}
-		}
-		cancel()
-	}()
-	c, err := Start(ctx, cfg)
-	if err == nil {
-		c.Stop()
-		t.Fatal("Start succeeded; want the caller's cancellation")
-	}
-	if !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "context canceled") {
-		t.Errorf("Start = %v, want the caller's cancellation", err)
-	}
-	if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "PostStartHook") && strings.Contains(string(b), "failed") {
-		t.Errorf("a post-start hook failed:\n%s", b)
 	}
 }

@@ -65,6 +65,11 @@ func (p *Plan) AccountBudgets(annotations map[string]string, pods []*corev1.Pod,
 		if text == "" {
 			text = fmt.Sprintf("the budgets let its %d old %s go now", len(old), plural(len(old), "pod", "pods"))
 			if !selectsAny(pdbs, old) {
+				if prefix != "" {
+					// Whether budgets count is unknown and none would hold the step:
+					// nothing to say (kubectl's plan, word for word).
+					return
+				}
 				text = "no PodDisruptionBudget selects the pods it takes down"
 			}
 		}
