@@ -112,13 +112,17 @@ type Cluster struct {
 	// Client is an admin clientset.
 	Client kubernetes.Interface
 
-	cfg    Config
-	pki    pki
-	lock   *dataDirLock
-	etcd   *embed.Etcd
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg  Config
+	pki  pki
+	lock *dataDirLock
+	etcd *embed.Etcd
+	// server runs the API server and its egress; clients, everything that talks to it.
+	// Stop stops the clients before the server: kube-controller-manager still building
+	// its controllers ends the process when the API goes away under it (the namespace
+	// controller's discovery calls klog.FlushAndExit).
+	server, clients stage
+	// ctx is clients.ctx with klog's logger, the context every client component runs in.
+	ctx context.Context
 
 	// nodes is how many simulated nodes run (cfg.Kubelet.Nodes plus those AddNodes added).
 	nodesMu sync.Mutex
@@ -182,8 +186,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		cfg.Starting()
 	}
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{cfg: cfg, pki: pki{dir: filepath.Join(dir, "pki")}, lock: lock, ctx: runCtx, cancel: cancel, failed: make(chan struct{})}
+	c := &Cluster{cfg: cfg, pki: pki{dir: filepath.Join(dir, "pki")}, lock: lock, failed: make(chan struct{})}
+	c.server.ctx, c.server.cancel = context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
+	c.clients.ctx, c.clients.cancel = context.WithCancel(c.server.ctx)
+	c.ctx = c.clients.ctx
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -193,7 +199,6 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		listener.Close()
 		return nil, err
 	}
-	c.ctx = klog.NewContext(runCtx, klog.Background())
 
 	if err := c.pki.ensure(kubernetesServiceIP); err != nil {
 		listener.Close()
@@ -221,14 +226,14 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.egress = egress
-	c.supervise("the API server's egress to the simulated pods", egress.run)
-	runAPIServer, err := apiServerRunner(c.ctx, listener, etcdURL, c.pki, append(egressArgs, c.cfg.APIServerArgs...))
+	c.server.supervise(c, "the API server's egress to the simulated pods", egress.run)
+	runAPIServer, err := apiServerRunner(c.server.ctx, listener, etcdURL, c.pki, append(egressArgs, c.cfg.APIServerArgs...))
 	if err != nil {
 		listener.Close()
 		return nil, err
 	}
 	c.bootstrapping.Store(true)
-	c.supervise("kube-apiserver", runAPIServer)
+	c.server.supervise(c, "kube-apiserver", runAPIServer)
 
 	if c.RESTConfig, err = c.pki.restConfigFor(c.Server, identityAdmin); err != nil {
 		return nil, err
@@ -288,8 +293,8 @@ func (c *Cluster) startComponents() error {
 	if err := claimNames(c.ctx, controllerManagerNames, func() <-chan struct{} { return c.supervise("kube-controller-manager", stopsBetweenClaims(runKCM)) }); err != nil {
 		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); holdKCMLease(c.ctx, kcmKubeconfig) }()
+	c.clients.wg.Add(1)
+	go func() { defer c.clients.wg.Done(); holdKCMLease(c.ctx, kcmKubeconfig) }()
 	runScheduler, err := schedulerRunner(c.ctx, schedulerKubeconfig, nil)
 	if err != nil {
 		return err
@@ -335,17 +340,29 @@ func (c *Cluster) AddNodes(ctx context.Context, n int) error {
 	return c.waitFor(ctx, "the added nodes Ready", c.nodesReady)
 }
 
-// supervise runs a component; if it stops while the cluster is meant to run, the whole
-// cluster stops and Err reports which component it was. The channel it returns is
+// supervise runs a client component; if it stops while the cluster is meant to run, the
+// whole cluster stops and Err reports which component it was. The channel it returns is
 // closed when the component has stopped.
 func (c *Cluster) supervise(name string, run func(context.Context) error) <-chan struct{} {
+	return c.clients.supervise(c, name, run)
+}
+
+// stage is a set of components stopped together.
+type stage struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// supervise runs run in s; a stop of its own, while s is meant to run, fails c.
+func (s *stage) supervise(c *Cluster, name string, run func(context.Context) error) <-chan struct{} {
 	stopped := make(chan struct{})
-	c.wg.Add(1)
+	s.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer s.wg.Done()
 		defer close(stopped)
-		err := run(c.ctx)
-		if c.ctx.Err() != nil {
+		err := run(s.ctx)
+		if s.ctx.Err() != nil {
 			return // stopping
 		}
 		if err == nil {
@@ -356,11 +373,33 @@ func (c *Cluster) supervise(name string, run func(context.Context) error) <-chan
 	return stopped
 }
 
+// stop cancels s and waits for its components, at most until deadline; false if some
+// still run.
+func (s *stage) stop(deadline time.Time) bool {
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(time.Until(deadline)):
+		return false
+	}
+}
+
+// stopComponents stops the clients, then the server, within timeout in all; false if
+// some component still runs.
+func (c *Cluster) stopComponents(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	clientsStopped := c.clients.stop(deadline)
+	return c.server.stop(deadline) && clientsStopped
+}
+
 func (c *Cluster) fail(err error) {
 	c.failOnce.Do(func() {
 		c.err = err
 		close(c.failed)
-		c.cancel()
+		c.server.cancel()
 	})
 }
 
@@ -385,12 +424,7 @@ const stopTimeout = 30 * time.Second
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.awaitBootstrap()
-		c.cancel()
-		done := make(chan struct{})
-		go func() { c.wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(stopTimeout):
+		if !c.stopComponents(stopTimeout) {
 			klog.Warningf("components still running %s after stop; closing etcd anyway", stopTimeout)
 		}
 		if c.etcd != nil {

@@ -17,14 +17,17 @@ import (
 )
 
 func newTestCluster() *Cluster {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Cluster{ctx: ctx, cancel: cancel, failed: make(chan struct{})}
+	c := &Cluster{failed: make(chan struct{})}
+	c.server.ctx, c.server.cancel = context.WithCancel(context.Background())
+	c.clients.ctx, c.clients.cancel = context.WithCancel(c.server.ctx)
+	c.ctx = c.clients.ctx
+	return c
 }
 
 func TestSupervise_aComponentThatStopsStopsTheCluster(t *testing.T) {
 	c := newTestCluster()
 	otherStopped := make(chan struct{})
-	c.supervise("kube-apiserver", func(ctx context.Context) error { <-ctx.Done(); close(otherStopped); return nil })
+	c.server.supervise(c, "kube-apiserver", func(ctx context.Context) error { <-ctx.Done(); close(otherStopped); return nil })
 	c.supervise("kube-scheduler", func(context.Context) error { return errors.New("boom") })
 	select {
 	case <-c.Failed():
@@ -39,7 +42,8 @@ func TestSupervise_aComponentThatStopsStopsTheCluster(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the other components were left running")
 	}
-	c.wg.Wait()
+	c.clients.wg.Wait()
+	c.server.wg.Wait()
 }
 
 func TestSupervise_aComponentReturningNilCountsAsStopped(t *testing.T) {
@@ -54,10 +58,44 @@ func TestSupervise_aComponentReturningNilCountsAsStopped(t *testing.T) {
 func TestSupervise_stoppingOnRequestIsNotAFailure(t *testing.T) {
 	c := newTestCluster()
 	c.supervise("kube-controller-manager", func(ctx context.Context) error { <-ctx.Done(); return errors.New("context canceled") })
-	c.cancel()
-	c.wg.Wait()
+	if !c.stopComponents(5 * time.Second) {
+		t.Fatal("a component that stops on request was still running")
+	}
 	if err := c.Err(); err != nil {
 		t.Errorf("a requested stop reported %v", err)
+	}
+}
+
+// kube-controller-manager still building its controllers when its API server goes
+// away ends the process: the clients stop, all of them, before the server does.
+func TestStopComponents_theClientsBeforeTheServer(t *testing.T) {
+	c := newTestCluster()
+	serverUpAtClientsEnd := make(chan bool, 1)
+	c.server.supervise(c, "kube-apiserver", func(ctx context.Context) error { <-ctx.Done(); return nil })
+	c.supervise("kube-controller-manager", func(ctx context.Context) error {
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond) // still winding down
+		serverUpAtClientsEnd <- c.server.ctx.Err() == nil
+		return nil
+	})
+	if !c.stopComponents(5 * time.Second) {
+		t.Fatal("components still running after stop")
+	}
+	if up := <-serverUpAtClientsEnd; !up {
+		t.Error("the API server stopped while a client was still winding down")
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("a requested stop reported %v", err)
+	}
+}
+
+func TestStopComponents_reportsAComponentThatDoesNotStop(t *testing.T) {
+	c := newTestCluster()
+	release := make(chan struct{})
+	defer close(release)
+	c.supervise("kube-scheduler", func(context.Context) error { <-release; return nil })
+	if c.stopComponents(100 * time.Millisecond) {
+		t.Error("stopComponents reported everything stopped while a component still ran")
 	}
 }
 
