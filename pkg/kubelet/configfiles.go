@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -16,9 +17,10 @@ import (
 // objects kroll's configuration rollout gives pods are immutable snapshots, so the
 // difference does not show). A pod whose volume mounts a ConfigMap or Secret that does
 // not exist (and is not optional) is held back by the volume gate (volumes.go:
-// FailedMount, ContainerCreating) until it does, as a real kubelet holds it; an
-// environment variable of a missing object or key is left unset (a real kubelet
-// reports CreateContainerConfigError: not modelled yet).
+// FailedMount, ContainerCreating) until it does, as a real kubelet holds it. A
+// container whose environment names a ConfigMap or Secret, or a key of one, that does
+// not exist (and is not optional) is not created: it waits in CreateContainerConfigError
+// with the kubelet's message (envConfigError) until the object or key appears.
 
 // configLookup reads ConfigMaps and Secrets (from the kubelet's caches); a nil func
 // finds nothing.
@@ -109,6 +111,64 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, look configLookup) (e
 		}
 	}
 	return env, files
+}
+
+// envConfigError is why a kubelet cannot build c's environment in pod, in its words and
+// in its order (envFrom sources, then env): `configmap "x" not found`, `couldn't find
+// key k in ConfigMap ns/x`, and the same of Secrets. "" when it can, or when look cannot
+// tell (no caches).
+func envConfigError(pod *corev1.Pod, c *corev1.Container, look configLookup) string {
+	if look.configMaps == nil || look.secrets == nil {
+		return ""
+	}
+	opt := func(b *bool) bool { return b != nil && *b }
+	// source checks one reference: the object's data, or the message naming what is missing.
+	source := func(kind, name, key string, optional bool) string {
+		var data map[string]string
+		if kind == "ConfigMap" {
+			data = look.configMap(pod.Namespace, name)
+		} else {
+			data = look.secret(pod.Namespace, name)
+		}
+		switch {
+		case optional:
+			return ""
+		case data == nil:
+			return fmt.Sprintf("%s %q not found", strings.ToLower(kind), name)
+		case key == "":
+			return ""
+		}
+		if _, ok := data[key]; !ok {
+			return fmt.Sprintf("couldn't find key %s in %s %s/%s", key, kind, pod.Namespace, name)
+		}
+		return ""
+	}
+	var problems []string
+	for _, from := range c.EnvFrom {
+		switch {
+		case from.ConfigMapRef != nil:
+			problems = append(problems, source("ConfigMap", from.ConfigMapRef.Name, "", opt(from.ConfigMapRef.Optional)))
+		case from.SecretRef != nil:
+			problems = append(problems, source("Secret", from.SecretRef.Name, "", opt(from.SecretRef.Optional)))
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			problems = append(problems, source("ConfigMap", ref.Name, ref.Key, opt(ref.Optional)))
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			problems = append(problems, source("Secret", ref.Name, ref.Key, opt(ref.Optional)))
+		}
+	}
+	for _, p := range problems {
+		if p != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // volumeFiles are the files of a ConfigMap, Secret or projected volume, by path in

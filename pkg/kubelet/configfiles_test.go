@@ -1,9 +1,11 @@
 package kubelet
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,5 +94,91 @@ func TestMountFailuresNameAMissingConfigMapOrSecret(t *testing.T) {
 				t.Errorf("the gate does not look at a pod that mounts configuration")
 			}
 		})
+	}
+}
+
+func TestEnvConfigError_theKubeletsFirstProblemInItsWords(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = idx.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"greeting": "hello"}})
+	sidx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = sidx.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"password": []byte("s3cret")}})
+	look := configLookup{configMaps: corelisters.NewConfigMapLister(idx), secrets: corelisters.NewSecretLister(sidx)}
+	yes := true
+	cmKey := func(name, key string, optional *bool) corev1.EnvVar {
+		return corev1.EnvVar{Name: "V", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: optional}}}
+	}
+	secretKey := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}}
+	}
+	cases := []struct {
+		name    string
+		envFrom []corev1.EnvFromSource
+		env     []corev1.EnvVar
+		look    configLookup
+		want    string
+	}{
+		{name: "every reference resolves", env: []corev1.EnvVar{{Name: "P", Value: "1"}, cmKey("app", "greeting", nil), secretKey("creds", "password")}, look: look},
+		{name: "a missing key", env: []corev1.EnvVar{cmKey("app", "absent", nil)}, look: look, want: "couldn't find key absent in ConfigMap ns/app"},
+		{name: "a missing ConfigMap", env: []corev1.EnvVar{cmKey("gone", "k", nil)}, look: look, want: `configmap "gone" not found`},
+		{name: "optional: left unset", env: []corev1.EnvVar{cmKey("gone", "k", &yes), cmKey("app", "absent", &yes)}, look: look},
+		{name: "a missing Secret key", env: []corev1.EnvVar{secretKey("creds", "token")}, look: look, want: "couldn't find key token in Secret ns/creds"},
+		{name: "a missing Secret", env: []corev1.EnvVar{secretKey("vault", "token")}, look: look, want: `secret "vault" not found`},
+		{name: "envFrom comes first", env: []corev1.EnvVar{cmKey("app", "absent", nil)},
+			envFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vault"}}}},
+			look:    look, want: `secret "vault" not found`},
+		{name: "envFrom optional", envFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Optional: &yes}}}, look: look},
+		{name: "no caches: cannot tell", env: []corev1.EnvVar{cmKey("gone", "k", nil)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", EnvFrom: tc.envFrom, Env: tc.env}}}}
+			if got := envConfigError(pod, &pod.Spec.Containers[0], tc.look); got != tc.want {
+				t.Errorf("envConfigError = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A container whose environment names a key that does not exist yet waits in
+// CreateContainerConfigError, tried again every 10 s, and starts once the key is there.
+func TestPodStatus_createContainerConfigErrorUntilTheKeyExists(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = idx.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}, Data: map[string]string{}})
+	sim := newSimulator(t)
+	sim.config = configLookup{configMaps: corelisters.NewConfigMapLister(idx), secrets: corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))}
+	pod := newPod("app:1")
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "mode"}}}}
+	const s = time.Second
+	runSteps(t, sim, pod, []step{
+		{at: 0, phase: corev1.PodPending, reason: reasonContainerCreating, wake: 500 * time.Millisecond},
+		{at: 500 * time.Millisecond, phase: corev1.PodPending, reason: reasonCreateContainerConfigError, wake: 10*s + 500*time.Millisecond},
+		{at: 10*s + 500*time.Millisecond, phase: corev1.PodPending, reason: reasonCreateContainerConfigError, wake: 20*s + 500*time.Millisecond},
+		{at: 12 * s, edit: func(*corev1.Pod) {
+			_ = idx.Update(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}, Data: map[string]string{"mode": "a"}})
+		}, phase: corev1.PodRunning, reason: "Running", ready: true},
+	})
+	if w := pod.Status.ContainerStatuses[0]; w.RestartCount != 0 || w.State.Running == nil {
+		t.Errorf("after the key appeared: %+v, want a first instance running", w.State)
+	}
+}
+
+func TestContainerEvents_createContainerConfigError(t *testing.T) {
+	pod := newPod("app:1")
+	c := &pod.Spec.Containers[0]
+	creating := waitingStatus(c.Name, c.Image, reasonContainerCreating, "", nil)
+	failed := waitingStatus(c.Name, c.Image, reasonCreateContainerConfigError, "couldn't find key mode in ConfigMap default/app", nil)
+	present := map[string]bool{}
+	var got []string
+	for _, e := range containerEvents(pod, c, &creating, &failed, present, time.Second) {
+		got = append(got, e.reason+": "+e.message)
+	}
+	want := []string{`Pulling: Pulling image "app:1"`, `Pulled: Successfully pulled image "app:1" in 1s (1s including waiting). Image size: ` + fmt.Sprint(imageSize(normalizeImage("app:1"))) + ` bytes.`,
+		"Failed: Error: couldn't find key mode in ConfigMap default/app"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %q\nwant %q", got, want)
+	}
+	if again := containerEvents(pod, c, &failed, &failed, present, time.Second); len(again) != 0 {
+		t.Errorf("a status that does not change posted %d events", len(again))
 	}
 }

@@ -136,7 +136,9 @@ func stoppedInstance(cs *corev1.ContainerStatus, now time.Time) corev1.Container
 }
 
 // creatingOrStart handles a container's first creation: ContainerCreating until the
-// startup delay has passed, then a failed pull or a running first instance.
+// startup delay has passed, then a failed pull, an environment it cannot be given
+// (CreateContainerConfigError, tried again as the kubelet's pod worker does after a
+// failed sync), or a running first instance.
 func (s *simulator) creatingOrStart(pod *corev1.Pod, c corev1.Container, image string, plan imagePlan, old *corev1.ContainerStatus, clk *podClock, now time.Time, delay time.Duration, w *wake) corev1.ContainerStatus {
 	due := clk.since[c.Name].Add(delay)
 	if now.Before(due) {
@@ -146,6 +148,10 @@ func (s *simulator) creatingOrStart(pod *corev1.Pod, c corev1.Container, image s
 	if !plan.pull.OK {
 		clk.since[c.Name] = now
 		return s.pullFailure(c, plan.pull, old, clk, now, w)
+	}
+	if msg := envConfigError(pod, &c, s.config); msg != "" {
+		w.offer(now.Add(mountRetryPeriod))
+		return waitingStatus(c.Name, c.Image, reasonCreateContainerConfigError, msg, old)
 	}
 	return s.startInstance(pod, c, image, &corev1.ContainerStatus{}, now, 0, s.readinessDelay(plan.fault, 0), delay, clk, w)
 }
@@ -239,9 +245,12 @@ func (s *simulator) backOff(restarts int32) time.Duration {
 	return min(d, maxCrashLoopBackOff)
 }
 
-// isFirstCreation tells a container still waiting for its very first instance.
+// isFirstCreation tells a container still waiting for its very first instance: being
+// created, or held back because its environment cannot be built.
 func isFirstCreation(cs *corev1.ContainerStatus) bool {
-	return cs.State.Waiting != nil && cs.State.Waiting.Reason == reasonContainerCreating && cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil
+	w := cs.State.Waiting
+	return w != nil && (w.Reason == reasonContainerCreating || w.Reason == reasonCreateContainerConfigError) &&
+		cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil
 }
 
 func findStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerStatus {

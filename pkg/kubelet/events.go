@@ -56,6 +56,9 @@ type podEvent struct {
 //     registry's error>", Failed "Error: ErrImagePull"; ImagePullBackOff entered:
 //     BackOff "Back-off pulling image …", Failed "Error: ImagePullBackOff"; an invalid
 //     reference: InspectFailed with the parse error, Failed "Error: InvalidImageName";
+//   - an environment the kubelet cannot build (CreateContainerConfigError entered): the
+//     pull's events as below, then Failed "Error: <why>" (a kubelet posts it again on
+//     each retry; here once, as a status that does not change posts nothing);
 //   - a new instance (a containerID not seen before: the first start, a restart):
 //     Pulling and Pulled "Successfully pulled image … in …", or Pulled "Container image
 //     … already present on machine …"; Created; Started;
@@ -134,19 +137,28 @@ func containerEvents(pod *corev1.Pod, c *corev1.Container, old, cur *corev1.Cont
 		add(corev1.EventTypeWarning, eventFailed, "Error: "+reasonImagePullBackOff)
 	}
 
-	if newInstance {
+	// pulled: the image pulled (or found present) for an instance about to be created.
+	pulled := func() {
 		normalized := normalizeImage(c.Image)
 		if present[normalized] && pullPolicy(c) != corev1.PullAlways {
 			add(corev1.EventTypeNormal, eventPulled, fmt.Sprintf(messagePresentFmt, c.Image))
-		} else {
-			took := pullTook.Truncate(time.Millisecond)
-			add(corev1.EventTypeNormal, eventPulling, fmt.Sprintf("Pulling image %q", image))
-			add(corev1.EventTypeNormal, eventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.",
-				image, took, took, imageSize(normalized)))
-			if present != nil {
-				present[normalized] = true
-			}
+			return
 		}
+		took := pullTook.Truncate(time.Millisecond)
+		add(corev1.EventTypeNormal, eventPulling, fmt.Sprintf("Pulling image %q", image))
+		add(corev1.EventTypeNormal, eventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.",
+			image, took, took, imageSize(normalized)))
+		if present != nil {
+			present[normalized] = true
+		}
+	}
+	if waiting := waitingReason(cur); waiting == reasonCreateContainerConfigError && waitingReason(&was) != waiting {
+		pulled()
+		add(corev1.EventTypeWarning, eventFailed, "Error: "+cur.State.Waiting.Message)
+	}
+
+	if newInstance {
+		pulled()
 		add(corev1.EventTypeNormal, eventCreated, messageCreated)
 		add(corev1.EventTypeNormal, eventStarted, messageStarted)
 	}

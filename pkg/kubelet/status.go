@@ -14,8 +14,11 @@ const (
 	reasonErrImagePull      = "ErrImagePull"
 	reasonImagePullBackOff  = "ImagePullBackOff"
 	reasonCrashLoopBackOff  = "CrashLoopBackOff"
-	reasonCompleted         = "Completed"
-	reasonError             = "Error"
+	// reasonCreateContainerConfigError: the container's environment names a ConfigMap,
+	// Secret or key that does not exist.
+	reasonCreateContainerConfigError = "CreateContainerConfigError"
+	reasonCompleted                  = "Completed"
+	reasonError                      = "Error"
 
 	// maxCrashLoopBackOff is the kubelet's ceiling on the restart back-off.
 	maxCrashLoopBackOff = 5 * time.Minute
