@@ -12,6 +12,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 )
 
@@ -49,4 +50,28 @@ func ClaimRevisions(ctx context.Context, client kubernetes.Interface, owner meta
 	}
 	history.SortRevisions(owned)
 	return owned, nil
+}
+
+// RollbackRevision is the revision a set's self-healing rollback returns to, among
+// revs but those skip excludes (the failing revision, the one rolled back from
+// before): the newest marked complete (failure.CompleteAnnotation), as a Deployment
+// returns to its newest complete ReplicaSet; without one, the newest by number. Nil
+// when none is left.
+func RollbackRevision(revs []*appsv1.ControllerRevision, skip func(*appsv1.ControllerRevision) bool) *appsv1.ControllerRevision {
+	var newest, newestComplete *appsv1.ControllerRevision
+	for _, r := range revs {
+		if skip(r) {
+			continue
+		}
+		if newest == nil || r.Revision > newest.Revision {
+			newest = r
+		}
+		if failure.IsComplete(r.Annotations) && (newestComplete == nil || r.Revision > newestComplete.Revision) {
+			newestComplete = r
+		}
+	}
+	if newestComplete != nil {
+		return newestComplete
+	}
+	return newest
 }

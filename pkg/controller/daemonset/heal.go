@@ -57,8 +57,9 @@ type dsRevisions struct {
 }
 
 // rollbackRevisions finds, among ds's revisions, the newest (labelled hash) and the
-// one a rollback returns to: the highest-numbered other, skipping the revision kroll
-// rolled back from before (kroll.dev/rolled-back-from), which failed.
+// one a rollback returns to: the newest other marked complete, else the
+// highest-numbered other, skipping the revision kroll rolled back from before
+// (kroll.dev/rolled-back-from), which failed (controller.RollbackRevision).
 func rollbackRevisions(ds *appsv1.DaemonSet, owned []*appsv1.ControllerRevision, hash string) dsRevisions {
 	var out dsRevisions
 	failed := ds.Annotations[failure.RolledBackFromAnnotation]
@@ -69,14 +70,9 @@ func rollbackRevisions(ds *appsv1.DaemonSet, owned []*appsv1.ControllerRevision,
 			}
 		}
 	}
-	for _, r := range owned {
-		if r.Labels[RevisionLabel] == hash || strconv.FormatInt(r.Revision, 10) == failed {
-			continue
-		}
-		if out.target == nil || r.Revision > out.target.Revision {
-			out.target = r
-		}
-	}
+	out.target = controller.RollbackRevision(owned, func(r *appsv1.ControllerRevision) bool {
+		return r.Labels[RevisionLabel] == hash || strconv.FormatInt(r.Revision, 10) == failed
+	})
 	return out
 }
 

@@ -73,23 +73,17 @@ func planFailure(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, he
 
 // rollbackTarget is the revision a rollback of set returns to: the current revision
 // while the rollout runs; once the update revision became current (a rollout done but
-// not yet complete: its pods not settled), the highest-numbered other revision, but
-// never the one kroll rolled back from before. Nil without one.
+// not yet complete: its pods not settled), the newest other revision marked complete,
+// else the highest-numbered other, but never the one kroll rolled back from before
+// (controller.RollbackRevision). Nil without one.
 func rollbackTarget(set *appsv1.StatefulSet, revs revisions) *appsv1.ControllerRevision {
 	if revs.current.Name != revs.update.Name {
 		return revs.current
 	}
 	failed := set.Annotations[failure.RolledBackFromAnnotation]
-	var out *appsv1.ControllerRevision
-	for _, r := range revs.all {
-		if r.Name == revs.update.Name || strconv.FormatInt(r.Revision, 10) == failed {
-			continue
-		}
-		if out == nil || r.Revision > out.Revision {
-			out = r
-		}
-	}
-	return out
+	return controller.RollbackRevision(revs.all, func(r *appsv1.ControllerRevision) bool {
+		return r.Name == revs.update.Name || strconv.FormatInt(r.Revision, 10) == failed
+	})
 }
 
 // actOnFailure is set as plan's action leaves it (a copy), and the outcome to report.
