@@ -38,6 +38,8 @@ type upOptions struct {
 	verbosity           int
 	disruptionBudget    string
 	featureGates        string
+	prometheus          bool
+	prometheusPort      int
 }
 
 func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -88,6 +90,9 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 		"kroll's controllers: whether rollouts of workloads without kroll.dev/disruption-budget draw on their PodDisruptionBudgets: Respect or Ignore (as upstream)")
 	f.StringVar(&o.featureGates, "feature-gates", "",
 		"Kubernetes feature gates for every component (API server, controller manager, scheduler, kroll's controllers), as kind's featureGates: Name=true|false,...; kroll up turns MaxUnavailableStatefulSet on unless this says otherwise")
+	f.BoolVar(&o.prometheus, "prometheus", false,
+		"run a Prometheus beside the cluster (the github.com/prometheus/prometheus module's discovery, scrape manager, TSDB, PromQL engine and HTTP API): it scrapes pods annotated prometheus.io/scrape=\"true\" and the API server every "+cluster.PrometheusScrapeInterval+"; its URL is printed with the API server's")
+	f.IntVar(&o.prometheusPort, "prometheus-port", 0, "with --prometheus: the port of its HTTP API on 127.0.0.1; 0 picks a free one")
 	return cmd
 }
 
@@ -164,6 +169,12 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	if err != nil {
 		return cluster.Config{}, err
 	}
+	switch {
+	case o.prometheusPort < 0 || o.prometheusPort > 65535:
+		return cluster.Config{}, fmt.Errorf("--prometheus-port must be between 0 and 65535, got %d", o.prometheusPort)
+	case o.prometheusPort != 0 && !o.prometheus:
+		return cluster.Config{}, errors.New("--prometheus-port needs --prometheus")
+	}
 	return cluster.Config{
 		DataDir:             o.dataDir,
 		Port:                o.port,
@@ -174,6 +185,8 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 		LogVerbosity:        o.verbosity,
 		NoAdmissionPolicy:   !o.admissionPolicy,
 		FeatureGates:        featureGates,
+		Prometheus:          o.prometheus,
+		PrometheusPort:      o.prometheusPort,
 	}, nil
 }
 
@@ -207,8 +220,11 @@ func runUp(ctx context.Context, o *upOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Stop()
-	fmt.Fprintf(stdout, "API server: %s\nkubeconfig: %s\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nready\n",
-		c.Server, c.KubeconfigPath, c.KubeconfigPath)
+	fmt.Fprintf(stdout, "API server: %s\nkubeconfig: %s\n", c.Server, c.KubeconfigPath)
+	if c.PrometheusURL != "" {
+		fmt.Fprintf(stdout, "Prometheus: %s\n", c.PrometheusURL)
+	}
+	fmt.Fprintf(stdout, "\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nready\n", c.KubeconfigPath)
 
 	select {
 	case <-ctx.Done():

@@ -53,3 +53,33 @@ func TestUp_featureGates(t *testing.T) {
 		t.Errorf("kroll up's gates without --feature-gates: %s", got)
 	}
 }
+
+// --prometheus-port: out of range, or without --prometheus, is one line.
+func TestUp_prometheusPort(t *testing.T) {
+	defaults := kubelet.DefaultConfig()
+	for _, tc := range []struct {
+		on   bool
+		port int
+		err  string
+	}{
+		{on: true, port: 9090},
+		{on: true, port: 0},
+		{on: true, port: 70000, err: "--prometheus-port must be between 0 and 65535, got 70000"},
+		{on: false, port: 9090, err: "--prometheus-port needs --prometheus"},
+	} {
+		o := &upOptions{dataDir: ".kroll", kubelet: defaults, nodes: defaults.Nodes, nodePods: defaults.Pods,
+			nodeCPU: defaults.CPU.String(), nodeMemory: defaults.Memory.String(), workloadControllers: "kroll", unknownImages: "pull",
+			prometheus: tc.on, prometheusPort: tc.port}
+		cfg, err := o.clusterConfig()
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.err {
+			t.Errorf("--prometheus=%v --prometheus-port=%d: error %q, want %q", tc.on, tc.port, got, tc.err)
+		}
+		if err == nil && (cfg.Prometheus != tc.on || cfg.PrometheusPort != tc.port) {
+			t.Errorf("--prometheus=%v --prometheus-port=%d: config %v %d", tc.on, tc.port, cfg.Prometheus, cfg.PrometheusPort)
+		}
+	}
+}

@@ -90,6 +90,10 @@ type Config struct {
 	// scheduler read them from the process-wide gate, kroll's controllers from
 	// KrollControllers' options. Every cluster of one process must have the same.
 	FeatureGates map[string]bool
+	// Prometheus runs a Prometheus (prometheus.go) serving its API on 127.0.0.1 at
+	// PrometheusPort (0: a free port); the cluster's PrometheusURL says where.
+	Prometheus     bool
+	PrometheusPort int
 	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
 	ReadyTimeout time.Duration
 	// Warn, if set, receives warnings a user should act on (a data dir others may
@@ -111,6 +115,8 @@ type Cluster struct {
 	RESTConfig *rest.Config
 	// Client is an admin clientset.
 	Client kubernetes.Interface
+	// PrometheusURL is the embedded Prometheus' API, "http://127.0.0.1:PORT"; "" without one.
+	PrometheusURL string
 
 	cfg  Config
 	pki  pki
@@ -263,6 +269,15 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if err := c.startStorage(ctx); err != nil {
 		return nil, fmt.Errorf("simulated storage: %w", err)
+	}
+	if cfg.Prometheus {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", cfg.PrometheusPort))
+		if err != nil {
+			return nil, fmt.Errorf("--prometheus-port %d: %w; pick another port, or 0 for a free one", cfg.PrometheusPort, err)
+		}
+		if err := c.startPrometheus(ctx, l); err != nil {
+			return nil, fmt.Errorf("prometheus: %w", err)
+		}
 	}
 	if err := c.waitFor(ctx, fmt.Sprintf("%d nodes to be Ready", cfg.Kubelet.Nodes), c.nodesReady); err != nil {
 		return nil, err

@@ -109,14 +109,7 @@ func (e *egress) serve(ctx context.Context, conn net.Conn) {
 		reply(http.StatusBadRequest)
 		return
 	}
-	e.mu.Lock()
-	kubelets := append([]*kubelet.Kubelet(nil), e.kubelets...)
-	e.mu.Unlock()
-	for _, k := range kubelets {
-		forward, ok, err := k.PodConnection(host, int32(port))
-		if !ok {
-			continue
-		}
+	if forward, ok, err := e.podConnection(host, port); ok {
 		if err != nil {
 			reply(http.StatusServiceUnavailable)
 			return
@@ -134,6 +127,45 @@ func (e *egress) serve(ctx context.Context, conn net.Conn) {
 	reply(http.StatusOK)
 	go func() { _, _ = io.Copy(upstream, br); _ = upstream.(*net.TCPConn).CloseWrite() }()
 	_, _ = io.Copy(conn, upstream)
+}
+
+// podConnection finds the kubelet that runs the pod at ip (ok), and its connection
+// to the pod's port.
+func (e *egress) podConnection(ip string, port int) (forward func(context.Context, io.ReadWriteCloser) error, ok bool, err error) {
+	e.mu.Lock()
+	kubelets := append([]*kubelet.Kubelet(nil), e.kubelets...)
+	e.mu.Unlock()
+	for _, k := range kubelets {
+		if forward, ok, err := k.PodConnection(ip, int32(port)); ok {
+			return forward, true, err
+		}
+	}
+	return nil, false, nil
+}
+
+// dial connects to addr as the API server's egress does: a simulated pod's address is
+// answered by the kubelet that runs the pod, over an in-memory pipe; any other is
+// dialled as it is.
+func (e *egress) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: bad port", addr)
+	}
+	if forward, ok, err := e.podConnection(host, port); ok {
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", addr, err)
+		}
+		client, server := net.Pipe()
+		// The connection outlives the dial's context (an HTTP client's keeps it for
+		// the next request): it ends when the client closes it.
+		go func() { defer server.Close(); _ = forward(context.WithoutCancel(ctx), server) }()
+		return client, nil
+	}
+	return (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
 }
 
 // newKubelet builds the node simulator on two clients: pod work on one, heartbeats on

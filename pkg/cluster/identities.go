@@ -256,7 +256,7 @@ func nodeClients(base *rest.Config) (func(node string) kubernetes.Interface, err
 // as: a refusal naming one is a component's role falling short.
 func ComponentUsers() []string {
 	return []string{identityControllerManager.cn, identityScheduler.cn, identityKubelet.cn, identityControllers.cn,
-		identityStorage.cn, identityAPIServerKubeletClient.cn, "system:node:", "system:serviceaccount:kube-system:"}
+		identityStorage.cn, identityAPIServerKubeletClient.cn, identityPrometheus.cn, "system:node:", "system:serviceaccount:kube-system:"}
 }
 
 // ServingCertificate is a serving certificate and its key, in files.

@@ -40,6 +40,9 @@ var (
 	identityAPIServerKubeletClient = identity{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client"}
 	// The simulated storage provisioner: no group, only the ClusterRole storage.go binds.
 	identityStorage = identity{file: "storage-provisioner", cn: "kroll:storage-provisioner"}
+	// The embedded Prometheus (--prometheus): discovers pods and scrapes the API server's
+	// /metrics, under the ClusterRole prometheus.go binds, and nothing more.
+	identityPrometheus = identity{file: "prometheus", cn: "kroll:prometheus"}
 )
 
 type identity struct {
@@ -107,7 +110,7 @@ func (p pki) ensure(serviceIP net.IP) error {
 	if err := p.ensureSigned(p.servingCert(), p.servingKey(), serving, ca, caKey); err != nil {
 		return err
 	}
-	for _, id := range []identity{identityAdmin, identityControllerManager, identityScheduler, identityKubelet, identityControllers, identityStorage, identityAPIServerKubeletClient} {
+	for _, id := range []identity{identityAdmin, identityControllerManager, identityScheduler, identityKubelet, identityControllers, identityStorage, identityAPIServerKubeletClient, identityPrometheus} {
 		tmpl := &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.cn, Organization: id.orgs},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
