@@ -240,3 +240,14 @@ func TestOverall(t *testing.T) {
 		t.Errorf("next at %v, want the earliest", s.Next)
 	}
 }
+
+func TestOverallSuccessfulNamesTheValues(t *testing.T) {
+	one := Status{Check: "a", Outcome: Successful, Message: `check "a" succeeded: 0 is < 0.01 (3 of 3 measurements successful)`}
+	two := Status{Check: "b", Outcome: Successful, Message: `check "b" succeeded: 0.1 is <= 0.25 (2 of 2 measurements successful)`}
+	if s := Overall([]Status{one}); s.Message != one.Message {
+		t.Errorf("one check: %q", s.Message)
+	}
+	if s := Overall([]Status{one, two}); s.Message != "all 2 checks succeeded: "+one.Message+"; "+two.Message {
+		t.Errorf("two checks: %q", s.Message)
+	}
+}
