@@ -10,14 +10,27 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 )
 
 // StatusAnnotation holds, on the workload, the analysis under way or last decided:
 // State as JSON (see doc.go, "Where an analysis stands").
 const StatusAnnotation = "kroll.dev/analysis-status"
+
+// The reasons a workload's controller reports an analysis with.
+const (
+	// ReasonFailed is the RolloutFailed condition's reason (and the action's event
+	// message's subject) when a check failed the rollout.
+	ReasonFailed = "AnalysisFailed"
+	// EventSucceeded is the Normal event of an analysis that passed its step.
+	EventSucceeded = "AnalysisSucceeded"
+	// EventHeld is the Warning event of an analysis that holds its step: a check
+	// inconclusive, Prometheus unreachable, or failed without an on-failure action.
+	EventHeld = "AnalysisHeld"
+	// EventInvalid is the Warning event of an analysis that cannot run: no
+	// ConfigMap, checks that do not parse, a query Prometheus refuses.
+	EventInvalid = "InvalidAnalysis"
+)
 
 // KeepMeasurements is how many measurements per check State keeps for the views:
 // the deciding one and the two before it. The decision itself needs only the Tally.
@@ -247,14 +260,15 @@ var _ Querier = &promclient.Client{}
 // requeues after the plan's Status.Next.
 type Runner struct {
 	Prometheus Querier
-	Clock      clock.PassiveClock
+	// Now is the clock: when measurements are due and taken.
+	Now func() time.Time
 }
 
 // Run is one pass of the analysis: Step, the due queries asked one after another
 // (each bounded by the client's timeout), Record, and Step again for the standing
 // after them. The returned plan's State is what to store; it has no Queries left.
 func (r Runner) Run(ctx context.Context, spec Spec, vars Vars, target Target, st State) Plan {
-	now := r.Clock.Now()
+	now := r.Now()
 	plan := Step(spec, vars, target, st, now)
 	if len(plan.Queries) == 0 {
 		return plan

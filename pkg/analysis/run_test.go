@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -11,7 +10,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
+	"github.com/kroll-dev/kroll/pkg/analysis/analysistest"
 )
 
 func mustParse(t *testing.T, yaml string) Spec {
@@ -176,75 +175,45 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-// fakePrometheus answers queries from a script, one answer per call, and records
-// the queries asked.
-type fakePrometheus struct {
-	answers []func() (promclient.Result, error)
-	asked   []string
-}
-
-var _ Querier = &fakePrometheus{}
-
-func (f *fakePrometheus) Query(_ context.Context, q string, _ time.Time) (promclient.Result, error) {
-	f.asked = append(f.asked, q)
-	if len(f.answers) == 0 {
-		return promclient.Result{}, errors.New("no answer scripted")
-	}
-	a := f.answers[0]
-	f.answers = f.answers[1:]
-	return a()
-}
-
-func value(v float64) func() (promclient.Result, error) {
-	return func() (promclient.Result, error) { return promclient.Result{Type: "vector", Values: []float64{v}}, nil }
-}
-
-func failing(msg string) func() (promclient.Result, error) {
-	return func() (promclient.Result, error) { return promclient.Result{}, errors.New(msg) }
-}
-
 // TestRun drives Runner.Run as a controller does: sync, requeue after Next, sync;
 // the clock steps to each wake-up. Each story ends with the verdict, the queries
 // asked and the times they were asked at.
 func TestRun(t *testing.T) {
 	const check = "checks:\n- name: error-ratio\n  query: sum(rate(x{pod=~\"{{workload}}-{{pod-template-hash}}-.*\"}[30s]))\n  successCondition: '< 0.01'\n  interval: 10s\n  count: 3\n  initialDelay: 30s\n  consecutiveErrorLimit: 2\n"
-	refused := func() (promclient.Result, error) {
-		return promclient.Result{}, &promclient.QueryError{URL: "http://127.0.0.1:9090/api/v1/query", Query: "q", Msg: "parse error"}
-	}
 	cases := []struct {
 		name    string
-		answers []func() (promclient.Result, error)
+		answers []analysistest.Answer
 		want    Outcome // empty for a problem
 		msg     string
 		at      []int // seconds from t0 of the queries
 	}{
-		{"three good measurements: successful at 50s", []func() (promclient.Result, error){value(0), value(0.002), value(0.009)},
+		{"three good measurements: successful at 50s", []analysistest.Answer{analysistest.Value(0), analysistest.Value(0.002), analysistest.Value(0.009)},
 			Successful, `check "error-ratio" succeeded: 0.009 is < 0.01 (3 of 3 measurements successful)`, []int{30, 40, 50}},
-		{"ErrorRate(0.2): failed at the first measurement", []func() (promclient.Result, error){value(0.2)},
+		{"ErrorRate(0.2): failed at the first measurement", []analysistest.Answer{analysistest.Value(0.2)},
 			Failed, `check "error-ratio" failed: 0.2 is not < 0.01`, []int{30}},
-		{"Prometheus gone: Error after 3 in a row (limit 2)", []func() (promclient.Result, error){value(0), failing("connection refused"), failing("connection refused"), failing("connection refused")},
+		{"Prometheus gone: Error after 3 in a row (limit 2)", []analysistest.Answer{analysistest.Value(0), analysistest.Failing("connection refused"), analysistest.Failing("connection refused"), analysistest.Failing("connection refused")},
 			Error, `check "error-ratio": Prometheus unreachable: connection refused (3 errors in a row, limit 2)`, []int{30, 40, 50, 60}},
-		{"errors do not count: back, it needs three taken", []func() (promclient.Result, error){failing("refused"), value(0), failing("refused"), value(0), value(0)},
+		{"errors do not count: back, it needs three taken", []analysistest.Answer{analysistest.Failing("refused"), analysistest.Value(0), analysistest.Failing("refused"), analysistest.Value(0), analysistest.Value(0)},
 			Successful, `(3 of 3 measurements successful)`, []int{30, 40, 50, 60, 70}},
-		{"a query Prometheus refuses is a problem, not asked again", []func() (promclient.Result, error){refused},
+		{"a query Prometheus refuses is a problem, not asked again", []analysistest.Answer{analysistest.Refused("parse error")},
 			"", `check "error-ratio": Prometheus at http://127.0.0.1:9090/api/v1/query refused the query "q": parse error`, []int{30}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := mustParse(t, check)
-			prom := &fakePrometheus{answers: tc.answers}
+			prom := &analysistest.Prometheus{Answers: tc.answers}
 			clk := clocktesting.NewFakePassiveClock(t0)
-			r := Runner{Prometheus: prom, Clock: clk}
+			r := Runner{Prometheus: prom, Now: clk.Now}
 			var st State
 			var plan Plan
 			var at []int
 			for i := 0; i < 20; i++ {
-				asked := len(prom.asked)
+				asked := len(prom.Asked)
 				plan = r.Run(context.Background(), spec, webVars, Target{Revision: webVars.Revision, Step: 1}, st)
 				if len(plan.Queries) != 0 {
 					t.Fatalf("Run left queries: %v", plan.Queries)
 				}
-				if len(prom.asked) > asked {
+				if len(prom.Asked) > asked {
 					at = append(at, int(clk.Now().Sub(t0)/time.Second))
 				}
 				st = plan.State
@@ -266,11 +235,11 @@ func TestRun(t *testing.T) {
 			if fmt.Sprint(at) != fmt.Sprint(tc.at) {
 				t.Errorf("queries at %v s, want %v", at, tc.at)
 			}
-			if len(prom.asked) > 0 && prom.asked[0] != `sum(rate(x{pod=~"web-6d5f7c9b8-.*"}[30s]))` {
-				t.Errorf("asked %q", prom.asked[0])
+			if len(prom.Asked) > 0 && prom.Asked[0] != `sum(rate(x{pod=~"web-6d5f7c9b8-.*"}[30s]))` {
+				t.Errorf("asked %q", prom.Asked[0])
 			}
-			if len(prom.answers) != 0 {
-				t.Errorf("%d answers not asked for", len(prom.answers))
+			if len(prom.Answers) != 0 {
+				t.Errorf("%d answers not asked for", len(prom.Answers))
 			}
 			// The stored state judges the same after a round trip through the annotation.
 			back, err := ParseState(st.Encode())
