@@ -162,8 +162,14 @@ type Tally struct {
 }
 
 // Record adds measurement m to tally t. A decided tally stays as it is: the
-// measurements after the deciding one change nothing.
+// measurements after the deciding one change nothing; except Error, which holds the
+// check rather than ends it (kroll's choice: a rollout paused because Prometheus is
+// unreachable resumes when it returns): a measurement taken resumes the check with
+// its counts as they were, one more error keeps it in Error.
 func (c Check) Record(t Tally, m Measurement) Tally {
+	if t.Outcome == Error {
+		t.Outcome, t.Message = "", ""
+	}
 	if t.Outcome != "" {
 		return t
 	}
@@ -200,18 +206,30 @@ func (c Check) Record(t Tally, m Measurement) Tally {
 	return t
 }
 
+// ErrorRetryInterval is the least wait after a measurement that could not be taken,
+// as Argo Rollouts waits (10s): a check measured once (no interval) does not ask a
+// failing Prometheus in a loop.
+const ErrorRetryInterval = 10 * time.Second
+
 // Standing is where check c stands with tally t, the analysis having started at
 // start: decided, or Running with the next measurement due InitialDelay after start
-// (none yet) or Interval after the last.
+// (none yet), Interval after the last, or, after an error, the longer of Interval
+// and ErrorRetryInterval. A check in Error has its next try in Next too.
 func (c Check) Standing(start time.Time, t Tally) Status {
 	s := Status{Check: c.Name, Outcome: t.Outcome, Message: t.Message,
 		Successful: t.Successful, Failed: t.Failed, Inconclusive: t.Inconclusive, ConsecutiveErrors: t.ConsecutiveErrors}
+	if s.Outcome == Error {
+		s.Next = t.Last.Add(max(c.Interval, ErrorRetryInterval))
+	}
 	if s.Outcome != "" {
 		return s
 	}
 	s.Outcome = Running
 	s.Next = start.Add(c.InitialDelay)
-	if !t.Last.IsZero() {
+	switch {
+	case t.ConsecutiveErrors > 0:
+		s.Next = t.Last.Add(max(c.Interval, ErrorRetryInterval))
+	case !t.Last.IsZero():
 		s.Next = t.Last.Add(c.Interval)
 	}
 	s.Message = fmt.Sprintf("check %q: %d of %d measurements taken", c.Name, t.Taken, c.Count)

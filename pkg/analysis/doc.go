@@ -54,8 +54,11 @@
 // rollout advances past its `analyze` step (kroll.dev/rollout-steps, pkg/staging);
 // Failed → kroll.dev/on-failure's action (Rollback or Pause); Inconclusive and Error
 // ("Prometheus unreachable") → paused with a condition saying why.
-// One kroll choice differs: a measurement Prometheus did not answer does not count
-// towards count, so a flaky Prometheus cannot shorten a check.
+// Two kroll choices differ: a measurement Prometheus did not answer does not count
+// towards count, so a flaky Prometheus cannot shorten a check; and Error holds a
+// check rather than ends it: it is asked again each interval (after an error, 10s
+// at least, as Argo waits), and the first answer resumes it with its counts as they
+// stood, so a rollout paused because Prometheus went away resumes when it returns.
 //
 // # Where an analysis stands, and when it runs
 //

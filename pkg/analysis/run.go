@@ -178,11 +178,13 @@ func Step(spec Spec, vars Vars, target Target, st State, now time.Time) Plan {
 		statuses[i] = c.Standing(st.Started, st.Checks[i].Tally)
 	}
 	plan.Status = Overall(statuses)
-	if plan.Status.Outcome != Running {
+	// Running: the checks due are asked. Error (Prometheus unreachable): the checks
+	// in Error alone are asked again when due, and the first answer resumes them.
+	if plan.Status.Outcome != Running && plan.Status.Outcome != Error {
 		return plan
 	}
 	for i, s := range statuses {
-		if s.Outcome == Running && !s.Next.After(now) {
+		if s.Outcome == plan.Status.Outcome && !s.Next.After(now) {
 			plan.Queries = append(plan.Queries, Query{Check: spec.Checks[i].Name, PromQL: queries[i]})
 		}
 	}
@@ -216,7 +218,7 @@ func Record(spec Spec, st State, results []Result, now time.Time) State {
 			continue
 		}
 		c, cs := spec.Checks[i], st.Checks[i]
-		if cs.Outcome != "" {
+		if cs.Outcome != "" && cs.Outcome != Error {
 			continue // decided: Step asks no more
 		}
 		m := Measurement{At: now, Values: r.Values, Err: shorten(r.Err, maxErrorLen)}

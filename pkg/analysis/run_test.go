@@ -193,6 +193,8 @@ func TestRun(t *testing.T) {
 			Failed, `check "error-ratio" failed: 0.2 is not < 0.01`, []int{30}},
 		{"Prometheus gone: Error after 3 in a row (limit 2)", []analysistest.Answer{analysistest.Value(0), analysistest.Failing("connection refused"), analysistest.Failing("connection refused"), analysistest.Failing("connection refused")},
 			Error, `check "error-ratio": Prometheus unreachable: connection refused (3 errors in a row, limit 2)`, []int{30, 40, 50, 60}},
+		{"Prometheus back after the limit: the analysis resumes where it stood", []analysistest.Answer{analysistest.Value(0), analysistest.Failing("refused"), analysistest.Failing("refused"), analysistest.Failing("refused"), analysistest.Failing("refused"), analysistest.Value(0), analysistest.Value(0)},
+			Successful, `(3 of 3 measurements successful)`, []int{30, 40, 50, 60, 70, 80, 90}},
 		{"errors do not count: back, it needs three taken", []analysistest.Answer{analysistest.Failing("refused"), analysistest.Value(0), analysistest.Failing("refused"), analysistest.Value(0), analysistest.Value(0)},
 			Successful, `(3 of 3 measurements successful)`, []int{30, 40, 50, 60, 70}},
 		{"a query Prometheus refuses is a problem, not asked again", []analysistest.Answer{analysistest.Refused("parse error")},
@@ -217,7 +219,9 @@ func TestRun(t *testing.T) {
 					at = append(at, int(clk.Now().Sub(t0)/time.Second))
 				}
 				st = plan.State
-				if plan.Problem != "" || plan.Status.Outcome != Running {
+				// In Error the controller keeps coming back (to resume when Prometheus
+				// does): the story ends when the script does.
+				if plan.Problem != "" || plan.Status.Outcome != Running && (plan.Status.Outcome != Error || len(prom.Answers) == 0) {
 					break
 				}
 				if !plan.Status.Next.After(clk.Now()) {

@@ -34,7 +34,9 @@ import (
 //     action the step holds, and says why.
 //   - Inconclusive, Error (Prometheus unreachable): the step holds, with an
 //     AnalysisHeld event and the Staged condition saying why; `kroll rollout
-//     promote` moves it on, `kroll rollout abort` goes back.
+//     promote` moves it on, `kroll rollout abort` goes back. In Error the checks
+//     are asked again at each interval (10s at least), and the first answer
+//     resumes the analysis where it stood.
 //   - A problem (no ConfigMap, checks that do not parse, a placeholder without a
 //     value, a query Prometheus refuses): an InvalidAnalysis event, and the step
 //     holds as a bare pause: a broken analysis never promotes by itself.
@@ -96,7 +98,7 @@ func (c *Controller) analyzeStep(ctx context.Context, p *pass, settings staging.
 	}
 	spec, vars, problem := c.analysisSpec(d)
 	if problem != "" {
-		c.announceAnalysis(d, analysis.EventInvalid, problem)
+		c.announceAnalysis(d, analysis.EventInvalid, problem, problem)
 		decision.Message += "; analysis not run: " + problem
 		return false, nil
 	}
@@ -115,7 +117,7 @@ func (c *Controller) analyzeStep(ctx context.Context, p *pass, settings staging.
 	status := plan.Status
 	switch {
 	case plan.Problem != "":
-		c.announceAnalysis(d, analysis.EventInvalid, plan.Problem)
+		c.announceAnalysis(d, analysis.EventInvalid, plan.Problem, plan.Problem)
 		decision.Message += "; analysis not run: " + plan.Problem
 	case status.Outcome == analysis.Running:
 		c.announced.Delete(analysisKey(d))
@@ -134,11 +136,15 @@ func (c *Controller) analyzeStep(ctx context.Context, p *pass, settings staging.
 		if acted, err := c.failAnalysis(ctx, p, next, status.Message); acted || err != nil {
 			return acted, err
 		}
-		c.announceAnalysis(d, analysis.EventHeld, status.Message)
+		c.announceAnalysis(d, analysis.EventHeld, status.Message, status.Message)
 		decision.Message += "; analysis failed, held (no " + failure.OnFailureAnnotation + " action): " + status.Message
 	default: // Inconclusive, Error
-		c.announceAnalysis(d, analysis.EventHeld, status.Message)
+		c.announceAnalysis(d, analysis.EventHeld, string(status.Outcome)+" "+status.Check, status.Message)
 		decision.Message += "; analysis held: " + status.Message
+		if status.Outcome == analysis.Error {
+			// Asked again at each interval: the first answer resumes the analysis.
+			c.queue.EnqueueAfter(d, status.Next.Sub(now)+100*time.Millisecond)
+		}
 	}
 	if !changed {
 		return false, nil
@@ -171,10 +177,12 @@ func (c *Controller) failAnalysis(ctx context.Context, p *pass, next *appsv1.Dep
 	return false, nil
 }
 
-// announceAnalysis records a Warning event (reason) for an analysis that holds its
-// step or cannot run, once per distinct message (the Staged condition carries it).
-func (c *Controller) announceAnalysis(d *appsv1.Deployment, reason, msg string) {
-	if prev, ok := c.announced.Swap(analysisKey(d), msg); ok && prev == msg {
+// announceAnalysis records a Warning event (reason, msg) for an analysis that holds
+// its step or cannot run, once per distinct topic (the Staged condition carries the
+// message after): a check in Error is announced once, not at each retry whose count
+// of errors changes its message.
+func (c *Controller) announceAnalysis(d *appsv1.Deployment, reason, topic, msg string) {
+	if prev, ok := c.announced.Swap(analysisKey(d), topic); ok && prev == topic {
 		return
 	}
 	c.recorder.Event(d, corev1.EventTypeWarning, reason, msg)

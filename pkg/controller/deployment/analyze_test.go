@@ -184,10 +184,6 @@ func TestAnalyze_verdicts(t *testing.T) {
 			answers: []analysistest.Answer{ratio(0.2)}, image: "app:2",
 			event:  `Warning AnalysisHeld check "error-ratio" failed: 0.2 is not < 0.01`,
 			staged: `analysis failed, held (no kroll.dev/on-failure action): check "error-ratio" failed`},
-		{name: "Prometheus unreachable past the limit: held", annotations: map[string]string{failure.OnFailureAnnotation: "Rollback"}, checks: errorRatioCheck,
-			answers: []analysistest.Answer{unreachable, unreachable}, image: "app:2",
-			event:  `Warning AnalysisHeld check "error-ratio": Prometheus unreachable: Prometheus at http://127.0.0.1:9090/api/v1/query unreachable: connection refused (2 errors in a row, limit 1)`,
-			staged: `analysis held: check "error-ratio": Prometheus unreachable`},
 		{name: "no ConfigMap: a bare pause", annotations: map[string]string{failure.OnFailureAnnotation: "Rollback"}, image: "app:2",
 			event:  "Warning InvalidAnalysis kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist",
 			staged: "paused until promoted; analysis not run: kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist"},
@@ -237,5 +233,45 @@ func TestAnalyze_verdicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAnalyze_prometheusUnreachableHoldsThenResumes: past the error limit the step
+// holds (one AnalysisHeld event, the Staged condition saying why) and is asked
+// again at each interval; when Prometheus answers, the analysis goes on from where
+// it stood and moves the step on.
+func TestAnalyze_prometheusUnreachableHoldsThenResumes(t *testing.T) {
+	prom := &analysistest.Prometheus{Answers: []analysistest.Answer{ratio(0), unreachable, unreachable, unreachable, ratio(0.001)}}
+	f, t0 := analyzing(t, map[string]string{failure.OnFailureAnnotation: "Rollback"}, errorRatioCheck, prom)
+	q := &delays{TypedRateLimitingInterface: f.c.queue.TypedRateLimitingInterface}
+	f.c.queue = controller.Queue{TypedRateLimitingInterface: q}
+	var d *appsv1.Deployment
+	for _, s := range []int{0, 10, 20} { // a good one, then two errors: past the limit of 1
+		d = f.resync(t0.Add(time.Duration(s) * time.Second))
+	}
+	held := `Warning AnalysisHeld check "error-ratio": Prometheus unreachable: Prometheus at http://127.0.0.1:9090/api/v1/query unreachable: connection refused (2 errors in a row, limit 1)`
+	if ev := f.events(); !strings.Contains(ev, held) {
+		t.Errorf("events %q, want %q", ev, held)
+	}
+	d = f.resync(t0.Add(25 * time.Second)) // nothing due: the condition says why
+	if m := stagedMessage(d); !strings.Contains(m, `analysis held: check "error-ratio": Prometheus unreachable`) {
+		t.Errorf("Staged %q", m)
+	}
+	if !slices.Contains(q.after, 5*time.Second+100*time.Millisecond) {
+		t.Errorf("requeued after %v, want 5.1s: asked again 10s after the last error", q.after)
+	}
+	d = f.resync(t0.Add(30 * time.Second)) // still unreachable: held, not announced again
+	if ev := f.events(); strings.Contains(ev, "Warning") {
+		t.Errorf("announced again at each retry: %q", ev)
+	}
+	if r := d.Annotations[staging.StepAnnotation]; r != "1/3" || d.Spec.Template.Spec.Containers[0].Image != "app:2" {
+		t.Errorf("step %s image %s: want held at 1/3 on app:2 (unreachable is no failure)", r, d.Spec.Template.Spec.Containers[0].Image)
+	}
+	d = f.resync(t0.Add(40 * time.Second)) // back: the second good measurement completes it
+	if r := d.Annotations[staging.StepAnnotation]; r != "2/3" || len(prom.Answers) != 0 {
+		t.Errorf("Prometheus back: step %s, %d answers left; want 2/3, none", r, len(prom.Answers))
+	}
+	if ev := f.events(); !strings.Contains(ev, `Normal AnalysisSucceeded step 1/3: check "error-ratio" succeeded: 0.001 is < 0.01 (2 of 2 measurements successful)`) {
+		t.Errorf("events %q", ev)
 	}
 }
