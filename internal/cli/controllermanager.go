@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 	"github.com/kroll-dev/kroll/pkg/manager"
 )
 
@@ -35,6 +36,27 @@ type controllerManagerOptions struct {
 	// featureGates is --feature-gates as given; setFeatureGates reads it into
 	// manager.FeatureGates.
 	featureGates string
+	// prometheus is --prometheus-url and the flags beside it; setPrometheus gives it
+	// to the manager when the URL is set.
+	prometheus promclient.Options
+}
+
+// setPrometheus gives the controllers --prometheus-url's Prometheus for analyze
+// steps; the flags that say how to reach it are refused without it.
+func (o *controllerManagerOptions) setPrometheus() error {
+	p := o.prometheus
+	if p.URL == "" {
+		for _, f := range []struct{ flag, v string }{{"--prometheus-bearer-token-file", p.BearerTokenFile}, {"--prometheus-ca-file", p.CAFile},
+			{"--prometheus-cert-file", p.CertFile}, {"--prometheus-key-file", p.KeyFile}} {
+			if f.v != "" {
+				return fmt.Errorf("%s needs --prometheus-url: it says how to reach that Prometheus", f.flag)
+			}
+		}
+		o.manager.Prometheus = nil
+		return nil
+	}
+	o.manager.Prometheus = &p
+	return nil
 }
 
 // setFeatureGates reads --feature-gates (as kroll up reads it: parseFeatureGates)
@@ -112,6 +134,9 @@ informers' cache and no more.`,
 			if err := o.setFeatureGates(); err != nil {
 				return err
 			}
+			if err := o.setPrometheus(); err != nil {
+				return err
+			}
 			return runControllerManager(cmd.Context(), o, stdout, stderr)
 		},
 	}
@@ -142,6 +167,13 @@ informers' cache and no more.`,
 	f.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "wait between attempts to acquire or renew the lease")
 	f.StringVar(&le.Name, "leader-elect-resource-name", le.Name, "name of the Lease")
 	f.StringVar(&le.Namespace, "leader-elect-resource-namespace", le.Namespace, "namespace of the Lease")
+	pr := &o.prometheus
+	f.StringVar(&pr.URL, "prometheus-url", "", "the Prometheus whose HTTP API judges the `analyze` steps of kroll.dev/rollout-steps (the checks of kroll.dev/analysis), like http://prometheus.monitoring:9090; without it an analyze step holds until `kroll rollout promote`")
+	f.StringVar(&pr.BearerTokenFile, "prometheus-bearer-token-file", "", "file holding a bearer token sent to --prometheus-url, read before each query (a rotated token is picked up)")
+	f.StringVar(&pr.CAFile, "prometheus-ca-file", "", "PEM CA bundle that verifies --prometheus-url's certificate; default the system's roots")
+	f.StringVar(&pr.CertFile, "prometheus-cert-file", "", "PEM client certificate presented to --prometheus-url (with --prometheus-key-file)")
+	f.StringVar(&pr.KeyFile, "prometheus-key-file", "", "PEM key of --prometheus-cert-file")
+	f.DurationVar(&pr.Timeout, "prometheus-timeout", promclient.DefaultTimeout, "bound on one query to --prometheus-url; a query that takes longer counts as an error towards the check's consecutiveErrorLimit")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (klog -v); logs go to stderr")
 
 	// Secure serving of /healthz, /readyz, /metrics and /debug/pprof/: k8s.io/apiserver's

@@ -88,3 +88,44 @@ func TestControllerManager_featureGates(t *testing.T) {
 		t.Errorf("no --feature-gates: %v, gates %v; want none over the defaults", err, o.manager.FeatureGates)
 	}
 }
+
+// --prometheus-url and its flags: a URL that is not one, a token file without a
+// URL, a CA file that holds no certificate are each one line before any cluster is
+// reached; good flags reach the manager's options, and no URL leaves analyze steps
+// to `kroll rollout promote`.
+func TestControllerManager_prometheus(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("no"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--prometheus-url", "prometheus:9090"}, `--prometheus-url: Prometheus URL "prometheus:9090": want http:// or https:// and a host, like http://prometheus.monitoring:9090`},
+		{[]string{"--prometheus-bearer-token-file", "/var/run/token"}, "--prometheus-bearer-token-file needs --prometheus-url: it says how to reach that Prometheus"},
+		{[]string{"--prometheus-url", "https://p:9090", "--prometheus-ca-file", notPEM}, "--prometheus-url: Prometheus CA file " + notPEM + " holds no PEM certificate"},
+		{[]string{"--prometheus-url", "https://p:9090", "--prometheus-cert-file", notPEM}, "--prometheus-url: Prometheus client certificate: give both the certificate and its key file"},
+	} {
+		var out, errOut strings.Builder
+		cmd := newControllerManagerCommand(&out, &errOut)
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		if err := cmd.Execute(); err == nil || err.Error() != tc.err {
+			t.Errorf("%v: %v; want the one line %q", tc.args, err, tc.err)
+		}
+	}
+
+	o := &controllerManagerOptions{}
+	o.prometheus.URL, o.prometheus.BearerTokenFile = "http://prometheus.monitoring:9090", "/var/run/secrets/token"
+	if err := o.setPrometheus(); err != nil || o.manager.Prometheus == nil || o.manager.Prometheus.URL != "http://prometheus.monitoring:9090" || o.manager.Prometheus.BearerTokenFile != "/var/run/secrets/token" {
+		t.Errorf("--prometheus-url: %v, %+v", err, o.manager.Prometheus)
+	}
+	o = &controllerManagerOptions{}
+	if err := o.setPrometheus(); err != nil || o.manager.Prometheus != nil {
+		t.Errorf("no --prometheus-url: %v, %+v; want no Prometheus", err, o.manager.Prometheus)
+	}
+}

@@ -191,8 +191,17 @@ func TestDecide(t *testing.T) {
 		{"NaN is inconclusive by default", ratio, []Measurement{at(30, math.NaN())}, Inconclusive, `check "error-ratio" is inconclusive: the result is NaN, taken as Inconclusive (1 inconclusive measurement, limit 0)`, 0},
 		{"errors in a row up to the limit keep it running; they do not count", ratio, []Measurement{at(30, 0), errAt(40), errAt(50), errAt(60), errAt(70)}, Running,
 			`check "error-ratio": 1 of 3 measurements taken, 4 errors in a row (limit 4)`, 80 * time.Second},
-		{"one error more is Prometheus unreachable", ratio, []Measurement{errAt(30), errAt(40), errAt(50), errAt(60), errAt(70)}, Error,
-			`check "error-ratio": Prometheus unreachable: Get "http://127.0.0.1:9090/api/v1/query": connection refused (5 errors in a row, limit 4)`, 0},
+		{"one error more is Prometheus unreachable; tried again an interval on", ratio, []Measurement{errAt(30), errAt(40), errAt(50), errAt(60), errAt(70)}, Error,
+			`check "error-ratio": Prometheus unreachable: Get "http://127.0.0.1:9090/api/v1/query": connection refused (5 errors in a row, limit 4)`, 80 * time.Second},
+		{"still unreachable: still in Error, the count goes on", ratio, []Measurement{errAt(30), errAt(40), errAt(50), errAt(60), errAt(70), errAt(80)}, Error,
+			`check "error-ratio": Prometheus unreachable: Get "http://127.0.0.1:9090/api/v1/query": connection refused (6 errors in a row, limit 4)`, 90 * time.Second},
+		{"Prometheus back: the check resumes and succeeds", ratio, []Measurement{errAt(30), errAt(40), errAt(50), errAt(60), errAt(70), at(80, 0), at(90, 0), at(100, 0)}, Successful,
+			`check "error-ratio" succeeded: 0 is < 0.01 (3 of 3 measurements successful)`, 0},
+		{"an error on a check measured once: tried again after 10s, not at once", Check{Name: "once", Success: less("< 1"), Count: 1, ConsecutiveErrorLimit: 4}, []Measurement{errAt(0)}, Running,
+			`check "once": 0 of 1 measurements taken, 1 errors in a row (limit 4)`, 10 * time.Second},
+		{"in Error on a check measured once: tried again after 10s", Check{Name: "once", Success: less("< 1"), Count: 1}, []Measurement{errAt(0)}, Error,
+			`check "once": Prometheus unreachable`, 10 * time.Second},
+		{"a failed check stays failed whatever comes after", ratio, []Measurement{at(30, 0.2), at(40, 0)}, Failed, `check "error-ratio" failed: 0.2 is not < 0.01`, 0},
 		{"a measurement taken resets the errors in a row", ratio, []Measurement{errAt(30), errAt(40), errAt(50), errAt(60), at(70, 0), errAt(80), at(90, 0), at(100, 0)}, Successful, `check "error-ratio" succeeded`, 0},
 		{"Latency(300ms): p99 0.4975 is between the conditions: inconclusive", p99, []Measurement{at(0, 0.4975)}, Inconclusive, `check "p99" is inconclusive: 0.4975 is neither <= 0.25 nor > 0.5 (1 inconclusive measurement, limit 0)`, 0},
 		{"one failure within failureLimit 1 runs on", p99, []Measurement{at(0, 0.9)}, Running, `check "p99": 1 of 2 measurements taken`, 15 * time.Second},
@@ -208,7 +217,10 @@ func TestDecide(t *testing.T) {
 		if tc.want == Running && !s.Next.Equal(t0.Add(tc.next)) {
 			t.Errorf("%s: next at %v, want %v", tc.name, s.Next.Sub(t0), tc.next)
 		}
-		if tc.want != Running && !s.Next.IsZero() {
+		if tc.want == Error && !s.Next.Equal(t0.Add(tc.next)) {
+			t.Errorf("%s: in Error, next try at %v, want %v", tc.name, s.Next.Sub(t0), tc.next)
+		}
+		if tc.want != Running && tc.want != Error && !s.Next.IsZero() {
 			t.Errorf("%s: decided, yet a next measurement at %v", tc.name, s.Next)
 		}
 	}
@@ -238,5 +250,16 @@ func TestOverall(t *testing.T) {
 	}
 	if s := Overall([]Status{run("a", 20), run("b", 10)}); !s.Next.Equal(t0.Add(10 * time.Second)) {
 		t.Errorf("next at %v, want the earliest", s.Next)
+	}
+}
+
+func TestOverallSuccessfulNamesTheValues(t *testing.T) {
+	one := Status{Check: "a", Outcome: Successful, Message: `check "a" succeeded: 0 is < 0.01 (3 of 3 measurements successful)`}
+	two := Status{Check: "b", Outcome: Successful, Message: `check "b" succeeded: 0.1 is <= 0.25 (2 of 2 measurements successful)`}
+	if s := Overall([]Status{one}); s.Message != one.Message {
+		t.Errorf("one check: %q", s.Message)
+	}
+	if s := Overall([]Status{one, two}); s.Message != "all 2 checks succeeded: "+one.Message+"; "+two.Message {
+		t.Errorf("two checks: %q", s.Message)
 	}
 }

@@ -131,48 +131,108 @@ type Status struct {
 // With failureLimit 0, count 3 and interval 10s: measurements 0.002, 0.004 →
 // Running, next 10s after the second; a third 0.2 against "< 0.01" → Failed,
 // "check "error-ratio" failed: 0.2 is not < 0.01 (1 failed measurement, limit 0)".
+//
+// Decide is Record over ms, then Standing: a workload keeps the Tally, not the
+// measurements (see State).
 func (c Check) Decide(start time.Time, ms []Measurement) Status {
-	s := Status{Check: c.Name, Outcome: Running}
-	taken := 0
+	var t Tally
 	for _, m := range ms {
-		a := c.Assess(m)
-		if a.Outcome == Error {
-			s.ConsecutiveErrors++
-		} else {
-			s.ConsecutiveErrors = 0
-			taken++
-		}
-		switch a.Outcome {
-		case Successful:
-			s.Successful++
-		case Failed:
-			s.Failed++
-		case Inconclusive:
-			s.Inconclusive++
-		}
-		switch {
-		case s.Failed > c.FailureLimit:
-			s.Outcome = Failed
-			s.Message = fmt.Sprintf("check %q failed: %s (%s, limit %d)", c.Name, a.Why, plural(s.Failed, "failed measurement"), c.FailureLimit)
-		case s.Inconclusive > c.InconclusiveLimit:
-			s.Outcome = Inconclusive
-			s.Message = fmt.Sprintf("check %q is inconclusive: %s (%s, limit %d)", c.Name, a.Why, plural(s.Inconclusive, "inconclusive measurement"), c.InconclusiveLimit)
-		case s.ConsecutiveErrors > c.ConsecutiveErrorLimit:
-			s.Outcome = Error
-			s.Message = fmt.Sprintf("check %q: Prometheus unreachable: %s (%d errors in a row, limit %d)", c.Name, a.Why, s.ConsecutiveErrors, c.ConsecutiveErrorLimit)
-		case taken >= c.Count:
-			s.Outcome = Successful
-			s.Message = fmt.Sprintf("check %q succeeded: %s (%d of %d measurements successful)", c.Name, a.Why, s.Successful, taken)
-		default:
-			continue
-		}
+		t = c.Record(t, m)
+	}
+	return c.Standing(start, t)
+}
+
+// Tally is what Decide needs of a check's measurements so far, kept in their place
+// on the workload: how many of each outcome, the errors in a row at the end, when
+// the last was taken, and, once decided, the outcome and its message.
+type Tally struct {
+	Successful   int `json:"successful,omitempty"`
+	Failed       int `json:"failed,omitempty"`
+	Inconclusive int `json:"inconclusive,omitempty"`
+	// ConsecutiveErrors are the measurements in a row, at the end, not taken.
+	ConsecutiveErrors int `json:"errors,omitempty"`
+	// Taken counts the measurements taken (not Error): the ones towards Count.
+	Taken int `json:"taken,omitempty"`
+	// Last is when the last measurement, taken or not, was made; zero before the first.
+	Last time.Time `json:"last,omitzero"`
+	// Outcome is empty while the check runs, and what decided it after.
+	Outcome Outcome `json:"outcome,omitempty"`
+	// Message is the deciding message (the value and the limit); empty while running.
+	Message string `json:"message,omitempty"`
+}
+
+// Record adds measurement m to tally t. A decided tally stays as it is: the
+// measurements after the deciding one change nothing; except Error, which holds the
+// check rather than ends it (kroll's choice: a rollout paused because Prometheus is
+// unreachable resumes when it returns): a measurement taken resumes the check with
+// its counts as they were, one more error keeps it in Error.
+func (c Check) Record(t Tally, m Measurement) Tally {
+	if t.Outcome == Error {
+		t.Outcome, t.Message = "", ""
+	}
+	if t.Outcome != "" {
+		return t
+	}
+	t.Last = m.At
+	a := c.Assess(m)
+	if a.Outcome == Error {
+		t.ConsecutiveErrors++
+	} else {
+		t.ConsecutiveErrors = 0
+		t.Taken++
+	}
+	switch a.Outcome {
+	case Successful:
+		t.Successful++
+	case Failed:
+		t.Failed++
+	case Inconclusive:
+		t.Inconclusive++
+	}
+	switch {
+	case t.Failed > c.FailureLimit:
+		t.Outcome = Failed
+		t.Message = fmt.Sprintf("check %q failed: %s (%s, limit %d)", c.Name, a.Why, plural(t.Failed, "failed measurement"), c.FailureLimit)
+	case t.Inconclusive > c.InconclusiveLimit:
+		t.Outcome = Inconclusive
+		t.Message = fmt.Sprintf("check %q is inconclusive: %s (%s, limit %d)", c.Name, a.Why, plural(t.Inconclusive, "inconclusive measurement"), c.InconclusiveLimit)
+	case t.ConsecutiveErrors > c.ConsecutiveErrorLimit:
+		t.Outcome = Error
+		t.Message = fmt.Sprintf("check %q: Prometheus unreachable: %s (%d errors in a row, limit %d)", c.Name, a.Why, t.ConsecutiveErrors, c.ConsecutiveErrorLimit)
+	case t.Taken >= c.Count:
+		t.Outcome = Successful
+		t.Message = fmt.Sprintf("check %q succeeded: %s (%d of %d measurements successful)", c.Name, a.Why, t.Successful, t.Taken)
+	}
+	return t
+}
+
+// ErrorRetryInterval is the least wait after a measurement that could not be taken,
+// as Argo Rollouts waits (10s): a check measured once (no interval) does not ask a
+// failing Prometheus in a loop.
+const ErrorRetryInterval = 10 * time.Second
+
+// Standing is where check c stands with tally t, the analysis having started at
+// start: decided, or Running with the next measurement due InitialDelay after start
+// (none yet), Interval after the last, or, after an error, the longer of Interval
+// and ErrorRetryInterval. A check in Error has its next try in Next too.
+func (c Check) Standing(start time.Time, t Tally) Status {
+	s := Status{Check: c.Name, Outcome: t.Outcome, Message: t.Message,
+		Successful: t.Successful, Failed: t.Failed, Inconclusive: t.Inconclusive, ConsecutiveErrors: t.ConsecutiveErrors}
+	if s.Outcome == Error {
+		s.Next = t.Last.Add(max(c.Interval, ErrorRetryInterval))
+	}
+	if s.Outcome != "" {
 		return s
 	}
+	s.Outcome = Running
 	s.Next = start.Add(c.InitialDelay)
-	if len(ms) > 0 {
-		s.Next = ms[len(ms)-1].At.Add(c.Interval)
+	switch {
+	case t.ConsecutiveErrors > 0:
+		s.Next = t.Last.Add(max(c.Interval, ErrorRetryInterval))
+	case !t.Last.IsZero():
+		s.Next = t.Last.Add(c.Interval)
 	}
-	s.Message = fmt.Sprintf("check %q: %d of %d measurements taken", c.Name, taken, c.Count)
+	s.Message = fmt.Sprintf("check %q: %d of %d measurements taken", c.Name, t.Taken, c.Count)
 	if s.ConsecutiveErrors > 0 {
 		s.Message += fmt.Sprintf(", %d errors in a row (limit %d)", s.ConsecutiveErrors, c.ConsecutiveErrorLimit)
 	}
@@ -188,8 +248,8 @@ func plural(n int, what string) string {
 
 // Overall is the analysis of all its checks: the worst check decides (Failed, then
 // Error, then Inconclusive), Successful only when every check is; otherwise Running
-// with the earliest measurement due. Its message is the deciding check's, or the
-// running checks' joined.
+// with the earliest measurement due. Its message is the deciding check's, the
+// running checks' joined, or, when all succeeded, theirs (which give the values).
 func Overall(checks []Status) Status {
 	if len(checks) == 0 {
 		return Status{Outcome: Successful, Message: "no checks"}
@@ -212,7 +272,20 @@ func Overall(checks []Status) Status {
 	case Running:
 		return Status{Outcome: Running, Next: next, Message: strings.Join(running, "; ")}
 	case Successful:
-		return Status{Outcome: Successful, Message: fmt.Sprintf("all %d checks succeeded", len(checks))}
+		if len(checks) == 1 && worst.Message != "" {
+			return worst
+		}
+		msg := fmt.Sprintf("all %d checks succeeded", len(checks))
+		var each []string
+		for _, s := range checks {
+			if s.Message != "" {
+				each = append(each, s.Message)
+			}
+		}
+		if len(each) > 0 {
+			msg += ": " + strings.Join(each, "; ")
+		}
+		return Status{Outcome: Successful, Message: msg}
 	}
 	return worst
 }

@@ -1,8 +1,9 @@
 // Package analysis judges a rollout by its metrics: the checks a workload names with
 // kroll.dev/analysis, read from a ConfigMap, and the pure decision of where each
 // check, and the analysis as a whole, stands after the measurements taken so far.
-// It asks no Prometheus itself: the caller queries (Check.Render gives the query) and
-// hands over the results as Measurements.
+// The decisions (Decide, Step) ask nothing and wait for nothing; Runner.Run asks
+// Prometheus the queries Step finds due, through a Querier (promclient.Client: the
+// HTTP API's instant query), and a controller requeues for the next.
 //
 // # The ConfigMap
 //
@@ -53,8 +54,43 @@
 // rollout advances past its `analyze` step (kroll.dev/rollout-steps, pkg/staging);
 // Failed → kroll.dev/on-failure's action (Rollback or Pause); Inconclusive and Error
 // ("Prometheus unreachable") → paused with a condition saying why.
-// One kroll choice differs: a measurement Prometheus did not answer does not count
-// towards count, so a flaky Prometheus cannot shorten a check.
+// Two kroll choices differ: a measurement Prometheus did not answer does not count
+// towards count, so a flaky Prometheus cannot shorten a check; and Error holds a
+// check rather than ends it: it is asked again each interval (after an error, 10s
+// at least, as Argo waits), and the first answer resumes it with its counts as they
+// stood, so a rollout paused because Prometheus went away resumes when it returns.
+//
+// # Where an analysis stands, and when it runs
+//
+// No goroutine or timer per check: a controller's sync calls Runner.Run (Step,
+// the queries due, Record, Step again) and requeues after the plan's Status.Next.
+// Step(spec, vars, target, state, now) is the pure part: it starts afresh when the
+// state is of another target (revision and analyze step) or of other checks or
+// arguments (a hash of them: past measurements were judged by the old conditions),
+// then gives the queries due now, the time of the next, or the verdict. A check
+// decided Failed decides the analysis at once; the others are not asked further.
+//
+// The state lives on the workload, in kroll.dev/analysis-status, as JSON that
+// keeps each check's Tally (the counts Decide needs, in place of the measurements)
+// and its last 3 measurements for the views; errors are cut to 160 bytes, so a
+// check takes at most about 1 KB and about 300 bytes while all is well:
+//
+//	{"revision":"6d5f7c9b8","step":1,"spec":"f2ef9dc25cd99618","started":"2026-12-07T16:00:00Z",
+//	 "checks":[{"name":"error-ratio","successful":2,"taken":2,"last":"2026-12-07T16:00:40Z",
+//	   "recent":[{"at":"2026-12-07T16:00:30Z","value":"0.002","outcome":"Successful"},
+//	             {"at":"2026-12-07T16:00:40Z","value":"0.004","outcome":"Successful"}]}]}
+//
+// An annotation rather than a condition's message: it is structured (the views
+// read values, not prose), and a workload's status belongs to its kind's own
+// conditions, which the verdict's condition and event still get in one line. A
+// value that does not read starts the analysis afresh: it only takes longer.
+//
+// A query Prometheus refuses (bad_data: it does not parse, a range vector where a
+// number is wanted) is the check's problem, kept in the state's "problem" and not
+// asked again until the checks or the revision change; the workload then holds as
+// without analysis. Every other failure to answer (unreachable, a timeout, HTTP
+// 5xx, an execution error) is a measurement not taken, towards
+// consecutiveErrorLimit.
 //
 // # Which Prometheus runs on `kroll up --prometheus` (measured, decided)
 //

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -66,6 +67,8 @@ var notCopiedToReplicaSets = map[string]bool{
 	staging.StepRevisionAnnotation: true,
 	staging.StepSinceAnnotation:    true,
 	staging.AbortAnnotation:        true,
+	// An analysis's measurements: a record of the workload, written at each one.
+	analysis.StatusAnnotation: true,
 	// A ReplicaSet's configuration snapshots, and the pin record of a Deployment an
 	// undo pinned to a revision's configuration: records (`rollout undo` copies the
 	// former to the Deployment, where it stays inert).

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 	"github.com/kroll-dev/kroll/pkg/controller/daemonset"
 	"github.com/kroll-dev/kroll/pkg/controller/deployment"
 	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
@@ -193,6 +194,14 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				// Secrets and writes their snapshots.
 				if err := dc.WatchConfig(f.Apps().V1().Deployments().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {
 					return nil, err
+				}
+				// Analyze steps read their checks from the same ConfigMap informer.
+				if opts.Prometheus != nil {
+					prom, err := promclient.New(*opts.Prometheus)
+					if err != nil {
+						return nil, err
+					}
+					dc.SetAnalysis(f.Core().V1().ConfigMaps().Lister(), prom)
 				}
 				return dc, nil
 			})

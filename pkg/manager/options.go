@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 	"github.com/kroll-dev/kroll/pkg/disruption"
 )
 
@@ -53,6 +54,10 @@ type Options struct {
 	// set over gates.Defaults(); names they do not read are ignored. `kroll up` passes
 	// its cluster's.
 	FeatureGates map[string]bool
+	// Prometheus, when set, is the Prometheus the Deployment controller asks the
+	// checks of its `analyze` steps (kroll.dev/rollout-steps, pkg/analysis); nil: an
+	// analyze step holds as a bare pause, until `kroll rollout promote`.
+	Prometheus *promclient.Options
 	// Serving, when set with a port, serves /healthz, /readyz, /metrics and (Profiling)
 	// /debug/pprof/ over HTTPS with delegated authentication and authorization. Nil
 	// serves nothing.
@@ -145,6 +150,11 @@ func (o Options) Validate() error {
 	}
 	if o.Burst < 0 {
 		return fmt.Errorf("--kube-api-burst must not be negative, got %d", o.Burst)
+	}
+	if o.Prometheus != nil {
+		if _, err := promclient.New(*o.Prometheus); err != nil {
+			return fmt.Errorf("--prometheus-url: %w", err)
+		}
 	}
 	if err := o.Serving.Validate(); err != nil {
 		return err

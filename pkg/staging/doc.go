@@ -18,7 +18,7 @@
 //	                         its pods are available; a bare pause waits for
 //	                         `kroll rollout promote`; "analyze" holds until the
 //	                         workload's kroll.dev/analysis checks decide (pkg/analysis;
-//	                         until the controllers run them, it holds as a bare
+//	                         where no controller runs them, it holds as a bare
 //	                         pause). After the last step the rollout finishes (as if
 //	                         the last share were 100%).
 //

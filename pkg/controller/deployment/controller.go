@@ -92,6 +92,9 @@ type Controller struct {
 	// terminatingOff: the DeploymentReplicaSetTerminatingReplicas gate is off
 	// (SetFeatureGates); false, the zero value, is gates.Defaults().
 	terminatingOff bool
+	// analysis runs analyze steps (analyze.go); nil until SetAnalysis, and then
+	// every analyze step holds as a bare pause.
+	analysis *analysisSource
 }
 
 // SetFeatureGates sets the Kubernetes feature gates the controller reads (default

@@ -83,6 +83,9 @@ func (c *Controller) stage(ctx context.Context, p *pass) (acted bool, err error)
 		_, err := c.writes.updateDeployment(ctx, next)
 		return true, err
 	}
+	if acted, err := c.analyzeStep(ctx, p, settings, &decision); acted || err != nil {
+		return acted, err
+	}
 	p.staged = decision
 	if !decision.Until.IsZero() {
 		c.queue.EnqueueAfter(d, decision.Until.Sub(now)+100*time.Millisecond)

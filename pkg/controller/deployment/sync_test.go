@@ -78,6 +78,7 @@ type fixture struct {
 	c        *Controller
 	client   *fake.Clientset
 	recorder *record.FakeRecorder
+	factory  informers.SharedInformerFactory
 }
 
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
@@ -104,7 +105,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 		}
 	}
 	client.ClearActions()
-	return &fixture{t: t, c: c, client: client, recorder: recorder}
+	return &fixture{t: t, c: c, client: client, recorder: recorder, factory: factory}
 }
 
 // sync runs one reconcile pass of default/web.
