@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
+	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
@@ -91,7 +92,7 @@ API is ready and every node is Ready. Stop with Ctrl-C; run again with the same
 	f.StringVar(&o.featureGates, "feature-gates", "",
 		"Kubernetes feature gates for every component (API server, controller manager, scheduler, kroll's controllers), as kind's featureGates: Name=true|false,...; kroll up turns MaxUnavailableStatefulSet on unless this says otherwise")
 	f.BoolVar(&o.prometheus, "prometheus", false,
-		"run a Prometheus beside the cluster (the github.com/prometheus/prometheus module's discovery, scrape manager, TSDB, PromQL engine and HTTP API): it scrapes pods annotated prometheus.io/scrape=\"true\" and the API server every "+cluster.PrometheusScrapeInterval+"; its URL is printed with the API server's")
+		"run a Prometheus beside the cluster (the github.com/prometheus/prometheus module's discovery, scrape manager, TSDB, PromQL engine and HTTP API): it scrapes pods annotated prometheus.io/scrape=\"true\" and the API server every "+cluster.PrometheusScrapeInterval+", and judges kroll's analyze steps; its URL is printed with the API server's")
 	f.IntVar(&o.prometheusPort, "prometheus-port", 0, "with --prometheus: the port of its HTTP API on 127.0.0.1; 0 picks a free one")
 	return cmd
 }
@@ -175,18 +176,30 @@ func (o *upOptions) clusterConfig() (cluster.Config, error) {
 	case o.prometheusPort != 0 && !o.prometheus:
 		return cluster.Config{}, errors.New("--prometheus-port needs --prometheus")
 	}
+	// kroll's controllers ask the cluster's Prometheus for analyze steps: its port is
+	// chosen now, as the controllers start before it does.
+	opts := manager.Options{DefaultDisruptionBudget: o.disruptionBudget, FeatureGates: cluster.EffectiveFeatureGates(featureGates)}
+	promPort := o.prometheusPort
+	if o.prometheus {
+		if promPort == 0 {
+			if promPort, err = cluster.FreePort(); err != nil {
+				return cluster.Config{}, err
+			}
+		}
+		opts.Prometheus = &promclient.Options{URL: fmt.Sprintf("http://127.0.0.1:%d", promPort)}
+	}
 	return cluster.Config{
 		DataDir:             o.dataDir,
 		Port:                o.port,
 		WorkloadControllers: wc,
-		KrollControllers:    krollControllers(manager.Options{DefaultDisruptionBudget: o.disruptionBudget, FeatureGates: cluster.EffectiveFeatureGates(featureGates)}),
+		KrollControllers:    krollControllers(opts),
 		Kubelet:             k,
 		EtcdUnsafeNoFsync:   o.etcdNoFsync,
 		LogVerbosity:        o.verbosity,
 		NoAdmissionPolicy:   !o.admissionPolicy,
 		FeatureGates:        featureGates,
 		Prometheus:          o.prometheus,
-		PrometheusPort:      o.prometheusPort,
+		PrometheusPort:      promPort,
 	}, nil
 }
 

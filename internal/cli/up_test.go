@@ -63,7 +63,7 @@ func TestUp_prometheusPort(t *testing.T) {
 		err  string
 	}{
 		{on: true, port: 9090},
-		{on: true, port: 0},
+		{on: true, port: 0}, // a free port, chosen up front
 		{on: true, port: 70000, err: "--prometheus-port must be between 0 and 65535, got 70000"},
 		{on: false, port: 9090, err: "--prometheus-port needs --prometheus"},
 	} {
@@ -78,7 +78,10 @@ func TestUp_prometheusPort(t *testing.T) {
 		if got != tc.err {
 			t.Errorf("--prometheus=%v --prometheus-port=%d: error %q, want %q", tc.on, tc.port, got, tc.err)
 		}
-		if err == nil && (cfg.Prometheus != tc.on || cfg.PrometheusPort != tc.port) {
+		if err != nil {
+			continue
+		}
+		if cfg.Prometheus != tc.on || (tc.port != 0 && cfg.PrometheusPort != tc.port) || (tc.on && cfg.PrometheusPort == 0) {
 			t.Errorf("--prometheus=%v --prometheus-port=%d: config %v %d", tc.on, tc.port, cfg.Prometheus, cfg.PrometheusPort)
 		}
 	}
