@@ -14,6 +14,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 	"github.com/kroll-dev/kroll/pkg/disruption"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
@@ -21,9 +22,21 @@ import (
 // budgetDeployment is nginx-deployment of replicas pods, maxUnavailable and maxSurge
 // as given, with kroll.dev/disruption-budget: setting ("" for none).
 func budgetDeployment(replicas, maxUnavailable, maxSurge int, setting string) string {
+	return budgetDeploymentIn(replicas, maxUnavailable, maxSurge, setting, inplace.Off)
+}
+
+// budgetDeploymentIn is budgetDeployment updated in place under mode (inplace.Off:
+// by its rolling update).
+func budgetDeploymentIn(replicas, maxUnavailable, maxSurge int, setting string, mode inplace.Mode) string {
 	annotations := ""
 	if setting != "" {
-		annotations = fmt.Sprintf("  annotations:\n    %s: %s\n", disruption.Annotation, setting)
+		annotations += fmt.Sprintf("    %s: %s\n", disruption.Annotation, setting)
+	}
+	if mode != inplace.Off {
+		annotations += fmt.Sprintf("    %s: %s\n", inplace.StrategyAnnotation, mode)
+	}
+	if annotations != "" {
+		annotations = "  annotations:\n" + annotations
 	}
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -92,14 +105,15 @@ func (s *scene) busiestNode(t *testing.T) (string, int) {
 	return best, count[best]
 }
 
-// drainDuringRollout rolls nginx-deployment (10 replicas, maxUnavailable 3, maxSurge 0,
-// kroll.dev/disruption-budget: setting) out to a new image while `kubectl drain`
-// empties the node with most of its pods, under web-pdb (minAvailable 8). The watcher
-// checks every observed state against the Deployment's bounds and the budget's;
-// hold says whether they must hold (Verify) or are only measured (Report). It returns
-// the fewest pods available in any observed state.
-func drainDuringRollout(t *testing.T, s *scene, setting string, hold bool) int32 {
-	s.apply(t, budgetDeployment(10, 3, 0, setting))
+// drainDuringRollout rolls nginx-deployment (manifest: 10 replicas, maxUnavailable 3,
+// maxSurge 0, its kroll.dev/disruption-budget and update strategy as it says) out to
+// a new image while `kubectl drain` empties the node with most of its pods, under
+// web-pdb (minAvailable 8). The watcher checks every observed state against the
+// Deployment's bounds and the budget's; hold says whether they must hold (Verify) or
+// are only measured (Report). It returns the fewest pods available in any observed
+// state.
+func drainDuringRollout(t *testing.T, s *scene, manifest string, hold bool) int32 {
+	s.apply(t, manifest)
 	s.apply(t, budgetManifest(8))
 	s.kubectl(t, "rollout", "status", "deployment/nginx-deployment", "--timeout=2m")
 	s.budgetSettled(t, 2)
@@ -153,20 +167,29 @@ func drainDuringRollout(t *testing.T, s *scene, setting string, hold bool) int32
 // behaviour) the lowest count is measured and reported, not asserted. Measured on 4
 // simulated nodes: Respect 8 (210 states, none below); Ignore 7, and upstream's
 // controllers 7 — the rollout's own maxUnavailable 3 takes the Deployment to 7 whatever
-// the drain does, which the budget, unasked, cannot prevent.
+// the drain does, which the budget, unasked, cannot prevent. The same Deployment
+// updated in place under Respect (InPlaceRespect) holds minAvailable 8 too: its
+// restarts take the budget's disruptions as the drain's evictions do.
 func TestDisruptionBudgetDrainDuringRollout(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithNodes(4), clustertest.WithKubelet(func(k *kubelet.Config) {
 		k.PodStartupDelay = 2 * time.Second // each new pod takes a while: the rollout and the drain overlap
 	}))
 	lowest := map[string]int32{}
-	for _, setting := range []string{"Respect", "Ignore"} {
-		t.Run(setting, func(t *testing.T) {
-			s := newScene(t, c, "budget-"+strings.ToLower(setting), cluster.WorkloadControllersKroll)
-			lowest[setting] = drainDuringRollout(t, s, setting, setting == "Respect")
-			t.Logf("kroll.dev/disruption-budget: %s: fewest pods available during rollout and drain: %d (budget minAvailable 8)", setting, lowest[setting])
+	for _, tc := range []struct {
+		name, setting string
+		mode          inplace.Mode
+	}{
+		{"Respect", "Respect", inplace.Off},
+		{"Ignore", "Ignore", inplace.Off},
+		{"InPlaceRespect", "Respect", inplace.IfPossible},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene(t, c, "budget-"+strings.ToLower(tc.name), cluster.WorkloadControllersKroll)
+			lowest[tc.name] = drainDuringRollout(t, s, budgetDeploymentIn(10, 3, 0, tc.setting, tc.mode), tc.setting == "Respect")
+			t.Logf("%s: fewest pods available during rollout and drain: %d (budget minAvailable 8)", tc.name, lowest[tc.name])
 		})
 	}
-	t.Logf("fewest pods available (minAvailable 8): Respect %d, Ignore %d", lowest["Respect"], lowest["Ignore"])
+	t.Logf("fewest pods available (minAvailable 8): Respect %d, Ignore %d, in place under Respect %d", lowest["Respect"], lowest["Ignore"], lowest["InPlaceRespect"])
 }
 
 // The same drain during a rollout with upstream's controllers: measured and reported.
@@ -174,7 +197,7 @@ func TestDisruptionBudgetDrainDuringRolloutUpstream(t *testing.T) {
 	c := clustertest.Start(t, clustertest.WithNodes(4), clustertest.WithWorkloadControllers(cluster.WorkloadControllersUpstream),
 		clustertest.WithKubelet(func(k *kubelet.Config) { k.PodStartupDelay = 2 * time.Second }))
 	s := newScene(t, c, "budget-upstream", cluster.WorkloadControllersUpstream)
-	t.Logf("upstream's controllers: fewest pods available during rollout and drain: %d (budget minAvailable 8)", drainDuringRollout(t, s, "", false))
+	t.Logf("upstream's controllers: fewest pods available during rollout and drain: %d (budget minAvailable 8)", drainDuringRollout(t, s, budgetDeployment(10, 3, 0, ""), false))
 }
 
 // A budget the rollout cannot meet by itself (minAvailable equal to replicas, maxSurge

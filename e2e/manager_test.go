@@ -557,6 +557,13 @@ func exerciseEveryWrite(t *testing.T, s *scene) {
 	rolledOut("deployment/nginx-deployment")
 	s.kubectl(t, "set", "image", "deployment/nginx-deployment", "nginx=nginx:1.16.1")
 	rolledOut("deployment/nginx-deployment")
+	// The same in place under a budget: each restart takes its disruption and gives it
+	// back (poddisruptionbudgets/status update).
+	s.apply(t, budgetManifest(1))
+	s.budgetSettled(t, 1)
+	s.kubectl(t, "annotate", "deployment/nginx-deployment", inplace.StrategyAnnotation+"="+string(inplace.IfPossible))
+	s.kubectl(t, "set", "image", "deployment/nginx-deployment", "nginx=nginx:1.17")
+	rolledOut("deployment/nginx-deployment")
 	// A resize in place (pods/resize patch).
 	s.apply(t, resizeDeployment("sized", 2, inplace.IfPossible, 1, "100m"))
 	rolledOut("deployment/sized")

@@ -47,6 +47,17 @@ func NewSetBudgets(pdbInformer policyinformers.PodDisruptionBudgetInformer, def 
 	return b, pdbInformer.Informer().HasSynced, err
 }
 
+// WatchBudgets is NewSetBudgets for a controller's RespectBudgets: the informer's
+// HasSynced joins synced, the syncs the controller waits for.
+func WatchBudgets(pdbInformer policyinformers.PodDisruptionBudgetInformer, def disruption.Mode, queue Queue, synced *[]cache.InformerSynced) (*SetBudgets, error) {
+	b, hasSynced, err := NewSetBudgets(pdbInformer, def, queue)
+	if err != nil {
+		return nil, err
+	}
+	*synced = append(*synced, hasSynced)
+	return b, nil
+}
+
 func (b *SetBudgets) changed(obj any) {
 	pdb, ok := Deleted[*policyv1.PodDisruptionBudget](obj)
 	if !ok {

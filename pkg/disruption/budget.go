@@ -24,7 +24,10 @@
 //
 // In-place restarts (an image change, a resize with resizePolicy RestartContainer)
 // cannot go through the Eviction API, which deletes the pod: see PlanTake for the
-// budget status update that takes their disruption instead, by the same rules.
+// budget status update that takes their disruption instead, by the same rules. The
+// Deployment controller makes it for its in-place hand-overs (PlanInPlace, before a
+// pod is given away, and the release once the pod is Ready again); a StatefulSet's or
+// DaemonSet's in-place restarts are not held by budgets yet.
 //
 // Pods a rollout creates (maxSurge) are never limited: only taking pods down is.
 package disruption
@@ -266,4 +269,11 @@ func Announce(was, now Wait) (reason, message string, ok bool) {
 		return now.Reason, now.Message, true
 	}
 	return ReasonBudgetExhausted, "Rollout " + now.Message, true
+}
+
+// InPlaceReach is the reach of an in-place rollout of replicas: it restarts pods where
+// they are and adds none, so 10 replicas reach 10 and minAvailable 10 is unmeetable.
+func InPlaceReach(replicas int32) Reach {
+	return Reach{Healthy: replicas, Why: fmt.Sprintf("%d replicas; an in-place update adds no pod", replicas),
+		Fix: "lower the budget, or delete it"}
 }

@@ -6,16 +6,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 // An in-place update that restarts a pod's containers (a new image, or a resize with
 // resizePolicy RestartContainer) disrupts the pod without deleting it, so the Eviction
-// API, which deletes, cannot take its disruption. The decision (PlanTake, PlanRelease;
-// the controllers do not make these writes yet) is to take it as that API does on the
-// server: an update of the PodDisruptionBudget's status, made on the
-// resourceVersion it was read at (a concurrent eviction or disruption-controller
+// API, which deletes, cannot take its disruption. The decision (PlanTake, PlanRelease,
+// one pass's writes PlanInPlace; the Deployment controller makes them) is to take it
+// as that API does on the server: an update of the PodDisruptionBudget's status, made
+// on the resourceVersion it was read at (a concurrent eviction or disruption-controller
 // write makes it fail with a conflict, and it is decided again on a fresh read), that
 // takes one from status.disruptionsAllowed and records the pod in
 // status.disruptedPods. The disruption controller then counts the pod as not healthy
@@ -101,6 +102,12 @@ func PlanTake(pdb *policyv1.PodDisruptionBudget, pod *corev1.Pod, ready bool, no
 		next.DisruptedPods = map[string]metav1.Time{}
 	}
 	next.DisruptedPods[pod.Name] = metav1.NewTime(now)
+	if next.DisruptionsAllowed == 0 {
+		// As the API server's eviction does: a drain reading the budget sees it spent
+		// before the disruption controller's next pass.
+		apimeta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: policyv1.DisruptionAllowedCondition,
+			Status: metav1.ConditionFalse, Reason: policyv1.InsufficientPodsReason, ObservedGeneration: next.ObservedGeneration})
+	}
 	return Take{Status: next}
 }
 
@@ -126,4 +133,75 @@ func OneBudget(pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) string {
 		return ""
 	}
 	return fmt.Sprintf("The disruption budget %s is one of %d that select pod %s, which the eviction subresource does not support", pdbs[0].Name, len(pdbs), pod.Name)
+}
+
+// Over tells whether the in-place disruption pod took at at is over: the pod is Ready
+// again, its Ready condition turned True no earlier than the disruption was taken (to
+// the second, as both are stored), and it is not being deleted. The entry a drain's
+// eviction writes for a pod is never over by this rule: the pod was Ready before the
+// eviction and stays so until it is deleted, a second or so later. Taken at 10:00:00,
+// the pod restarting and Ready again at 10:00:04: over; Ready since 09:58 (the
+// restart has not begun, or the entry is an eviction's): not over.
+func Over(pod *corev1.Pod, at time.Time) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue && !c.LastTransitionTime.Time.Before(at.Truncate(time.Second))
+		}
+	}
+	return false
+}
+
+// InPlace is one pass of in-place restarts under budgets (PlanInPlace).
+type InPlace struct {
+	// Writes are the budgets whose status changes, each with the status to write, to be
+	// written on the resourceVersion it carries (as read): one write per budget,
+	// however many of the pass's pods it releases and takes. Empty when none changes.
+	Writes []*policyv1.PodDisruptionBudget
+	// Go are the restarting pods the budgets let restart now, in their order; the
+	// others wait.
+	Go []*corev1.Pod
+	// Step is what the budgets let the restarts do: Limit and Refused name the first
+	// refusal ("" when every pod goes).
+	Step Step
+}
+
+// PlanInPlace is one pass's budget writes for a workload's in-place restarts: the
+// disruptions of pods (its pods as the cache shows them) that are Over are released
+// (PlanRelease), then the restarting pods, in order, take theirs by PlanStep's rules
+// on the statuses the releases left. A pod whose entry is released and that restarts
+// again in the same pass takes a fresh one. ready tells whether a pod is Ready.
+//
+// minAvailable 8 of 10 (disruptionsAllowed 2), web-1 and web-2 Ready again after
+// their restarts, web-3 and web-4 to restart: one write of web-pdb, web-1 and web-2
+// out of disruptedPods, web-3 and web-4 in, disruptionsAllowed 0; a fifth pod waits
+// ("needs 8 healthy pods" once the disruption controller counts the two restarting).
+func PlanInPlace(pdbs []*policyv1.PodDisruptionBudget, pods, restarting []*corev1.Pod, ready func(*corev1.Pod) bool, now time.Time) InPlace {
+	byName := map[string]*corev1.Pod{}
+	for _, pod := range pods {
+		byName[pod.Namespace+"/"+pod.Name] = pod
+	}
+	taken := map[string]*policyv1.PodDisruptionBudget{}
+	for _, pdb := range pdbs {
+		cur := pdb
+		for name, at := range pdb.Status.DisruptedPods {
+			pod, ok := byName[pdb.Namespace+"/"+name]
+			if !ok || !Over(pod, at.Time) {
+				continue
+			}
+			next := cur.DeepCopy()
+			next.Status = *PlanRelease(cur, name)
+			cur, taken[pdb.Name] = next, next
+		}
+	}
+	step, s := walk(pdbs, taken, restarting, ready, now)
+	out := InPlace{Go: s.went, Step: step}
+	for _, pdb := range pdbs { // in pdbs' order, for writes that are the same each pass
+		if t, ok := s.taken[pdb.Name]; ok {
+			out.Writes = append(out.Writes, t)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 // budgetOf is web-pdb over app=nginx at generation 1 with the status given.
 func budgetOf(allowed, desired, current int32, disrupted map[string]metav1.Time) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-pdb", Namespace: "ns", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-pdb", Namespace: "ns", Generation: 1, ResourceVersion: "41"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx"}}},
 		Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed,
 			DesiredHealthy: desired, CurrentHealthy: current, ExpectedPods: 10, DisruptedPods: disrupted},
@@ -114,5 +115,126 @@ func TestSelecting(t *testing.T) {
 	}
 	if msg := OneBudget(got[:1], pod); msg != "" {
 		t.Errorf("OneBudget of one budget = %q, want none", msg)
+	}
+}
+
+// readyPod is pod name of app=nginx, Ready (or not) since since.
+func readyPod(name string, ready bool, since time.Time) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "nginx"}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(since)}}}}
+}
+
+func TestOver(t *testing.T) {
+	at := time.Date(2026, 1, 1, 10, 0, 0, 400e6, time.UTC) // taken at 10:00:00.4, stored as 10:00:00
+	deleting := readyPod("web-1", true, at.Add(time.Second))
+	deleting.DeletionTimestamp = &metav1.Time{Time: at.Add(2 * time.Second)}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"restarted, Ready again at 10:00:04: over", readyPod("web-1", true, at.Add(4*time.Second)), true},
+		{"Ready again within the second it was taken in (stored to the second): over", readyPod("web-1", true, at.Truncate(time.Second)), true},
+		{"Ready since 09:58 (restart not begun, or a drain's eviction): not over", readyPod("web-1", true, at.Add(-2*time.Minute)), false},
+		{"restarting, not Ready: not over", readyPod("web-1", false, at.Add(time.Second)), false},
+		{"being deleted: not over (an eviction's pod)", deleting, false},
+		{"no Ready condition: not over", &corev1.Pod{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Over(tc.pod, at); got != tc.want {
+				t.Errorf("Over = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanInPlace(t *testing.T) {
+	now := time.Date(2026, 1, 1, 10, 1, 0, 0, time.UTC)
+	taken := now.Add(-30 * time.Second)
+	ready := func(p *corev1.Pod) bool { return Over(p, time.Time{}) }
+	back := func(name string) *corev1.Pod { return readyPod(name, true, now.Add(-5*time.Second)) }
+	serving := func(name string) *corev1.Pod { return readyPod(name, true, now.Add(-time.Hour)) }
+	entries := func(names ...string) map[string]metav1.Time {
+		m := map[string]metav1.Time{}
+		for _, n := range names {
+			m[n] = metav1.NewTime(taken)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name        string
+		pdb         *policyv1.PodDisruptionBudget
+		pods        []*corev1.Pod
+		restarting  []string
+		wantGo      string
+		wantWrite   bool
+		allowed     int32
+		disrupted   string // the written disruptedPods, sorted
+		wantRefused string
+	}{
+		{name: "minAvailable 8 of 10, 2 allowed, 3 to restart: 2 go in one write, the third waits",
+			pdb:  budgetOf(2, 8, 10, nil),
+			pods: []*corev1.Pod{serving("web-3"), serving("web-4"), serving("web-5")}, restarting: []string{"web-3", "web-4", "web-5"},
+			wantGo: "web-3,web-4", wantWrite: true, allowed: 0, disrupted: "web-3,web-4", wantRefused: "does not allow evicting pods currently"},
+		{name: "web-1 and web-2 Ready again after their restarts: released, web-3 and web-4 take theirs, one write",
+			pdb:  budgetOf(2, 8, 10, entries("web-1", "web-2")),
+			pods: []*corev1.Pod{back("web-1"), back("web-2"), serving("web-3"), serving("web-4")}, restarting: []string{"web-3", "web-4"},
+			wantGo: "web-3,web-4", wantWrite: true, allowed: 0, disrupted: "web-3,web-4"},
+		{name: "an entry of a pod still restarting, and a drain's entry of a pod Ready from before: kept; nothing to restart: no write",
+			pdb:       budgetOf(0, 8, 8, entries("web-1", "web-9")),
+			pods:      []*corev1.Pod{readyPod("web-1", false, now), serving("web-9")},
+			wantWrite: false},
+		{name: "budget spent (0 allowed, 8 of 8): nothing goes, nothing written",
+			pdb:  budgetOf(0, 8, 8, nil),
+			pods: []*corev1.Pod{serving("web-3")}, restarting: []string{"web-3"},
+			wantGo: "", wantWrite: false, wantRefused: "needs 8 healthy pods and has 8"},
+		{name: "released alone: the write drops the entry, disruptionsAllowed is the disruption controller's to raise",
+			pdb:       budgetOf(0, 8, 9, entries("web-1")),
+			pods:      []*corev1.Pod{back("web-1")},
+			wantWrite: true, allowed: 0, disrupted: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			byName := map[string]*corev1.Pod{}
+			for _, p := range tc.pods {
+				byName[p.Name] = p
+			}
+			var restarting []*corev1.Pod
+			for _, n := range tc.restarting {
+				restarting = append(restarting, byName[n])
+			}
+			got := PlanInPlace([]*policyv1.PodDisruptionBudget{tc.pdb}, tc.pods, restarting, ready, now)
+			var names []string
+			for _, p := range got.Go {
+				names = append(names, p.Name)
+			}
+			if strings.Join(names, ",") != tc.wantGo {
+				t.Errorf("Go = %v, want %s", names, tc.wantGo)
+			}
+			if (len(got.Writes) == 1) != tc.wantWrite || len(got.Writes) > 1 {
+				t.Fatalf("writes %d, want one: %v", len(got.Writes), tc.wantWrite)
+			}
+			if !strings.Contains(got.Step.Refused, tc.wantRefused) || (tc.wantRefused == "") != (got.Step.Refused == "") {
+				t.Errorf("refused %q, want %q", got.Step.Refused, tc.wantRefused)
+			}
+			if !tc.wantWrite {
+				return
+			}
+			w := got.Writes[0]
+			var disrupted []string
+			for n := range w.Status.DisruptedPods {
+				disrupted = append(disrupted, n)
+			}
+			sort.Strings(disrupted)
+			if w.Status.DisruptionsAllowed != tc.allowed || strings.Join(disrupted, ",") != tc.disrupted {
+				t.Errorf("written disruptionsAllowed %d disruptedPods %v, want %d [%s]", w.Status.DisruptionsAllowed, disrupted, tc.allowed, tc.disrupted)
+			}
+			if w.ResourceVersion != tc.pdb.ResourceVersion {
+				t.Errorf("write on resourceVersion %q, want the budget's as read %q", w.ResourceVersion, tc.pdb.ResourceVersion)
+			}
+		})
 	}
 }

@@ -35,9 +35,20 @@ type Step struct {
 // minAvailable 8 over 10 Ready pods (disruptionsAllowed 2), a step of 3: 2 go now,
 // the third waits on the budget ("needs 8 healthy pods and has 8 currently").
 func PlanStep(pdbs []*policyv1.PodDisruptionBudget, pods []*corev1.Pod, ready func(*corev1.Pod) bool, now time.Time) Step {
-	// taken is each budget's status as the step's earlier pods left it.
-	taken := map[string]*policyv1.PodDisruptionBudget{}
+	out, _ := walk(pdbs, nil, pods, ready, now)
+	return out
+}
+
+// walk is PlanStep on pdbs as taken (each budget's status as the step's earlier
+// pods, or releases before them, left it; nil: as read), keeping in taken the budgets
+// whose status the step changes and in out.went the pods that go.
+func walk(pdbs []*policyv1.PodDisruptionBudget, taken map[string]*policyv1.PodDisruptionBudget, pods []*corev1.Pod,
+	ready func(*corev1.Pod) bool, now time.Time) (Step, stepped) {
+	if taken == nil {
+		taken = map[string]*policyv1.PodDisruptionBudget{}
+	}
 	var out Step
+	var went []*corev1.Pod
 	for _, pod := range pods {
 		sel := Selecting(pdbs, pod)
 		for i, pdb := range sel {
@@ -60,6 +71,7 @@ func PlanStep(pdbs []*policyv1.PodDisruptionBudget, pods []*corev1.Pod, ready fu
 		}
 		if refused == "" {
 			out.Now++
+			went = append(went, pod)
 			continue
 		}
 		if out.Limit == "" {
@@ -71,7 +83,14 @@ func PlanStep(pdbs []*policyv1.PodDisruptionBudget, pods []*corev1.Pod, ready fu
 			}
 		}
 	}
-	return out
+	return out, stepped{went: went, taken: taken}
+}
+
+// stepped is what walk's pods did to the budgets: the pods that go, and each budget
+// whose status changed, by name.
+type stepped struct {
+	went  []*corev1.Pod
+	taken map[string]*policyv1.PodDisruptionBudget
 }
 
 // Text says what s means for a step of pods pods, for `kroll rollout plan`:

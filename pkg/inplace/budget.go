@@ -1,5 +1,11 @@
 package inplace
 
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
 // WithinBudget walks pods (of any form: the controllers' pods, `kroll rollout plan`'s
 // model of them) in order and returns those an in-place update moves on now,
 // within maxUnavailable: a pod that is not in service costs nothing, one that is costs
@@ -34,4 +40,36 @@ func NotServingFirst[P any](pods []P, inService func(P) bool) []P {
 		}
 	}
 	return append(first, rest...)
+}
+
+// Budgeted is picked without the pods whose update to target restarts a container
+// (new images, or a resize with resizePolicy RestartContainer) and that disrupt (the
+// workload's PodDisruptionBudgets, disruption.PlanInPlace) does not let restart now;
+// the others keep their order. A resize that restarts nothing disrupts nothing and
+// is never held. nil disrupt keeps every pod. With 3 picked pods to new images and a
+// budget allowing 2: the first 2.
+func Budgeted(picked []*corev1.Pod, target *corev1.PodTemplateSpec, disrupt func([]*corev1.Pod) []*corev1.Pod) []*corev1.Pod {
+	if disrupt == nil {
+		return picked
+	}
+	var restarting []*corev1.Pod
+	for _, pod := range picked {
+		if restarts(pod, target) {
+			restarting = append(restarting, pod)
+		}
+	}
+	if len(restarting) == 0 {
+		return picked
+	}
+	may := sets.New[types.UID]()
+	for _, pod := range disrupt(restarting) {
+		may.Insert(pod.UID)
+	}
+	var out []*corev1.Pod
+	for _, pod := range picked {
+		if !restarts(pod, target) || may.Has(pod.UID) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }

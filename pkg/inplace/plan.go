@@ -61,6 +61,10 @@ type HandOverView struct {
 	// is (an old pod is not picked) and named in Blocked. Otherwise (InPlaceIfPossible)
 	// such a pod is handed over like any other and then recreated (Recreate).
 	OnlyInPlace bool
+	// Disrupt is what the PodDisruptionBudgets let restart: of the picked pods whose
+	// update restarts a container, those that may restart now (their disruptions taken,
+	// see Budgeted). nil: budgets do not limit the rollout.
+	Disrupt func(restarting []*corev1.Pod) []*corev1.Pod
 }
 
 // HandOverPlan is one pass of a Deployment's in-place rollout: the writes to make, in
@@ -259,6 +263,7 @@ func PlanHandOver(v HandOverView) HandOverPlan {
 			picked = nil
 		}
 		picked = h.fitting(picked, target, resized)
+		picked = Budgeted(picked, target, v.Disrupt)
 		for _, pod := range picked {
 			if v.Grace > 0 && HasGate(pod) && restarts(pod, target) {
 				state := OutOfService(pod, v.New.RS.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Images(&v.New.RS.Spec.Template), v.Now)

@@ -190,6 +190,14 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 					return nil, err
 				}
 				dc.SetFeatureGates(featureGates)
+				// In-place restarts take their budgets' disruptions themselves.
+				mode, err := opts.disruptionBudget()
+				if err != nil {
+					return nil, err
+				}
+				if err := dc.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode); err != nil {
+					return nil, err
+				}
 				// Configuration rollout (kroll.dev/config-rollout) reads ConfigMaps and
 				// Secrets and writes their snapshots.
 				if err := dc.WatchConfig(f.Apps().V1().Deployments().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {

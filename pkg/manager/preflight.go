@@ -93,7 +93,7 @@ var (
 // run, the kinds it attributes writes through), each once, in a stable order.
 func resourcesRead(enabled []string, dryRun bool) []apiResource {
 	reads := map[string][]apiResource{
-		Deployment:            {deploymentsRes, replicaSetsRes, podsRes, nodesRes},
+		Deployment:            {deploymentsRes, replicaSetsRes, podsRes, nodesRes, pdbsRes},
 		ReplicaSet:            {replicaSetsRes, podsRes, deploymentsRes, pdbsRes},
 		ReplicationController: {rcsRes, podsRes},
 		StatefulSet:           {statefulSetsRes, podsRes, nodesRes, revisionsRes, claimsRes, pdbsRes},

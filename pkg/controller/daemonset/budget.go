@@ -16,13 +16,9 @@ import (
 // DaemonSets whose kroll.dev/disruption-budget (def without one) is Respect (see
 // pkg/disruption). It adds handlers to pdbInformer (start the informers after).
 func (c *Controller) RespectBudgets(pdbInformer policyinformers.PodDisruptionBudgetInformer, def disruption.Mode) error {
-	b, synced, err := controller.NewSetBudgets(pdbInformer, def, c.queue)
-	if err != nil {
-		return err
-	}
+	b, err := controller.WatchBudgets(pdbInformer, def, c.queue, &c.synced)
 	c.budgets = b
-	c.synced = append(c.synced, synced)
-	return nil
+	return err
 }
 
 // settleBudget is st's conditions with the DisruptionBudget condition brought up to

@@ -55,13 +55,16 @@ func NotHeld(oldRSs []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 }
 
 // setBudgetCondition brings status's DisruptionBudget condition up to date with the
-// old ReplicaSets of p (BudgetHold). A changed message is written at once (the
+// old ReplicaSets of p (BudgetHold), or else with p's in-place restarts (budgetWait). A changed message is written at once (the
 // budget's numbers move while the rollout waits); the transition time stays. An
 // invalid kroll.dev/disruption-budget is reported in the same condition (False,
 // InvalidAnnotation, naming the annotation and the accepted values); the workload then
 // rolls out under the controller manager's default, as without the setting.
 func setBudgetCondition(status *appsv1.DeploymentStatus, p *pass, now time.Time) {
 	hold := BudgetHold(p.oldRSs)
+	if hold == nil {
+		hold = waitCondition(p.budgetWait) // in-place restarts held (inplace_budget.go)
+	}
 	if problem := disruption.Problem(p.d.Annotations); problem != "" {
 		hold = &appsv1.DeploymentCondition{Type: budgetConditionType, Status: corev1.ConditionFalse,
 			Reason: disruption.ReasonInvalidAnnotation, Message: problem, LastTransitionTime: metav1.NewTime(now)}

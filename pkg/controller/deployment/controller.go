@@ -89,6 +89,11 @@ type Controller struct {
 	// config is what configuration rollout reads and writes (config.go); nil until
 	// WatchConfig, and then no Deployment rolls its configuration.
 	config *controller.ConfigSource
+	// budgets are the PodDisruptionBudgets in-place restarts take disruptions from,
+	// through budgetStatus (see inplace_budget.go); nil until RespectBudgets, and then
+	// no in-place restart is held by a budget.
+	budgets      *controller.SetBudgets
+	budgetStatus func(namespace string) controller.BudgetStatusWriter
 	// terminatingOff: the DeploymentReplicaSetTerminatingReplicas gate is off
 	// (SetFeatureGates); false, the zero value, is gates.Defaults().
 	terminatingOff bool

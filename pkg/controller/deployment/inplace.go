@@ -40,6 +40,10 @@ func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (i
 		return inPlacePass{}, nil
 	}
 	view := c.handOverView(p, start)
+	budget := c.budgetFor(p, view)
+	if budget != nil {
+		view.Disrupt = budget.disrupt
+	}
 	plan := inplace.PlanHandOver(view)
 	// InPlaceOnly, and pods whose node cannot make their resize: the rollout is blocked
 	// naming them (the others still move), until room frees.
@@ -47,10 +51,11 @@ func (c *Controller) advanceInPlace(ctx context.Context, p *pass, start bool) (i
 		p.verdict, p.judged = v, true
 	}
 	c.announceVerdict(p)
-	acted, err := c.applyHandOver(ctx, p, plan)
+	acted, err := c.applyHandOver(ctx, p, plan, budget)
 	if err != nil {
 		return inPlacePass{acted: acted}, err
 	}
+	c.settleInPlaceBudget(p, budget)
 	handled, cleanup := inPlaceOutcome(p, view.InPlace, acted)
 	if cleanup {
 		err = c.cleanupHistory(ctx, p.d, p.oldRSs)
@@ -90,14 +95,20 @@ func (c *Controller) handOverView(p *pass, start bool) inplace.HandOverView {
 
 // applyHandOver makes plan's writes in order, stopping at the first that fails, and
 // remembers the pods it takes out of service or gives away until the cache shows it.
-// acted says a write was made.
-func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.HandOverPlan) (acted bool, err error) {
+// The budgets' writes (nil budget: none) go before any pod is taken out of service or
+// given away: a budget that refuses them (a Conflict) ends the pass with no pod
+// disrupted. acted says a write was made.
+func (c *Controller) applyHandOver(ctx context.Context, p *pass, plan inplace.HandOverPlan, budget *inPlaceBudget) (acted bool, err error) {
 	writer, now := inplace.Writer{Pods: c.pods}, c.now()
 	for _, pod := range plan.PutBack {
 		if err := writer.PutBack(ctx, pod); err != nil {
 			return acted, err
 		}
 		acted = true
+	}
+	wrote, err := c.writeBudgets(ctx, budget)
+	if acted = acted || wrote; err != nil {
+		return acted, err
 	}
 	for _, out := range plan.TakeOut {
 		if err := writer.TakeOut(ctx, out.Pod, out.State); err != nil {

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
@@ -39,6 +40,9 @@ type pass struct {
 	// staged is the staged rollout's decision for this pass (see stage): its Partition
 	// bounds the rollout; the zero Decision when d is not staged.
 	staged staging.Decision
+	// budgetWait is the wait of d's in-place restarts on a PodDisruptionBudget after
+	// this pass (settleInPlaceBudget); the zero Wait when none holds them.
+	budgetWait disruption.Wait
 }
 
 // newPass splits rsList into d's new ReplicaSet and the old ones

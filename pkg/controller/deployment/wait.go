@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kroll-dev/kroll/pkg/controller"
+	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -22,7 +23,10 @@ type waitView struct {
 	oldRSs   []*appsv1.ReplicaSet
 	staged   staging.Decision
 	draining bool
-	now      time.Time
+	// held is the DisruptionBudget condition's message while a budget holds the
+	// rollout (BudgetHold, or its in-place restarts); "" when none does.
+	held string
+	now  time.Time
 }
 
 // deploymentWait tells what a Deployment's rollout waits on after a pass, for the
@@ -34,6 +38,8 @@ type waitView struct {
 //	Paused                    spec.paused
 //	StagedStepHeld            held at a staged step, pause or partition (until when)
 //	NewReplicaSetNotCreated   no ReplicaSet has the template yet
+//	BudgetExhausted           a PodDisruptionBudget holds the pods to take down
+//	                          (the DisruptionBudget condition's message)
 //	OldPodsTerminating        old pods are going (Recreate waits for all; a rolling
 //	                          update grows the new ReplicaSet once they are gone)
 //	NewPodsUnavailable        new pods not yet available while the budgets are spent:
@@ -97,6 +103,9 @@ func deploymentWait(v waitView) controller.Wait {
 	if newRS == nil {
 		return wait("NewReplicaSetNotCreated", "no ReplicaSet with the Deployment's template yet")
 	}
+	if v.held != "" {
+		return wait(disruption.ReasonBudgetExhausted, "%s", v.held)
+	}
 	recreate := d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType
 	partition := v.staged.Partition
 	switch {
@@ -159,8 +168,12 @@ func (c *Controller) observeWait(ctx context.Context, p *pass, rsList []*appsv1.
 		}
 	}
 	now := c.now()
+	held := p.budgetWait.Message
+	if hold := BudgetHold(p.oldRSs); hold != nil {
+		held = hold.Message
+	}
 	wait := deploymentWait(waitView{d: p.d, newRS: p.newRS, oldRSs: p.oldRSs, staged: p.staged,
-		draining: rollout.Draining(p.oldRSs, c.seenPods), now: now})
+		draining: rollout.Draining(p.oldRSs, c.seenPods), held: held, now: now})
 	if wait.Reason == reasonNewPodsUnavailable {
 		active, _ := controller.SplitPodsOf(c.podIndexer, string(p.newRS.UID))
 		wait.Details = append(wait.Details, firstUnavailable(active, p.d.Spec.MinReadySeconds, now)...)

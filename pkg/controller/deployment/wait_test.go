@@ -28,6 +28,7 @@ func TestDeploymentWait(t *testing.T) {
 		oldRSs   []*appsv1.ReplicaSet
 		staged   staging.Decision
 		draining bool
+		held     string
 		want     string
 	}{
 		{name: "complete: new 40/40 available, no old pod: at rest",
@@ -65,6 +66,9 @@ func TestDeploymentWait(t *testing.T) {
 			newRS: rs("v2", 2, 4, 4, 4), oldRSs: []*appsv1.ReplicaSet{rs("v1", 1, 36, 36, 36)},
 			staged: staging.Decision{Phase: staging.StepWaiting, Partition: 36, Until: now.Add(time.Minute), Message: "step 1/3: 10%, paused for 1m"},
 			want:   "StagedStepHeld"},
+		{name: "in place, held by a budget: the budget's words",
+			newRS: rs("v2", 2, 4, 4, 4), oldRSs: []*appsv1.ReplicaSet{rs("v1", 1, 36, 36, 36)},
+			held: "waiting for PodDisruptionBudget web-pdb: 2 pods to take down, disruptionsAllowed 0", want: "BudgetExhausted"},
 		{name: "no new ReplicaSet yet", oldRSs: []*appsv1.ReplicaSet{rs("v1", 1, 40, 40, 40)}, want: "NewReplicaSetNotCreated"},
 		{name: "Recreate: old pods still there", edit: func(d *appsv1.Deployment) {
 			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
@@ -79,8 +83,8 @@ func TestDeploymentWait(t *testing.T) {
 			if c.edit != nil {
 				c.edit(dd)
 			}
-			got := deploymentWait(waitView{d: dd, newRS: c.newRS, oldRSs: c.oldRSs, staged: c.staged, draining: c.draining, now: now})
-			if got.Reason != c.want {
+			got := deploymentWait(waitView{d: dd, newRS: c.newRS, oldRSs: c.oldRSs, staged: c.staged, draining: c.draining, held: c.held, now: now})
+			if got.Reason != c.want || c.held != "" && got.Message != c.held {
 				t.Fatalf("reason %q (%s), want %q", got.Reason, got.Message, c.want)
 			}
 		})

@@ -17,13 +17,9 @@ import (
 // without one) is Respect (see pkg/disruption). It adds handlers to pdbInformer (start
 // the informers after).
 func (c *Controller) RespectBudgets(pdbInformer policyinformers.PodDisruptionBudgetInformer, def disruption.Mode) error {
-	b, synced, err := controller.NewSetBudgets(pdbInformer, def, c.queue)
-	if err != nil {
-		return err
-	}
+	b, err := controller.WatchBudgets(pdbInformer, def, c.queue, &c.synced)
 	c.budgets = b
-	c.synced = append(c.synced, synced)
-	return nil
+	return err
 }
 
 // takeDown removes p, which the rollout replaces: evicted when set respects budgets,
