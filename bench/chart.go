@@ -11,6 +11,7 @@ var armColours = map[string]string{
 	krollArm.Name:    "#326ce5",
 	upstreamArm.Name: "#9e9e9e",
 	inPlaceArm.Name:  "#2e9e5b",
+	configArm.Name:   "#8e44ad",
 	apiArm.Name:      "#e08a00",
 }
 
@@ -56,7 +57,7 @@ func (r *Results) Chart() string {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15" font-weight="bold">kroll vs upstream: time to done (steady state: controller memory); median, line = min–max</text>`+"\n")
 	x := 10
-	for _, arm := range []string{krollArm.Name, upstreamArm.Name, inPlaceArm.Name, apiArm.Name} {
+	for _, arm := range []string{krollArm.Name, upstreamArm.Name, inPlaceArm.Name, configArm.Name, apiArm.Name} {
 		fmt.Fprintf(&b, `<rect x="%d" y="28" width="10" height="10" fill="%s"/><text x="%d" y="37">%s</text>`+"\n", x, armColours[arm], x+14, arm)
 		x += 14 + 8*len(arm) + 16
 	}

@@ -114,7 +114,8 @@ func checkTinyRun(t *testing.T, dir string, want []Scenario) {
 		if w := s.PodStatusWrites; w != nil && *w > 0 {
 			t.Errorf("sample %s/%s: %.0f pod status writes at rest, where no probe result changes", s.Scenario, s.Arm, *w)
 		}
-		rollsDeployments := strings.HasPrefix(s.Scenario, "rolling-") || strings.HasPrefix(s.Scenario, "many-") || strings.HasPrefix(s.Scenario, "resize-")
+		rollsDeployments := strings.HasPrefix(s.Scenario, "rolling-") || strings.HasPrefix(s.Scenario, "many-") || strings.HasPrefix(s.Scenario, "resize-") ||
+			strings.HasPrefix(s.Scenario, "config-")
 		switch m := s.LeastAvailabilityMargin; {
 		case rollsDeployments && m == nil:
 			t.Errorf("sample %s/%s did not watch its Deployments' availability", s.Scenario, s.Arm)

@@ -18,7 +18,8 @@ func TestTargets(t *testing.T) {
 	steady := steadyScenario(10000, 10, 0, false)
 	rollback := rollbackScenario(100, DefaultRollbackWindow)
 	budget := budgetScenario(1000)
-	for _, s := range []Scenario{rolling, steady, rollback, budget} {
+	config := configScenario(100, 10)
+	for _, s := range []Scenario{rolling, steady, rollback, budget, config} {
 		r.addScenario(s)
 	}
 	sample := func(s Scenario, arm Arm, seconds, writes, cpu, mib float64) {
@@ -34,6 +35,9 @@ func TestTargets(t *testing.T) {
 	sample(rollback, upstreamArm, 150, 100, 0.1, 0)
 	sample(budget, krollArm, 100, 7000, 2.5, 0)
 	sample(budget, budgetArm, 106, 8000, 2.6, 0)
+	sample(config, krollArm, 20, 10000, 4, 0)
+	sample(config, upstreamArm, 19, 9000, 5, 0)
+	sample(config, configArm, 20.8, 11200, 4, 0)
 
 	got := map[string]string{}
 	for _, tg := range r.Targets() {
@@ -51,6 +55,8 @@ func TestTargets(t *testing.T) {
 		"10000 pods at rest: kroll memory ≤ 0.50 × upstream's":                                                         "0.45×",
 		"rolling-1000-qps20-budget: time ≤ 1.01 × the write limit (2N ÷ QPS = 100 s)":                                  "1.00×",
 		"rolling-1000-qps20-budget: time with the budget respected ≤ 1.05 × ignored":                                   "1.06× not met",
+		"config-100x10: time of a ConfigMap edit ≤ 1.05 × an image update's":                                           "1.04×",
+		"config-100x10: API writes of a ConfigMap edit ≤ 1.10 × an image update's":                                     "1.12× not met",
 	}
 	for name, m := range want {
 		if got[name] != m {
@@ -63,6 +69,9 @@ func TestTargets(t *testing.T) {
 	for name := range got {
 		if strings.HasPrefix(name, "rollback-") {
 			t.Errorf("rollback has a target %q: its arms do different work", name)
+		}
+		if strings.Contains(name, "upstream") && strings.HasPrefix(name, "config-") {
+			t.Errorf("the configuration rollout has a target against upstream %q: kroll's Deployments there write snapshots", name)
 		}
 	}
 }

@@ -48,6 +48,9 @@ type Arm struct {
 	// Budget opts the workload into kroll's disruption budgets (Respect): its old pods
 	// go through the Eviction API, each checked against the scenario's budget.
 	Budget bool `json:"budget,omitempty"`
+	// Config makes the scenario's change an edit of the ConfigMap its Deployments read
+	// (kroll.dev/config-rollout) instead of a new image.
+	Config bool `json:"config,omitempty"`
 }
 
 var (
@@ -55,6 +58,7 @@ var (
 	upstreamArm = Arm{Name: "upstream", Controllers: Upstream}
 	inPlaceArm  = Arm{Name: "kroll-inplace", Controllers: Kroll, InPlace: true}
 	budgetArm   = Arm{Name: "kroll-budget", Controllers: Kroll, Budget: true}
+	configArm   = Arm{Name: "kroll-config", Controllers: Kroll, Config: true}
 	apiArm      = Arm{Name: "api", Controllers: NoControllers}
 )
 
@@ -101,6 +105,7 @@ func Scenarios(scale float64, steadyWindow, rollbackWindow time.Duration) []Scen
 	all = append(all, budgetScenario(n(1000)))
 	all = append(all,
 		manyRolloutsScenario(n(200), 10),
+		configScenario(n(100), 10),
 		statefulSetScenario(n(100)),
 		daemonSetScenario(n(100)),
 		rollbackScenario(n(100), rollbackWindow),
@@ -443,24 +448,32 @@ func (r *run) createDeployments(ctx context.Context, ds []*appsv1.Deployment) er
 // rollDeployments changes the image of the named Deployments at once and returns the
 // seconds until every one is complete, and their least availability margin meanwhile.
 func (r *run) rollDeployments(ctx context.Context, names []string) (float64, *int32, error) {
-	inf := r.informers.Apps().V1().Deployments().Informer()
-	if err := r.sync(ctx, inf); err != nil {
+	if err := r.sync(ctx, r.informers.Apps().V1().Deployments().Informer()); err != nil {
 		return 0, nil, err
 	}
+	ok, state := r.deploymentsDone(names, newImage)
+	return r.roll(ctx, names, func(ctx context.Context) error {
+		return inParallel(ctx, len(names), 16, func(ctx context.Context, i int) error {
+			_, err := r.client.AppsV1().Deployments(namespace).Patch(ctx, names[i], types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{})
+			return err
+		})
+	}, ok, state)
+}
+
+// roll makes change and returns the seconds until done holds, and the least
+// availability margin of the named Deployments meanwhile; state describes where it got.
+func (r *run) roll(ctx context.Context, names []string, change func(context.Context) error, done func() bool, state func() string) (float64, *int32, error) {
+	inf := r.informers.Apps().V1().Deployments().Informer()
 	stopWatch, err := watchAvailability(inf, names)
 	if err != nil {
 		return 0, nil, err
 	}
 	began := time.Now()
-	if err := inParallel(ctx, len(names), 16, func(ctx context.Context, i int) error {
-		_, err := r.client.AppsV1().Deployments(namespace).Patch(ctx, names[i], types.StrategicMergePatchType, imagePatch, metav1.PatchOptions{})
-		return err
-	}); err != nil {
+	if err := change(ctx); err != nil {
 		stopWatch()
 		return 0, nil, err
 	}
-	ok, state := r.deploymentsDone(names, newImage)
-	err = until(ctx, inf, 30*time.Minute, "deployments rolled", ok, state)
+	err = until(ctx, inf, 30*time.Minute, "deployments rolled", done, state)
 	secs, margin := time.Since(began).Seconds(), stopWatch()
 	if err != nil {
 		return 0, nil, err

@@ -36,6 +36,13 @@ func withAnnotations(manifest string, annotations []string, replace ...string) s
 	return manifest
 }
 
+// printGreeting is the command of configPodTemplate's container, and crashUnlessGood
+// the same command exiting 1 unless its configuration's greeting is good.
+const (
+	printGreeting   = `echo env=$GREETING; cat /etc/app/greeting; sleep 36000`
+	crashUnlessGood = `test \"$GREETING\" = good || exit 1; ` + printGreeting
+)
+
 // configScenarios are the configuration rollout scenes that share TestConfigRolloutDeployment's
 // cluster, each in its own namespace, side by side.
 func configScenarios(t *testing.T, c *cluster.Cluster) {
@@ -45,7 +52,7 @@ func configScenarios(t *testing.T, c *cluster.Cluster) {
 		s.kubectl(t, "create", "configmap", "app-config", "--from-literal=greeting=good")
 		// The container exits 1 unless its configuration says good.
 		s.apply(t, withAnnotations(configDeployment(4, "true"), []string{"kroll.dev/on-failure=Rollback"},
-			`echo env=$GREETING; cat /etc/app/greeting; sleep 36000`, `test \"$GREETING\" = good || exit 1; echo env=$GREETING; cat /etc/app/greeting; sleep 36000`,
+			printGreeting, crashUnlessGood,
 			"rollingUpdate: {maxSurge: 0, maxUnavailable: 2}", "rollingUpdate: {maxSurge: 1, maxUnavailable: 0}",
 			// A container that exits at once is Ready for a moment; minReadySeconds keeps
 			// that moment from counting as available (as the self-healing scenes do).

@@ -16,15 +16,26 @@ import (
 	"github.com/kroll-dev/kroll/pkg/history"
 )
 
-// configSet is a StatefulSet (replicas pods, maxUnavailable 2) or a DaemonSet
-// (maxUnavailable 3) named web, opted into configuration rollout, whose pods print
-// app-config's greeting as configDeployment's do.
+// configSet is a StatefulSet (replicas pods, Parallel, maxUnavailable 2) or a
+// DaemonSet (maxUnavailable 3) named web, opted into configuration rollout, whose pods
+// print app-config's greeting as configDeployment's do.
 func configSet(kind string, replicas int) string {
-	strategy := "  replicas: %d\n  serviceName: web\n  podManagementPolicy: Parallel\n  updateStrategy:\n    rollingUpdate: {maxUnavailable: 2}\n"
-	strategy = fmt.Sprintf(strategy, replicas)
 	if kind == "DaemonSet" {
-		strategy = "  updateStrategy:\n    rollingUpdate: {maxUnavailable: 3}\n"
+		return configWorkload(kind, "  updateStrategy:\n    rollingUpdate: {maxUnavailable: 3}\n")
 	}
+	return configStatefulSet(replicas, "  podManagementPolicy: Parallel\n  updateStrategy:\n    rollingUpdate: {maxUnavailable: 2}\n")
+}
+
+// configStatefulSet is the StatefulSet web of replicas pods with the spec lines
+// spec (its strategy), opted into configuration rollout, its pods printing app-config's
+// greeting.
+func configStatefulSet(replicas int, spec string) string {
+	return configWorkload("StatefulSet", fmt.Sprintf("  replicas: %d\n  serviceName: web\n", replicas)+spec)
+}
+
+// configWorkload is the workload web of kind with the spec lines spec, opted into
+// configuration rollout, revisionHistoryLimit 1, its pods printing app-config's greeting.
+func configWorkload(kind, spec string) string {
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: %s
 metadata:
@@ -35,25 +46,13 @@ spec:
 %s  revisionHistoryLimit: 1
   selector:
     matchLabels: {app: web}
-`+configPodTemplate, kind, strategy)
+`+configPodTemplate, kind, spec)
 }
 
 // setGreetings are the values web's running, ready pods print, by the revision their
 // controller-revision-hash label names.
 func (s *scene) setGreetings(t *testing.T) (map[string]map[string]int, int) {
-	by, ready := map[string]map[string]int{}, 0
-	for _, p := range s.pods(t, "app=web") {
-		if p.DeletionTimestamp != nil || !isPodReady(p) {
-			continue
-		}
-		ready++
-		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
-		if by[rev] == nil {
-			by[rev] = map[string]int{}
-		}
-		by[rev][s.greetingOf(t, p)]++
-	}
-	return by, ready
+	return s.greetingsBy(t, func(p *corev1.Pod) string { return p.Labels[appsv1.ControllerRevisionHashLabelKey] })
 }
 
 // configSetScene runs the acceptance scenario of configuration rollout on a
@@ -109,29 +108,14 @@ func configSetScene(t *testing.T, s *scene, kind string, n int, watch func() int
 	checkSnapshots := func(t *testing.T, values map[string]string) {
 		t.Helper()
 		revs := revisions()
-		snaps := s.snapshots(t)
-		if len(snaps) != len(values) {
-			t.Errorf("%d snapshots, want %d (one per revision kept)", len(snaps), len(values))
-		}
-		for _, cm := range snaps {
-			ref := metav1.GetControllerOf(&cm)
-			if cm.Immutable == nil || !*cm.Immutable || ref == nil || ref.Kind != "ControllerRevision" {
-				t.Errorf("snapshot %s: immutable %v, controller %v", cm.Name, cm.Immutable, ref)
-				continue
-			}
-			found := false
-			for hash, want := range values {
-				if revs[hash] == ref.Name {
-					found = true
-					if cm.Data["greeting"] != want {
-						t.Errorf("snapshot %s of %s holds %q, want %q", cm.Name, ref.Name, cm.Data["greeting"], want)
-					}
+		s.checkSnapshots(t, "ControllerRevision", len(values), func(owner string) (string, bool) {
+			for hash, v := range values {
+				if revs[hash] == owner {
+					return v, true
 				}
 			}
-			if !found {
-				t.Errorf("snapshot %s owned by %s, not by a revision of %v", cm.Name, ref.Name, revs)
-			}
-		}
+			return "", false
+		})
 	}
 	checkSnapshots(t, map[string]string{oldRev: "v1", newRev: "v2"})
 	gen, fields, _ := spec()

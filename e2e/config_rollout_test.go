@@ -49,7 +49,7 @@ const configPodTemplate = `  template:
       containers:
       - name: app
         image: busybox:1.36
-        command: ["sh", "-c", "echo env=$GREETING; cat /etc/app/greeting; sleep 36000"]
+        command: ["sh", "-c", "` + printGreeting + `"]
         env:
         - name: GREETING
           valueFrom:
@@ -114,22 +114,23 @@ func printOldAndNew(t *testing.T, greetings func() (map[string]map[string]int, i
 
 // greetings are the values web's running, ready pods print, by ReplicaSet: "web-abc=v1×8".
 func (s *scene) greetings(t *testing.T) (map[string]map[string]int, int) {
-	pods, err := s.c.Client.CoreV1().Pods(s.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return s.greetingsBy(t, func(p *corev1.Pod) string { return metav1.GetControllerOf(p).Name })
+}
+
+// greetingsBy are the values web's running, ready pods print, grouped by key(pod),
+// and how many are ready.
+func (s *scene) greetingsBy(t *testing.T, key func(*corev1.Pod) string) (map[string]map[string]int, int) {
 	by, ready := map[string]map[string]int{}, 0
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range s.pods(t, "app=web") {
 		if p.DeletionTimestamp != nil || !isPodReady(p) {
 			continue
 		}
 		ready++
-		rs := metav1.GetControllerOf(p).Name
-		if by[rs] == nil {
-			by[rs] = map[string]int{}
+		k := key(p)
+		if by[k] == nil {
+			by[k] = map[string]int{}
 		}
-		by[rs][s.greetingOf(t, p)]++
+		by[k][s.greetingOf(t, p)]++
 	}
 	return by, ready
 }
@@ -152,6 +153,26 @@ func (s *scene) snapshots(t *testing.T) []corev1.ConfigMap {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// checkSnapshots checks app-config's snapshots: n of them, each immutable, controlled
+// by an ownerKind whose name want knows, holding the greeting want gives for it.
+func (s *scene) checkSnapshots(t *testing.T, ownerKind string, n int, want func(owner string) (greeting string, ok bool)) {
+	t.Helper()
+	snaps := s.snapshots(t)
+	if len(snaps) != n {
+		t.Errorf("%d snapshots, want %d (one per revision kept)", len(snaps), n)
+	}
+	for _, cm := range snaps {
+		ref := metav1.GetControllerOf(&cm)
+		if cm.Immutable == nil || !*cm.Immutable || ref == nil || ref.Kind != ownerKind {
+			t.Errorf("snapshot %s: immutable %v, controller %v", cm.Name, cm.Immutable, ref)
+			continue
+		}
+		if v, ok := want(ref.Name); !ok || cm.Data["greeting"] != v {
+			t.Errorf("snapshot %s of %s holds %q, want %q (known: %v)", cm.Name, ref.Name, cm.Data["greeting"], v, ok)
+		}
+	}
 }
 
 // specWriters are the managers that wrote an object's spec, by its managedFields.
@@ -222,20 +243,7 @@ func TestConfigRolloutDeployment(t *testing.T) {
 	}
 	checkSnapshots := func(t *testing.T, values map[string]string) {
 		t.Helper()
-		snaps := s.snapshots(t)
-		if len(snaps) != len(values) {
-			t.Errorf("%d snapshots, want %d (one per ReplicaSet kept)", len(snaps), len(values))
-		}
-		for _, cm := range snaps {
-			ref := metav1.GetControllerOf(&cm)
-			if cm.Immutable == nil || !*cm.Immutable || ref == nil || ref.Kind != "ReplicaSet" {
-				t.Errorf("snapshot %s: immutable %v, controller %v", cm.Name, cm.Immutable, ref)
-				continue
-			}
-			if want, ok := values[ref.Name]; !ok || cm.Data["greeting"] != want {
-				t.Errorf("snapshot %s of %s holds %q, want %q", cm.Name, ref.Name, cm.Data["greeting"], want)
-			}
-		}
+		s.checkSnapshots(t, "ReplicaSet", len(values), func(owner string) (string, bool) { v, ok := values[owner]; return v, ok })
 	}
 	checkSnapshots(t, map[string]string{oldRS: "v1", newRS.Name: "v2"})
 	d := s.deployment(t, "web")
@@ -316,6 +324,7 @@ func TestConfigRolloutDeployment(t *testing.T) {
 
 	configRolloutSets(t, c)
 	configScenarios(t, c)
+	configSetCases(t, c)
 }
 
 // configCondition is web's ConfigRollout condition as "Status/Reason: message"; "" when absent.

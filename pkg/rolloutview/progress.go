@@ -70,7 +70,11 @@ type Progress struct {
 	// Revision is the latest revision: a Deployment's revision number, a StatefulSet's
 	// update revision or a DaemonSet's current ControllerRevision name.
 	Revision string `json:"revision"`
-	Phase    Phase  `json:"phase"`
+	// Cause is the latest revision's change-cause (kubernetes.io/change-cause on its
+	// ReplicaSet or ControllerRevision): for a revision kroll's configuration rollout
+	// made, what changed ("configmap/app-config changed"); empty when none is recorded.
+	Cause string `json:"cause,omitempty"`
+	Phase Phase  `json:"phase"`
 	// Desired is the spec's replicas (a DaemonSet's: the nodes that should run it).
 	// Total, Updated, Ready and Available are counted from the snapshot's pods, as
 	// Revisions are: Total the active pods of every revision, Updated those of the
@@ -173,6 +177,9 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	p.Target = p.Desired
 	var latest []*corev1.Pod
 	newRS, _ := history.NewReplicaSet(d, s.ReplicaSets) // the controller's pick
+	if newRS != nil {
+		p.Cause = newRS.Annotations[history.ChangeCauseAnnotation]
+	}
 	for _, rs := range s.ReplicaSets {
 		pods := ownedBy(s.Pods, rs.UID)
 		isLatest := rs == newRS
@@ -232,7 +239,11 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 		p.Phase = Failed
 	}
 	p.stage(s, conds, set.Status.ObservedGeneration)
-	holder := revisionHolder(revisionNamed(s.Revisions, set.Status.UpdateRevision))
+	update := revisionNamed(s.Revisions, set.Status.UpdateRevision)
+	if update != nil {
+		p.Cause = update.Annotations[history.ChangeCauseAnnotation]
+	}
+	holder := revisionHolder(update)
 	failureOf(set.ObjectMeta, set.Status.ObservedGeneration, conds, statefulSetPaused(set)).apply(&p, holder.marked)
 	p.finish(latest, s)
 	p.awaitVerdict(set, holder, latest, s.Now)
@@ -256,6 +267,7 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 	var latestHash string
 	if newest != nil {
 		p.Revision = newest.Name
+		p.Cause = newest.Annotations[history.ChangeCauseAnnotation]
 		latestHash = newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
 	}
 	latest := p.revisionsByHash(s, latestHash, ds.Spec.MinReadySeconds)

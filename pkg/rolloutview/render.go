@@ -31,7 +31,8 @@ func Line(p Progress) string {
 const barWidth = 30
 
 // Bar is the terminal form, redrawn in place as the rollout moves: a heading with the
-// phase and ETA, and one bar per revision of its pods out of desired (█ available,
+// revision (and its change-cause when recorded: "revision 2 (configmap/app-config
+// changed)"), the phase and ETA, and one bar per revision of its pods out of desired (█ available,
 // ▒ there but not available), then what the rollout waits on.
 //
 //	deployment/web  revision 2  Progressing  5/10 updated  8/10 available  ETA 12s
@@ -44,7 +45,11 @@ const barWidth = 30
 // p.Err is not drawn: the caller reports it once, on stderr, under the last frame.
 func Bar(p Progress) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%s  revision %s  %s  %d/%d updated  %d/%d available", p.Kind, p.Name, shortRevision(p.Revision), p.Phase, p.Updated, p.Target, p.Available, p.Desired)
+	fmt.Fprintf(&b, "%s/%s  revision %s", p.Kind, p.Name, shortRevision(p.Revision))
+	if p.Cause != "" {
+		fmt.Fprintf(&b, " (%s)", p.Cause)
+	}
+	fmt.Fprintf(&b, "  %s  %d/%d updated  %d/%d available", p.Phase, p.Updated, p.Target, p.Available, p.Desired)
 	if p.Partition != nil {
 		fmt.Fprintf(&b, "  partition %d", *p.Partition)
 	}

@@ -64,9 +64,13 @@ func Summary(ps []Progress, withNamespace bool) string {
 }
 
 // Detail is `kroll status`'s DETAIL column: what holds up a rollout that is not done,
-// and the pods resizing in place when some are.
+// after what its revision changed when that is recorded ("configmap/app-config
+// changed; waiting on …"), and the pods resizing in place when some are.
 func Detail(p Progress) string {
 	d := detail(p)
+	if p.Cause != "" && d != "" {
+		d = p.Cause + "; " + d
+	}
 	if r := p.Resizing.String(); r != "" {
 		d = strings.TrimPrefix(d+"; "+r, "; ")
 	}

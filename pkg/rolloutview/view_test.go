@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/inplace"
@@ -132,6 +133,29 @@ func midRollout() Snapshot {
 	}
 	for i, state := range []string{"ready", "ready", "ready", "ImagePullBackOff", "creating"} {
 		s.Pods = append(s.Pods, newPod(fmt.Sprintf("web-6f9c7d-%c%c%c%c%c", 'a'+i, 'b'+i, 'c'+i, 'd'+i, 'e'+i), "nginx:bad", controllerRef("ReplicaSet", cur.Name, cur.UID), state, time.Duration(50-10*i)*time.Second))
+	}
+	return s
+}
+
+// configRollout is a Deployment opted into configuration rollout, halfway through
+// the revision an edit of its ConfigMap made: the template is the old revision's but
+// for kroll.dev/config-hash, and the new ReplicaSet's change-cause names the ConfigMap.
+func configRollout() Snapshot {
+	d := newDeployment(10, "nginx:1.25", "2")
+	d.Annotations[configrollout.Annotation] = "true"
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 10, UpdatedReplicas: 4, ReadyReplicas: 8, AvailableReplicas: 8, UnavailableReplicas: 2,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"}}}
+	old := newReplicaSet(d, "5d8f4b", "nginx:1.25", "1", 6, 6, time.Hour)
+	cur := newReplicaSet(d, "6f9c7d", "nginx:1.25", "2", 4, 2, time.Minute)
+	old.Spec.Template.Annotations = map[string]string{configrollout.HashAnnotation: "0123456789abcdef"}
+	cur.Spec.Template.Annotations = map[string]string{configrollout.HashAnnotation: "fedcba9876543210"}
+	cur.Annotations[history.ChangeCauseAnnotation] = "configmap/app-config changed"
+	s := Snapshot{Object: d, ReplicaSets: []*appsv1.ReplicaSet{old, cur}, Now: now}
+	for i, id := range []string{"abcde", "fghij", "klmno", "pqrst", "uvwxy", "zabcd"} {
+		s.Pods = append(s.Pods, newPod("web-5d8f4b-"+id, "nginx:1.25", controllerRef("ReplicaSet", old.Name, old.UID), "ready", time.Hour+time.Duration(i)*time.Minute))
+	}
+	for i, state := range []string{"ready", "ready", "creating", "creating"} {
+		s.Pods = append(s.Pods, newPod(fmt.Sprintf("web-6f9c7d-%c%c%c%c%c", 'a'+i, 'b'+i, 'c'+i, 'd'+i, 'e'+i), "nginx:1.25", controllerRef("ReplicaSet", cur.Name, cur.UID), state, time.Duration(50-10*i)*time.Second))
 	}
 	return s
 }
@@ -347,6 +371,7 @@ var snapshots = []struct {
 	{"daemonset-invalid-policy", daemonSetInvalidPolicy},
 	{"deployment-in-place-resizing", inPlaceResizing},
 	{"deployment-held-by-budget", heldByBudget},
+	{"deployment-config-rollout", configRollout},
 }
 
 func TestViewsGolden(t *testing.T) {
