@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,8 +67,17 @@ func TestDashboardThousandDeployments(t *testing.T) {
 		return n == namespaces*perNamespace, fmt.Sprintf("%d available", n)
 	})
 
+	// KROLL_DASHBOARD_BINARY names a kroll executable to measure instead of this test
+	// binary (which is kroll and the tests: larger, so more file-backed pages), as
+	// `go build -o /tmp/kroll ./cmd/kroll` builds it:
+	//   KROLL_DASHBOARD_BINARY=/tmp/kroll go test ./e2e -run 'TestDashboardThousandDeployments$' -count=1 -v
+	bin := krollBinary(t)
+	if b := os.Getenv("KROLL_DASHBOARD_BINARY"); b != "" {
+		bin = b
+	}
 	started := time.Now()
-	dash := startDashboard(t, krollBinary(t), "--read-only", "--kubeconfig", c.KubeconfigPath)
+	dash := startDashboard(t, bin, "--read-only", "--kubeconfig", c.KubeconfigPath)
+	t.Logf("measuring %s", bin)
 	t.Logf("the dashboard listed the cluster and printed its URL in %s", time.Since(started).Round(time.Millisecond))
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Timeout: time.Minute}
@@ -95,19 +105,40 @@ func TestDashboardThousandDeployments(t *testing.T) {
 	}
 
 	browser := newBrowser(t)
-	run(t, browser, time.Minute, "the list in a browser", chromedp.Navigate(dash.url), chromedp.WaitVisible(`tr[data-workload="scale-9/deployment/app-099"]`))
-	rows := eval[int](t, browser, "counting rows", `document.querySelectorAll('tr[data-workload^="scale-"]').length`)
-	// The browser's own clock: from the navigation's start (the token's redirect
-	// included) to the page parsed and its scripts run.
-	loaded := eval[float64](t, browser, "the navigation's timing", `performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd`)
-	t.Logf("the list in the browser: %d rows, DOMContentLoaded %.0f ms after the navigation started", rows, loaded)
+	// Three loads, each in a new tab: the first with the browser's cache empty, the
+	// others with the scripts and the stylesheet in it.
+	var loads []float64
+	for i := range 3 {
+		tab, cancel := chromedp.NewContext(browser)
+		if err := chromedp.Do(tab); err != nil { // opens the tab: no timeout on it
+			t.Fatal(err)
+		}
+		run(t, tab, time.Minute, "the list in a browser", chromedp.Navigate(dash.url), chromedp.WaitVisible(`tr[data-workload="scale-9/deployment/app-099"]`))
+		rows := eval[int](t, tab, "counting rows", `document.querySelectorAll('tr[data-workload^="scale-"]').length`)
+		// The browser's own clock: from the navigation's start (the token's redirect
+		// included) to the page parsed and its scripts run.
+		loaded := eval[float64](t, tab, "the navigation's timing", `performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd`)
+		cancel()
+		t.Logf("the list in the browser #%d: %d rows, DOMContentLoaded %.0f ms after the navigation started", i+1, rows, loaded)
+		if rows != namespaces*perNamespace {
+			t.Errorf("the browser shows %d rows, want %d", rows, namespaces*perNamespace)
+		}
+		loads = append(loads, loaded)
+	}
+	sort.Float64s(loads)
 	// The browser's figure is the machine's as much as the dashboard's: 1.35 and 1.71 s
 	// measured with the test alone, 2.3 s beside the rest of the suite and other builds
-	// on 2 cores (issue 61 asks for under 1 s: not met, and left to a benchmark rather
-	// than a timed test). The server's render above is held to 1 s; the browser's bound
+	// on 2 cores, with the list a table sent twice as the page opened. With its rows as
+	// grids laid out only on screen and the list sent once: 1.91–1.93 s for each of
+	// three loads (the real binary, the machine quiet; 1.90–2.79 s with this test
+	// binary beside other tests), of which the server's render is
+	// some 0.5–0.65 s (GET / above, the rows computed again as the cluster changes);
+	// the browser's own share is held by its main thread's CPU time in pkg/dashboard
+	// (TestBrowserListOfThousandDeploymentsLaidOutOnce: 0.23–0.32 s). Issue 61's under
+	// 1 s is not met here. The server's render above is held to 1 s; the browser's bound
 	// catches a page that stopped rendering in one pass without failing on load.
-	if rows != namespaces*perNamespace || loaded > 4000 {
-		t.Errorf("the browser shows %d rows after %.0f ms, want %d within 4 s", rows, loaded, namespaces*perNamespace)
+	if median := loads[1]; median > 4000 {
+		t.Errorf("the list's DOMContentLoaded came %.0f ms after the navigation started (the median of three loads), want within 4 s", median)
 	}
 	m := processMemory(t, dash.cmd.Process.Pid)
 	t.Logf("dashboard memory: RSS %d MiB (peak %d MiB) = anonymous %d MiB + file-backed %d MiB", m["VmRSS:"]>>20, m["VmHWM:"]>>20, m["RssAnon:"]>>20, m["RssFile:"]>>20)
@@ -119,7 +150,10 @@ func TestDashboardThousandDeployments(t *testing.T) {
 	// Measured on this 2-core machine: 118–123 MiB when the test ran alone (anonymous
 	// 50, file-backed 68–70), 154 MiB once beside the rest of the suite (60 + 93); with
 	// the test binary grown by configuration rollout, budgets and analysis, 153–155 MiB
-	// alone (58–60 + 93–97) and 156 beside the suite (61 + 95).
+	// alone (58–60 + 93–97) and 156 beside the suite (61 + 95). The kroll executable
+	// itself (KROLL_DASHBOARD_BINARY, go build ./cmd/kroll), the same cluster: 114 MiB
+	// (60 + 53) beside other helpers' builds, 98 MiB (62 + 36) on a quiet machine; this
+	// test binary in the same run of changes, beside other tests: 115 MiB (65 + 50).
 	// Without the release of the start-up pages the file-backed part is 122 MiB
 	// alone, 130 before the release existed. The bounds catch a lost release and a
 	// growing cache without failing on the suite's load.

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"html/template"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,18 @@ const (
 func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
 	f := filterOf(r)
 	s.stream(w, r, "list", func() string { return s.sharedList(f) })
+}
+
+// shownID is the id of a live region's HTML: each event carries the id of its HTML,
+// and a stream that opens on a page which shows that HTML already (the list page
+// names its own in the stream's address, seen=; a browser reconnecting names the last
+// event's in Last-Event-ID) does not send it again. At 1,000 Deployments the list is
+// 280 KB: sent again as the page opens, the browser parsed, swapped and laid out the
+// whole table a second time right after the first (some 0.4 s of its main thread).
+func shownID(html string) string {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, html)
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // renderedList is the list's live region as rendered for one filter at one version of
@@ -80,12 +94,25 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, event string, re
 	defer stop()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	// What the page shows already, when it says so: its first event is sent only if
+	// the region differs.
+	shown := r.Header.Get("Last-Event-ID")
+	if shown == "" {
+		shown = r.URL.Query().Get("seen")
+	}
 	last := ""
 	send := func() {
-		if html := render(); html != last {
-			writeEvent(w, event, html)
-			last = html
+		html := render()
+		if html == last {
+			flusher.Flush()
+			return
 		}
+		last = html
+		id := shownID(html)
+		if id != shown {
+			writeEvent(w, event, id, html)
+		}
+		shown = ""
 		flusher.Flush()
 	}
 	send()
@@ -109,10 +136,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, event string, re
 	}
 }
 
-// writeEvent writes one server-sent event: each line of data its own data: line.
-func writeEvent(w io.Writer, event, data string) {
+// writeEvent writes one server-sent event: each line of data its own data: line; id
+// (none when empty) is what the browser names in Last-Event-ID when it reconnects.
+func writeEvent(w io.Writer, event, id, data string) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "event: %s\n", event)
+	if id != "" {
+		fmt.Fprintf(&b, "id: %s\n", id)
+	}
 	for _, line := range strings.Split(data, "\n") {
 		fmt.Fprintf(&b, "data: %s\n", line)
 	}
@@ -137,7 +168,7 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 	// Each connection starts with the log's tail again: the page empties the log as
 	// the stream opens (static/dashboard.js), so a reconnect does not show it twice.
 	line := func(class, text string) {
-		writeEvent(w, "line", fmt.Sprintf(`<div class="%s">%s</div>`, class, template.HTMLEscapeString(text)))
+		writeEvent(w, "line", "", fmt.Sprintf(`<div class="%s">%s</div>`, class, template.HTMLEscapeString(text)))
 		flusher.Flush()
 	}
 	client, err := s.logClient(r, r.PathValue("ns"), r.PathValue("pod"))

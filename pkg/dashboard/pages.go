@@ -52,6 +52,10 @@ type listData struct {
 	Rows       []Row
 	Total      int
 	Query      string
+	// Live is the live region as the list's stream renders it (sharedList), and Seen
+	// its id: the stream opens without sending it again (shownID).
+	Live template.HTML
+	Seen string
 }
 
 // list reads the rows of f from the cache.
@@ -118,7 +122,15 @@ func filterOf(r *http.Request) Filter {
 
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	s.render(w, "list", s.list(filterOf(r)))
+	s.render(w, "list", s.listPageData(filterOf(r)))
+}
+
+// listPageData is the list page of f: its live region the one the streams share.
+func (s *Server) listPageData(f Filter) listData {
+	d := s.list(f)
+	live := s.sharedList(f)
+	d.Live, d.Seen = template.HTML(live), shownID(live)
+	return d
 }
 
 // workloadData is the workload page and its live region.
@@ -313,8 +325,7 @@ func (s *Server) podPage(w http.ResponseWriter, r *http.Request) {
 // codecs' caches) that `kroll dashboard` then gives back with the rest of its
 // start-up pages (internal/residency) instead of keeping it resident.
 func (s *Server) Warm() {
-	d := s.list(Filter{})
-	s.render(io.Discard, "list", d)
+	s.render(io.Discard, "list", s.listPageData(Filter{}))
 	if rows := s.allRows(); len(rows) > 0 {
 		r := rows[0]
 		s.render(io.Discard, "workload", s.workload(r.Kind, r.Namespace, r.Name))

@@ -19,6 +19,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,12 +121,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	var out http.ResponseWriter = rec
+	if !strings.HasPrefix(r.URL.Path, "/live/") {
+		h.Add("Vary", "Accept-Encoding")
+	}
+	if compressible(r) {
+		gz := &gzipWriter{ResponseWriter: rec}
+		defer gz.close()
+		out = gz
+	}
 	// The local token may come in the query; it is taken here, before anything that
 	// could log or echo the URL, and the browser is sent to the same path without it.
 	if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet && !s.opts.InCluster {
-		s.tokenLogin(rec, r, tok)
+		s.tokenLogin(out, r, tok)
 	} else {
-		s.mux.ServeHTTP(rec, r)
+		s.mux.ServeHTTP(out, r)
 	}
 	// Path only: a query may carry the token.
 	fmt.Fprintf(s.opts.Log, "%s %s %s %d\n", s.opts.Now().UTC().Format(time.RFC3339), r.Method, r.URL.Path, rec.status)

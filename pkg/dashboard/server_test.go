@@ -343,34 +343,7 @@ func TestInClusterBearerTokenImpersonatesAndShowsTheRefusal(t *testing.T) {
 func TestListStreamSendsTheListAndEachChange(t *testing.T) {
 	h := newHarness(t, nil, deployment("web", "front", 2, false))
 	h.login()
-	resp, err := h.browser.Get(h.http.URL + "/live/list")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		var ev strings.Builder
-		for sc.Scan() {
-			if sc.Text() == "" {
-				events <- ev.String()
-				ev.Reset()
-				continue
-			}
-			ev.WriteString(sc.Text() + "\n")
-		}
-		close(events)
-	}()
-	next := func(what string) string {
-		select {
-		case e := <-events:
-			return e
-		case <-time.After(time.Second):
-			t.Fatalf("no event within 1 s: %s", what)
-		}
-		return ""
-	}
+	next, _ := h.stream(t, "/live/list", "")
 	if first := next("the list on connecting"); !strings.HasPrefix(first, "event: list\n") || !strings.Contains(first, "deployment/front") {
 		t.Fatalf("first event = %q, want the list with deployment/front", first)
 	}
