@@ -199,6 +199,24 @@ func gatePatch(status corev1.ConditionStatus, reason, message string) map[string
 	return map[string]any{"conditions": []any{cond}}
 }
 
+// ReasonInvalidAnnotation: the InPlaceUpdate condition's reason, and the Warning
+// event's, while an in-place setting does not parse.
+const ReasonInvalidAnnotation = "InvalidAnnotation"
+
+// Problem is the one line to report about a workload's in-place settings: the first
+// that does not parse and what kroll does instead; "" when both parse. A bad
+// kroll.dev/update-strategy is as if unset (changes roll out by the workload's own
+// strategy); a bad grace period is 0.
+func Problem(annotations map[string]string) string {
+	if _, err := ModeOf(annotations); err != nil {
+		return err.Error() + "; changes roll out as without it"
+	}
+	if _, err := GracePeriodOf(annotations); err != nil {
+		return err.Error() + "; pods are restarted in place without a grace period"
+	}
+	return ""
+}
+
 // GracePeriod reads a workload's GracePeriodAnnotation (seconds; 0 when unset or bad).
 func GracePeriod(annotations map[string]string) time.Duration {
 	d, _ := GracePeriodOf(annotations)

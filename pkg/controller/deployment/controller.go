@@ -180,6 +180,7 @@ func (c *Controller) deleteDeployment(obj any) {
 		c.announced.Delete(d.UID)
 		c.announced.Delete(stagingProblemKey(d))
 		c.announced.Delete(configProblemKey(d))
+		c.announced.Delete(inPlaceProblemKey(d))
 		c.statusHolds.Delete(d.UID)
 		c.resizePasses.Delete(d.UID)
 	}

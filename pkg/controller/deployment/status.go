@@ -273,11 +273,23 @@ func removeCondition(s *appsv1.DeploymentStatus, t appsv1.DeploymentConditionTyp
 	s.Conditions = kept
 }
 
-// setInPlaceCondition brings the InPlaceUpdate condition of status up to date: gone
-// when d is not opted in, the verdict on the change while old pods remain, complete
+// setInPlaceCondition brings the InPlaceUpdate condition of status up to date: False,
+// InvalidAnnotation while an in-place setting does not parse; gone when d is not
+// opted in, the verdict on the change while old pods remain, complete
 // once a change made in place has reached every pod (status is the rollout's new
 // status), and otherwise left as it is.
 func setInPlaceCondition(status *appsv1.DeploymentStatus, p *pass, now time.Time) {
+	if problem := inplace.Problem(p.d.Annotations); problem != "" {
+		// A setting that does not parse: False, InvalidAnnotation, until it is fixed.
+		if cur := rollout.Condition(status, inplace.ConditionType); cur == nil || cur.Reason != inplace.ReasonInvalidAnnotation || cur.Message != problem {
+			removeCondition(status, inplace.ConditionType)
+			setCondition(status, newCondition(inplace.ConditionType, corev1.ConditionFalse, inplace.ReasonInvalidAnnotation, problem, now))
+		}
+		return
+	}
+	if cur := rollout.Condition(status, inplace.ConditionType); cur != nil && cur.Reason == inplace.ReasonInvalidAnnotation {
+		removeCondition(status, inplace.ConditionType) // fixed: the verdict below, or none
+	}
 	if inPlaceMode(p.d) == inplace.Off {
 		removeCondition(status, inplace.ConditionType)
 		return
@@ -299,6 +311,10 @@ func setInPlaceCondition(status *appsv1.DeploymentStatus, p *pass, now time.Time
 	}
 	setCondition(status, newCondition(inplace.ConditionType, v.Status, v.Reason, v.Message, now))
 }
+
+// inPlaceProblemKey is where c.announced keeps the in-place settings' problem
+// announced for d.
+func inPlaceProblemKey(d *appsv1.Deployment) string { return string(d.UID) + "/inplace" }
 
 // announceVerdict records p's verdict as an event, once: when it is not what the
 // Deployment's InPlaceUpdate condition says already.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/inplace"
 	"github.com/kroll-dev/kroll/pkg/rollout"
 )
 
@@ -110,6 +111,7 @@ func (c *Controller) syncDeployment(ctx context.Context, key string) error {
 	defer c.observeWait(ctx, p, rsList)
 	policy := failure.PolicyOf(d.Annotations)
 	c.announcePolicyProblem(d, policy)
+	c.announce(d, inPlaceProblemKey(d), inplace.ConditionType, inplace.Problem(d.Annotations), inplace.ReasonInvalidAnnotation)
 	// The report of a failure's action a stopped controller did not make is made
 	// first; a request to abort goes back before anything else moves; then the staged
 	// rollout's step record is written, alone, before the pass acts on it.
