@@ -200,13 +200,24 @@ func forwardTCP(conn io.ReadWriter, talk container.Talk) {
 	}
 }
 
-// forwardHTTP answers the HTTP requests arriving on stream from target's server.
+// forwardHTTP answers the HTTP requests arriving on stream from target's server, as
+// long as that instance runs: once the pod is gone or the container has ended or
+// restarted, the next request closes the connection unanswered, as a connection into
+// a torn-down pod network breaks. A client that keeps connections alive (Prometheus
+// scrapes every target of a job through one pool of them, keyed by address) then
+// dials again, and reaches whatever holds the address now: without this, a
+// connection kept to a deleted pod's address went on answering with the deleted
+// pod's model for the pod that was given the address next (a new revision's pod
+// scraped as the failing one it replaced, 0.2 of 500s where there were none).
 func (t *streamTarget) forwardHTTP(target *run, port int32, stream io.ReadWriter) error {
 	br := bufio.NewReader(stream)
 	for {
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			return nil // the client closed the connection, or spoke something else
+		}
+		if t.k.restarted(t.pod, target.spec.Name, target.id) {
+			return nil
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
 		_ = req.Body.Close()

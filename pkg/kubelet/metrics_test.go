@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,5 +97,68 @@ func TestPodConnectionServesMetrics(t *testing.T) {
 				t.Errorf("%s: %q in\n%s", tc.name, s, body)
 			}
 		}
+	}
+}
+
+// Given a client that keeps its connection to a pod's address alive, as Prometheus'
+// scrapes do, when the pod is deleted and a pod of another image is given its
+// address, then the next scrape reaches the new pod's server: the old connection is
+// closed, not answered from the deleted pod's model (whose 500s were scraped as the
+// new pod's).
+func TestPodConnectionEndsWithItsPod(t *testing.T) {
+	rules, err := NewFaultRules(FaultRule{Image: "nginx:1.26", Fault: "ErrorRate(0.2)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-30 * time.Second)
+	pod := func(name, image string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name)},
+			Spec:       corev1.PodSpec{NodeName: "n0", Containers: []corev1.Container{{Name: "web", Image: image}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.2", ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "web", ContainerID: "containerd://" + name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}},
+		}
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	failing := pod("web-v2", "nginx:1.26")
+	_ = indexer.Add(failing)
+	k := &Kubelet{podLister: corelisters.NewPodLister(indexer), nodeIndex: map[string]int{"n0": 0}, sim: simulator{faults: rules}}
+
+	var dials atomic.Int32
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		dials.Add(1)
+		host, _, _ := net.SplitHostPort(addr)
+		serve, ok, err := k.PodConnection(host, 80)
+		if !ok || err != nil {
+			t.Fatalf("PodConnection(%s, 80) = %v, %v", host, ok, err)
+		}
+		c, server := net.Pipe()
+		go func() { defer server.Close(); _ = serve(context.WithoutCancel(ctx), server) }()
+		return c, nil
+	}}}
+	defer client.CloseIdleConnections()
+	scrape := func() string {
+		resp, err := client.Get("http://10.244.0.2:80/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+		return b.String()
+	}
+	if body := scrape(); !strings.Contains(body, `code="500"`) {
+		t.Fatalf("the failing pod's scrape has no 500s:\n%s", body)
+	}
+	if body := scrape(); !strings.Contains(body, `code="500"`) || dials.Load() != 1 {
+		t.Fatalf("the second scrape of the same pod: %d dials (want 1: the connection is kept), body:\n%s", dials.Load(), body)
+	}
+	_ = indexer.Delete(failing)
+	_ = indexer.Add(pod("web-v3", "nginx:1.25"))
+	if body := scrape(); strings.Contains(body, `code="500"`) {
+		t.Errorf("the new pod at the address was answered by the deleted one's model:\n%s", body)
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d dials, want 2: the kept connection ends with its pod, the next reaches the new one", n)
 	}
 }

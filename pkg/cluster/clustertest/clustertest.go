@@ -5,6 +5,7 @@ package clustertest
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
 	"github.com/kroll-dev/kroll/pkg/manager"
@@ -48,6 +50,21 @@ func WithAPIServerArgs(args ...string) Option {
 // WithDataDir runs on dir instead of a fresh temporary one (to test resuming a cluster).
 func WithDataDir(dir string) Option { return func(c *cluster.Config) { c.DataDir = dir } }
 
+// WithPrometheus runs the cluster's Prometheus (as `kroll up --prometheus`) and gives
+// kroll's controllers its URL, so that analyze steps are judged by it. The port is
+// chosen now, as kroll up chooses it: the controllers start before Prometheus does.
+func WithPrometheus(t testing.TB) Option {
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatalf("a port for Prometheus: %v", err)
+	}
+	return func(c *cluster.Config) {
+		c.Prometheus, c.PrometheusPort = true, port
+		opts := manager.Options{Prometheus: &promclient.Options{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}}
+		c.KrollControllers = func(ctx context.Context, cfg *rest.Config) error { return manager.Run(ctx, cfg, opts) }
+	}
+}
+
 // Config is the configuration Start uses for t: three nodes, pods that start in 100ms
 // and terminate within 200ms, kroll's workload controllers, etcd without fsync.
 func Config(t testing.TB, opts ...Option) cluster.Config {
@@ -81,6 +98,9 @@ func Start(t testing.TB, opts ...Option) *cluster.Cluster {
 		t.Fatalf("start embedded cluster: %v", err)
 	}
 	t.Logf("embedded cluster ready in %s at %s", time.Since(began).Round(time.Millisecond), c.Server)
+	if c.PrometheusURL != "" {
+		t.Logf("its Prometheus at %s", c.PrometheusURL)
+	}
 	t.Cleanup(func() {
 		failed := c.Err()
 		c.Stop()

@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kroll-dev/kroll/pkg/analysis"
+	"github.com/kroll-dev/kroll/pkg/cluster"
+	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/failure"
+	"github.com/kroll-dev/kroll/pkg/kubelet"
+	"github.com/kroll-dev/kroll/pkg/staging"
+)
+
+// analysisChecks is ConfigMap web-checks: one check, the 5xx ratio of the new
+// revision's pods over 30 s below 1 %, measured twice 10 s apart. Its first
+// measurement waits 45 s: the pods of a step are found by Prometheus' discovery
+// (batched every 5 s), scraped first within the 15 s interval and again 15 s later,
+// and rate() over 30 s needs those two samples: 5 + 15 + 15 = 35 s at worst. Before
+// that the total is empty, and so is the result (Inconclusive: the step would hold);
+// once it is there, a revision without 500s has no 5xx series, hence `or vector(0)`.
+const analysisChecks = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-checks
+data:
+  analysis.yaml: |
+    checks:
+    - name: error-ratio
+      query: |
+        (sum(rate(http_requests_total{namespace="{{namespace}}",pod_template_hash="{{pod-template-hash}}",code=~"5.."}[30s])) or vector(0))
+        / sum(rate(http_requests_total{namespace="{{namespace}}",pod_template_hash="{{pod-template-hash}}"}[30s]))
+      successCondition: "< 0.01"
+      interval: 10s
+      count: 2
+      initialDelay: 45s
+`
+
+// analysisDelay is the check's initialDelay.
+const analysisDelay = 45 * time.Second
+
+// analyzedDeployment is Deployment web of app:1, 20 replicas, 25 % surge and
+// unavailability, in steps judged by web-checks, rolled back on failure; its pods
+// are scraped on their port 8080.
+const analyzedDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    kroll.dev/rollout-steps: "10%, analyze, 50%, analyze, 100%"
+    kroll.dev/on-failure: Rollback
+    kroll.dev/analysis: web-checks
+spec:
+  replicas: 20
+  selector:
+    matchLabels:
+      app: web
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: 25%
+      maxUnavailable: 25%
+  template:
+    metadata:
+      labels:
+        app: web
+      annotations:
+        prometheus.io/scrape: "true"
+        prometheus.io/port: "8080"
+    spec:
+      containers:
+      - name: app
+        image: app:1
+        ports:
+        - containerPort: 8080
+`
+
+// Given kroll's controllers asking the cluster's own Prometheus, and a kubelet whose
+// app:2 answers a fifth of its requests 500, when a 20-replica Deployment in steps
+// "10%, analyze, 50%, analyze, 100%" with on-failure Rollback and the check "5xx
+// ratio < 1 % over 30 s" rolls out app:2, then the first analysis fails it and rolls
+// it back, every pod Ready on app:1, RolloutFailed naming the check, its value and
+// its limit; and app:3, which serves no errors, goes to 100 % with nobody promoting,
+// each analyze step held until its two measurements. Every observed state keeps the
+// Deployment's bounds and the step's pods on the old revision.
+func TestAnalysis(t *testing.T) {
+	t.Parallel()
+	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "app:2", Fault: "ErrorRate(0.2)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clustertest.Start(t, clustertest.WithPrometheus(t), clustertest.WithKubelet(func(k *kubelet.Config) { k.Faults = rules }))
+	s := newScene(t, c, "analysis", cluster.WorkloadControllersKroll)
+	s.apply(t, analysisChecks)
+	s.apply(t, analyzedDeployment)
+	_, bounds := s.rolledOut(t, "web")
+	w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
+
+	if !t.Run("app:2, a fifth of its requests 500, rolled back after the first analysis", func(t *testing.T) {
+		deploymentRollbacks.Lock() // in-process controllers roll a Deployment back
+		defer deploymentRollbacks.Unlock()
+		w.hold(18, 0) // 10 % of 20: 2 pods of app:2 at most, until it goes back
+		s.kubectl(t, "set", "image", "deployment/web", "app=app:2")
+		s.waitStep(t, "web", "1/5", "app:2", 2, 18)
+		reached := time.Now()
+		eventually(t, 30*time.Second, "the Staged condition to say the analysis runs", func(context.Context) (bool, string) {
+			got := condition(s.deployment(t, "web"), staging.ConditionType)
+			return strings.Contains(got, `analysis running: check "error-ratio": 0 of 2 measurements taken`), got
+		})
+		eventually(t, 2*time.Minute, "rolled back", func(context.Context) (bool, string) {
+			d := s.deployment(t, "web")
+			return d.Annotations[failure.RolledBackFromAnnotation] == "2", condition(d, staging.ConditionType)
+		})
+		t.Logf("rolled back %s after step 1/5 was seen reached", time.Since(reached).Round(time.Second))
+		s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=2m")
+		s.expectAllReady(t, "web", 20, "app:1")
+		w.hold(0, 0)
+
+		d := s.deployment(t, "web")
+		want := regexp.MustCompile(`^True/AnalysisFailed: check "error-ratio" failed: 0\.(19|2)\d* is not < 0\.01 \(1 failed measurement, limit 0\); rolled back from revision 2 to 1$`)
+		if got := condition(d, failure.ConditionRolloutFailed); !want.MatchString(got) {
+			t.Errorf("RolloutFailed %q, want it to match %s", got, want)
+		}
+		s.expectEvent(t, failure.EventRolledBack, `check "error-ratio" failed: 0.`)
+		// The first analysis decided it: one measurement, failed, taken after the
+		// check's initialDelay.
+		st, err := analysis.ParseState(d.Annotations[analysis.StatusAnnotation])
+		if err != nil || len(st.Checks) != 1 || st.Step != 1 || st.Checks[0].Taken != 1 || st.Checks[0].Failed != 1 || st.Checks[0].Outcome != analysis.Failed ||
+			len(st.Checks[0].Recent) != 1 || st.Checks[0].Recent[0].At.Sub(st.Started) < analysisDelay {
+			t.Errorf("analysis status %q (%v): want step 1 decided Failed by its first measurement, %s after it started", d.Annotations[analysis.StatusAnnotation], err, analysisDelay)
+		}
+		if _, found := d.Annotations[staging.StepAnnotation]; found {
+			t.Errorf("the step record stayed after the rollback: %v", d.Annotations)
+		}
+	}) {
+		return // app:3 would start from a state nobody checked
+	}
+
+	t.Run("app:3, no errors, to 100 % with nobody promoting", func(t *testing.T) {
+		s.kubectl(t, "set", "image", "deployment/web", "app=app:3")
+		s.waitStep(t, "web", "1/5", "app:3", 2, 18)
+		first := time.Now()
+		waitAnalyzed(t, s, "web", "2/5")
+		held1 := time.Since(first)
+		s.waitStep(t, "web", "3/5", "app:3", 10, 10)
+		second := time.Now()
+		waitAnalyzed(t, s, "web", "4/5")
+		held2 := time.Since(second)
+		s.waitStep(t, "web", "5/5", "app:3", 20, 0)
+		t.Logf("held %s at step 1/5 and %s at step 3/5", held1.Round(time.Second), held2.Round(time.Second))
+		// Each step held for the check's 45 s and 10 s, less the moments the test
+		// takes to see the step reached: at least the initialDelay.
+		for _, held := range []time.Duration{held1, held2} {
+			if held < analysisDelay {
+				t.Errorf("an analyze step held %s, less than the check's initialDelay %s", held, analysisDelay)
+			}
+		}
+		s.kubectl(t, "rollout", "status", "deployment/web", "--timeout=1m")
+		s.expectAllReady(t, "web", 20, "app:3")
+		if n := s.eventCount(t, "web", analysis.EventSucceeded); n != 2 {
+			t.Errorf("%d AnalysisSucceeded events, want 2 (steps 1/5 and 3/5)", n)
+		}
+		s.expectEvent(t, analysis.EventSucceeded, `check "error-ratio" succeeded: 0 is < 0.01 (2 of 2 measurements successful)`)
+		eventually(t, 30*time.Second, "RolloutFailed removed by the next revision's rollout", func(context.Context) (bool, string) {
+			got := condition(s.deployment(t, "web"), failure.ConditionRolloutFailed)
+			return got == "", got
+		})
+	})
+
+	// The first revision's record, app:2's two steps (its record went with the
+	// rollback), then each of app:3's once.
+	if got, want := strings.Join(w.steps(), " "), "5/5 0/5 1/5 0/5 1/5 2/5 3/5 4/5 5/5"; got != want {
+		t.Errorf("recorded steps %q, want %q", got, want)
+	}
+	w.verify(t)
+	bounds.Verify(t, 20)
+}
+
+// waitAnalyzed waits until Deployment name records step, past an analyze step: its
+// check measures after 45 s and again 10 s later, longer than waitRecord waits.
+func waitAnalyzed(t *testing.T, s *scene, name, step string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, name+" records step "+step, func(context.Context) (bool, string) {
+		d := s.deployment(t, name)
+		got := d.Annotations[staging.StepAnnotation]
+		return got == step, fmt.Sprintf("step %q, Staged %q, %s %s", got, condition(d, staging.ConditionType), analysis.StatusAnnotation, d.Annotations[analysis.StatusAnnotation])
+	})
+}
