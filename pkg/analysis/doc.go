@@ -92,53 +92,13 @@
 // 5xx, an execution error) is a measurement not taken, towards
 // consecutiveErrorLimit.
 //
-// # Which Prometheus runs on `kroll up --prometheus` (measured, decided)
+// # Which Prometheus answers
 //
-// Debian's prometheus package (2.42, `apt-get install prometheus`), started by kroll
-// as a child process with a generated configuration, rather than the
-// github.com/prometheus/prometheus module embedded. Measured in a scratch copy of
-// the module with Prometheus v0.314.0 (v0.315.0 and later require k8s.io/* v0.37,
-// v0.314.0 v0.35.3, which the v0.36.3 replaces win over):
-//   - k8s.io/* stay at v0.36.3 with v0.314.0; still, adding it raises
-//     client_golang (1.24.0 → 1.24.1), prometheus/common, zap, x/exp, pprof,
-//     fsnotify and httpsnoop, and the packages an embed needs (config, discovery
-//     with kubernetes_sd, scrape, tsdb, promql, web/api/v1) add about 80 modules to
-//     go.mod — the AWS, Azure and Google cloud SDKs (through the scrape
-//     configuration's sigv4, Azure AD and Google IAM authentication), alertmanager,
-//     the OpenTelemetry collector, libopenapi — and raise otelgrpc, which the API
-//     server and etcd use; 418 packages that kroll does not build today.
-//   - Every package depending on client_golang rebuilds after the bump: a kroll
-//     build in the scratch copy had not finished after 40 minutes on 2 cores that
-//     other builds shared (not a clean figure, but kube-apiserver alone builds cold
-//     in ~4); the embed's 418 packages come on top, on every cold CI run. A
-//     program holding only the embed's packages is 66 MB and took 1022 s to build
-//     (173 s of CPU: the machine was shared) with kroll's packages already cached.
-//   - The PromQL parser alone (promql/parser) is 21 packages kroll does not build;
-//     a program that only parses is 10.2 MB against 2.4 MB for hello world. It is
-//     not added either: the same go.mod bumps come with it. Queries are checked by
-//     QueryParser: balanced brackets and quotes here, and Prometheus' own words at
-//     run time (its API answers a query that does not parse with bad_data, which the
-//     caller reports as that check's problem, not as Prometheus unreachable).
-//
-// A real Prometheus binary runs as it would beside a real cluster, and `kroll
-// controller-manager --prometheus-url` speaks the same HTTP API to a user's own
-// Prometheus: one client for both.
-//
-// Debian's build leaves kubernetes_sd_configs out (checked: `promtool check config`
-// of 2.42.0+ds-5+deb12u1 answers "field kubernetes_sd_configs not found in type
-// config.ScrapeConfig"); http_sd_configs and file_sd_configs are in. So kroll is the
-// service discovery: it serves http_sd targets from its pod informer, one per pod
-// annotated prometheus.io/scrape: "true" (port from prometheus.io/port, path from
-// prometheus.io/path), labelled with the __meta_kubernetes_pod_* and
-// __meta_kubernetes_namespace labels kubernetes_sd would give, so relabelling
-// written for kubernetes_sd works unchanged. The Prometheus binary is 48 MB
-// installed; kroll looks for it on PATH and says to `apt-get install prometheus`
-// when it is missing.
-//
-// How it reaches the simulated pods: their IPs route nowhere on the host. Each
-// target is the API server's pod proxy (/api/v1/namespaces/NS/pods/NAME:PORT/proxy/
-// metrics, Prometheus authenticating with a client certificate kroll issues), which
-// the cluster's egress hands to the simulated node (kubelet.PodConnection), as
-// `kubectl port-forward` and the pod proxy reach a container; each pod's /metrics
-// serves its synthetic load (pkg/container).
+// On `kroll up --prometheus`, a real Prometheus embedded in kroll (package
+// prometheus: the github.com/prometheus/prometheus module's Kubernetes service
+// discovery, scrape manager, TSDB, PromQL engine and HTTP API; why embedded, and what
+// it costs, is in that package's doc), which finds the pods annotated
+// prometheus.io/scrape through kubernetes_sd_configs and reaches the simulated pods
+// through the simulated nodes. `kroll controller-manager --prometheus-url` speaks the
+// same HTTP API to a user's own Prometheus: one client (promclient) for both.
 package analysis
