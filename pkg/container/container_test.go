@@ -445,3 +445,26 @@ func TestEndsOnTerm(t *testing.T) {
 		}
 	}
 }
+
+// What a command writes to standard error before any output is told apart
+// (StderrFirst), so a stream carrying both sends it first: tar's warning comes before
+// its archive (kubectl cp reads the archive to its end and exits), an error before the
+// echo that follows it.
+func TestExec_stderrWrittenBeforeAnyOutput(t *testing.T) {
+	c := Start(Spec{Image: "nginx:1.14.2"}, t0)
+	c.Exec(t0, []string{"sh", "-c", "mkdir -p /tmp/out && echo A > /tmp/out/a.txt"}, nil)
+	for _, tc := range []struct {
+		argv           []string
+		first, stderr  string
+		stdoutNonEmpty bool
+	}{
+		{argv: []string{"tar", "cf", "-", "/tmp/out"}, first: "tar: Removing leading `/' from member names\n", stderr: "tar: Removing leading `/' from member names\n", stdoutNonEmpty: true},
+		{argv: []string{"sh", "-c", "cat /nope; echo hi"}, first: "cat: can't open '/nope': No such file or directory\n", stderr: "cat: can't open '/nope': No such file or directory\n", stdoutNonEmpty: true},
+		{argv: []string{"sh", "-c", "echo hi; cat /nope"}, first: "", stderr: "cat: can't open '/nope': No such file or directory\n", stdoutNonEmpty: true},
+	} {
+		r := c.Exec(t0, tc.argv, nil)
+		if r.StderrFirst != tc.first || r.Stderr != tc.stderr || (r.Stdout != "") != tc.stdoutNonEmpty {
+			t.Errorf("%q: StderrFirst %q, Stderr %q, Stdout %d bytes; want %q, %q", tc.argv, r.StderrFirst, r.Stderr, len(r.Stdout), tc.first, tc.stderr)
+		}
+	}
+}

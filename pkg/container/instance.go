@@ -430,11 +430,14 @@ func (c *Instance) GRPCHealth(now time.Time, port int32, service string) (bool, 
 
 // ExecResult is what an exec in the container did.
 type ExecResult struct {
-	Output   string        // standard output and error, as a probe reads them
-	Stdout   string        // of Output, the standard output
-	Stderr   string        // of Output, the standard error
-	ExitCode int           // its exit status
-	Took     time.Duration // how long it ran; Forever when it does not end
+	Output string // standard output and error, as a probe reads them
+	Stdout string // of Output, the standard output
+	Stderr string // of Output, the standard error
+	// StderrFirst is the part of Stderr written before any standard output: a stream
+	// that carries both in order sends it first.
+	StderrFirst string
+	ExitCode    int           // its exit status
+	Took        time.Duration // how long it ran; Forever when it does not end
 }
 
 // Exec runs argv in the container at now (after its main process has run up to now).
@@ -463,7 +466,7 @@ func (c *Instance) ExecInput(now time.Time, argv []string, env map[string]string
 		return c.Request(now, "http", port, path, localClient)
 	}
 	b, took := p.runToEnd(shellEnv{fs: c.fs, image: c.image, exec: true, get: get, stdin: stdin, now: now})
-	return ExecResult{Output: b.output, Stdout: b.stdout, Stderr: b.stderr, ExitCode: b.code, Took: took}
+	return ExecResult{Output: b.output, Stdout: b.stdout, Stderr: b.stderr, StderrFirst: b.lead, ExitCode: b.code, Took: took}
 }
 
 func (c *Instance) hostname() string {

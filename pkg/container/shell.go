@@ -25,6 +25,7 @@ type burst struct {
 	output  string        // what it wrote to standard output and error, as written
 	stdout  string        // of output, what went to standard output
 	stderr  string        // of output, what went to standard error
+	lead    string        // of stderr, what it wrote before any standard output
 	ended   bool          // the script ended; exitCode is its status
 	exit    bool          // it ended by `exit`, not by running out of commands
 	code    int           // exit code, when ended
@@ -121,8 +122,7 @@ func (p *process) run(sh shellEnv) burst {
 		r := p.command(sh, argv)
 		if r.exit {
 			b.ended, b.exit, b.code = true, true, r.code
-			b.out(r.out)
-			b.err(errLines(r.errs))
+			b.put(r)
 			p.pc = len(p.steps)
 			return b
 		}
@@ -136,7 +136,8 @@ func (p *process) run(sh shellEnv) burst {
 				b.err("sh: can't create " + s.redirect + ": Is a directory\n")
 			}
 		} else if s.redirect == "" {
-			b.out(r.out)
+			b.put(r)
+			r.errs = nil
 		}
 		b.err(errLines(r.errs))
 		p.last = r.code
@@ -156,7 +157,24 @@ func (p *process) run(sh shellEnv) burst {
 }
 
 func (b *burst) out(s string) { b.output += s; b.stdout += s }
-func (b *burst) err(s string) { b.output += s; b.stderr += s }
+func (b *burst) err(s string) {
+	b.output += s
+	b.stderr += s
+	if b.stdout == "" {
+		b.lead += s
+	}
+}
+
+// put writes r's output and error lines, in the order the command wrote them.
+func (b *burst) put(r result) {
+	if r.errsFirst {
+		b.err(errLines(r.errs))
+		b.out(r.out)
+		return
+	}
+	b.out(r.out)
+	b.err(errLines(r.errs))
+}
 
 // runToEnd runs the process through its sleeps: all it wrote (b.output, b.stdout,
 // b.stderr), its exit code (b.code, b.exit when by `exit`) and how long it took;
@@ -164,8 +182,9 @@ func (b *burst) err(s string) { b.output += s; b.stderr += s }
 func (p *process) runToEnd(sh shellEnv) (all burst, took time.Duration) {
 	for {
 		b := p.run(sh)
+		all.err(b.lead)
 		all.out(b.stdout)
-		all.err(b.stderr)
+		all.err(b.stderr[len(b.lead):])
 		switch {
 		case b.forever:
 			all.forever = true
@@ -207,6 +226,9 @@ type result struct {
 	forever bool
 	server  *Server
 	note    string
+	// errsFirst: its error lines were written before its output (tar's warnings
+	// before the archive), not after.
+	errsFirst bool
 }
 
 // errLines is standard error lines as written.

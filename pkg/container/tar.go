@@ -199,7 +199,9 @@ func tarCreate(sh shellEnv, o tarOpts) result {
 	if o.file != "-" {
 		sh.fs.Write(o.file, buf.String())
 	} else {
-		r.out = buf.String()
+		// Its warnings come as it starts, before the archive: `kubectl cp` shows them
+		// (as its own output) only if they come before the archive's end.
+		r.out, r.errsFirst = buf.String(), true
 	}
 	if failed {
 		return tarFailed(sh, r)

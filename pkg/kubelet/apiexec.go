@@ -54,8 +54,11 @@ func (t *streamTarget) execOnce(ctx context.Context, cmd []string, stdin *string
 	t.run.mu.Lock()
 	res := t.run.inst.ExecInput(time.Now(), cmd, nil, stdin)
 	t.run.mu.Unlock()
+	// What it wrote to standard error before any output goes first (tar's warning
+	// before its archive: `kubectl cp` ends with the archive and would miss it).
+	w.stderr(res.StderrFirst)
 	w.stdout(res.Stdout)
-	w.stderr(res.Stderr)
+	w.stderr(res.Stderr[len(res.StderrFirst):])
 	hold(ctx, res.Took)
 	return res.ExitCode
 }
