@@ -156,7 +156,7 @@ func TestDashboardThousandDeployments(t *testing.T) {
 	// the test binary grown by configuration rollout, budgets and analysis, 153–155 MiB
 	// alone (58–60 + 93–97) and 156 beside the suite (61 + 95). The kroll executable
 	// itself (KROLL_DASHBOARD_BINARY, go build ./cmd/kroll), the same cluster: 114 MiB
-	// (60 + 53) beside other helpers' builds, 98 MiB (62 + 36) on a quiet machine; this
+	// (60 + 53) beside other builds, 98 MiB (62 + 36) on a quiet machine; this
 	// test binary in the same run of changes, beside other tests: 115 MiB (65 + 50).
 	// Without the release of the start-up pages the file-backed part is 122 MiB
 	// alone, 130 before the release existed. The bounds catch a lost release and a
