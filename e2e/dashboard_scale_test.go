@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/cluster"
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
+	"github.com/kroll-dev/kroll/pkg/dashboard"
 	"github.com/kroll-dev/kroll/pkg/manager"
 )
 
@@ -97,8 +99,30 @@ func TestDashboardThousandDeployments(t *testing.T) {
 		}
 		t.Logf("GET / (every workload) #%d: %s, %d KiB", i+1, took.Round(time.Millisecond), len(b)/1024)
 	}
-	if n := strings.Count(body, `data-workload="scale-`); n != namespaces*perNamespace {
-		t.Errorf("the list has %d rows of scale-*, want %d", n, namespaces*perNamespace)
+	if n := strings.Count(body, `data-workload="scale-`); n != dashboard.ListPageSize {
+		t.Errorf("the list's first page has %d rows of scale-*, want %d", n, dashboard.ListPageSize)
+	}
+	// Every workload is on one of the pages, once.
+	rowRE := regexp.MustCompile(`data-workload="(scale-[^"]+)"`)
+	shown := map[string]int{}
+	for page := 1; page <= namespaces*perNamespace/dashboard.ListPageSize; page++ {
+		resp, err := client.Get(fmt.Sprintf("%s?page=%d", strings.Split(dash.url, "?")[0], page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, m := range rowRE.FindAllStringSubmatch(string(b), -1) {
+			shown[m[1]]++
+		}
+	}
+	if len(shown) != namespaces*perNamespace {
+		t.Errorf("the list's pages show %d workloads of scale-*, want %d", len(shown), namespaces*perNamespace)
+	}
+	for w, n := range shown {
+		if n != 1 {
+			t.Errorf("%s is on %d pages, want 1", w, n)
+		}
 	}
 	// The server's render: 0.27–0.67 s measured with the test alone, 1.0–1.4 s in a
 	// clean-clone CI run beside the rest of the suite on 2 cores. Issue 61's figure (under
@@ -117,30 +141,28 @@ func TestDashboardThousandDeployments(t *testing.T) {
 		if err := chromedp.Do(tab); err != nil { // opens the tab: no timeout on it
 			t.Fatal(err)
 		}
-		run(t, tab, time.Minute, "the list in a browser", chromedp.Navigate(dash.url), chromedp.WaitVisible(`tr[data-workload="scale-9/deployment/app-099"]`))
+		run(t, tab, time.Minute, "the list in a browser", chromedp.Navigate(dash.url), chromedp.WaitVisible(`tr[data-workload="scale-0/deployment/app-099"]`))
 		rows := eval[int](t, tab, "counting rows", `document.querySelectorAll('tr[data-workload^="scale-"]').length`)
 		// The browser's own clock: from the navigation's start (the token's redirect
 		// included) to the page parsed and its scripts run.
 		loaded := eval[float64](t, tab, "the navigation's timing", `performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd`)
 		cancel()
 		t.Logf("the list in the browser #%d: %d rows, DOMContentLoaded %.0f ms after the navigation started", i+1, rows, loaded)
-		if rows != namespaces*perNamespace {
-			t.Errorf("the browser shows %d rows, want %d", rows, namespaces*perNamespace)
+		if rows != dashboard.ListPageSize {
+			t.Errorf("the browser shows %d rows, want the first page's %d", rows, dashboard.ListPageSize)
 		}
 		loads = append(loads, loaded)
 	}
 	sort.Float64s(loads)
-	// The browser's figure is the machine's as much as the dashboard's: 1.35 and 1.71 s
-	// measured with the test alone, 2.3 s beside the rest of the suite and other builds
-	// on 2 cores, with the list a table sent twice as the page opened. With its rows as
-	// grids laid out only on screen and the list sent once: 1.91–1.93 s for each of
-	// three loads (the real binary, the machine quiet; 1.90–2.79 s with this test
-	// binary beside other tests), of which the server's render is
-	// some 0.5–0.65 s (GET / above, the rows computed again as the cluster changes);
-	// the browser's own share is held by its main thread's CPU time in pkg/dashboard
-	// (TestBrowserListOfThousandDeploymentsLaidOutOnce: 0.23–0.32 s). Issue 61's under
-	// 1 s is not met here. The server's render above is held to 1 s; the browser's bound
-	// catches a page that stopped rendering in one pass without failing on load.
+	// The browser's figure is the machine's as much as the dashboard's. With the whole
+	// list of 1,000 rows on one page (215 KB): 1.91–1.93 s for each of three loads (the
+	// real binary, the machine quiet), of which the server's render was 0.5–0.65 s and
+	// the browser's parse and layout over a second. With the list in pages of 100
+	// (22 KB): 1.53, 0.55 and 0.28 s (the first with the browser's cache empty) beside
+	// other tests and builds on 2 cores. The browser's own share is held by its main
+	// thread's CPU time in pkg/dashboard (TestBrowserListOfThousandDeploymentsLaidOutOnce),
+	// the page's size by the rows counted above; the bound here is loose, for a load
+	// that hangs, not to fail on the suite's load.
 	if median := loads[1]; median > 4000 {
 		t.Errorf("the list's DOMContentLoaded came %.0f ms after the navigation started (the median of three loads), want within 4 s", median)
 	}

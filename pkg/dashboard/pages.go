@@ -49,9 +49,12 @@ var funcs = template.FuncMap{
 type listData struct {
 	Filter     Filter
 	Namespaces []string
-	Rows       []Row
-	Total      int
-	Query      string
+	// Pagination is the page of the rows that match Filter; Total counts every row.
+	Pagination
+	Total int
+	// Query is the address's query of this page; PrevLink and NextLink are the
+	// addresses of the pages beside it (empty at either end).
+	Query, PrevLink, NextLink string
 	// Live is the live region as the list's stream renders it (sharedList), and Seen
 	// its id: the stream opens without sending it again (shownID).
 	Live template.HTML
@@ -65,13 +68,28 @@ func (s *Server) list(f Filter) listData {
 	for _, r := range rows {
 		nsSet[r.Namespace] = true
 	}
-	d := listData{Filter: f, Rows: ListRows(rows, f), Total: len(rows)}
+	d := listData{Filter: f, Pagination: PageOf(ListRows(rows, f), f.Page, ListPageSize), Total: len(rows)}
 	for ns := range nsSet {
 		d.Namespaces = append(d.Namespaces, ns)
 	}
 	sort.Strings(d.Namespaces)
-	d.Query = "ns=" + template.URLQueryEscaper(f.Namespace) + "&q=" + template.URLQueryEscaper(f.Search)
+	d.Query = listQuery(f, d.Page)
+	if d.Page > 1 {
+		d.PrevLink = "/?" + listQuery(f, d.Page-1)
+	}
+	if d.Page < d.Pages {
+		d.NextLink = "/?" + listQuery(f, d.Page+1)
+	}
 	return d
+}
+
+// listQuery is the list's address query for page of f's rows.
+func listQuery(f Filter, page int) string {
+	q := "ns=" + template.URLQueryEscaper(f.Namespace) + "&q=" + template.URLQueryEscaper(f.Search)
+	if page > 1 {
+		q += "&page=" + strconv.Itoa(page)
+	}
+	return q
 }
 
 // allRows are every workload's row, computed once per change of the cache for every
@@ -116,8 +134,12 @@ func ptrValue(p *int32) int32 {
 	return *p
 }
 
+// filterOf is the list's filter in r's address; a page that is not a number is the
+// first.
 func filterOf(r *http.Request) Filter {
-	return Filter{Namespace: r.URL.Query().Get("ns"), Search: r.URL.Query().Get("q")}
+	q := r.URL.Query()
+	page, _ := strconv.Atoi(q.Get("page"))
+	return Filter{Namespace: q.Get("ns"), Search: q.Get("q"), Page: max(page, 1)}
 }
 
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -355,6 +356,53 @@ func TestListStreamSendsTheListAndEachChange(t *testing.T) {
 		t.Errorf("event after the create = %q, want deployment/store, Paused", e)
 	}
 	t.Logf("the change reached the stream in %s", time.Since(start))
+}
+
+// Given 1,000 Deployments, when the list is read page by page through its Next links,
+// then each page shows 100 rows and says which, the pages together show every
+// workload once, and the stream of a page sends that page.
+func TestListIsPagedAndThePagesHoldEveryWorkload(t *testing.T) {
+	h := newHarness(t, nil, thousandDeployments()...)
+	h.login()
+	rowRE := regexp.MustCompile(`data-workload="([^"]+)"`)
+	nextRE := regexp.MustCompile(`<a href="([^"]+)" rel="next">`)
+	seen := map[string]bool{}
+	path := "/"
+	for page := 1; page <= 10; page++ {
+		_, body := h.get(path)
+		rows := rowRE.FindAllStringSubmatch(body, -1)
+		if len(rows) != ListPageSize {
+			t.Fatalf("page %d (%s) has %d rows, want %d", page, path, len(rows), ListPageSize)
+		}
+		for _, r := range rows {
+			if seen[r[1]] {
+				t.Errorf("%s is on page %d and an earlier one", r[1], page)
+			}
+			seen[r[1]] = true
+		}
+		want := fmt.Sprintf("%d–%d of 1000 workloads; failing first", (page-1)*100+1, page*100)
+		if !strings.Contains(body, want) || !strings.Contains(body, fmt.Sprintf("page %d of 10", page)) {
+			t.Errorf("page %d does not say %q and \"page %d of 10\"", page, want, page)
+		}
+		next := nextRE.FindStringSubmatch(body)
+		if page == 10 {
+			if next != nil {
+				t.Errorf("the last page links to a next one: %s", next[1])
+			}
+			break
+		}
+		if next == nil {
+			t.Fatalf("page %d has no Next link", page)
+		}
+		path = html.UnescapeString(next[1])
+	}
+	if len(seen) != 1000 {
+		t.Errorf("the pages show %d workloads, want 1000", len(seen))
+	}
+	next, _ := h.stream(t, "/live/list?ns=&q=&page=10", "")
+	if e := next("page 10 on connecting"); !strings.Contains(e, "scale-9/deployment/app-099") || strings.Contains(e, "scale-0/deployment/app-000") {
+		t.Errorf("the stream of page 10 does not send page 10")
+	}
 }
 
 func TestListShowsControllersInARollingUpdate(t *testing.T) {

@@ -45,6 +45,40 @@ func TestListRowsFiltersAndPutsFailingFirst(t *testing.T) {
 	}
 }
 
+func TestPageOfCutsTheListIntoPages(t *testing.T) {
+	var rows []Row
+	for i := range 7 {
+		rows = append(rows, Row{Name: fmt.Sprint(i)})
+	}
+	for _, tc := range []struct {
+		name       string
+		rows       []Row
+		page, size int
+		want       string
+	}{
+		{"the first page", rows, 1, 3, "page 1/3: 1–3 of 7 [0 1 2]"},
+		{"a middle page", rows, 2, 3, "page 2/3: 4–6 of 7 [3 4 5]"},
+		{"the last page, short", rows, 3, 3, "page 3/3: 7–7 of 7 [6]"},
+		{"past the end: the last page", rows, 9, 3, "page 3/3: 7–7 of 7 [6]"},
+		{"before the first (or no page asked): the first", rows, 0, 3, "page 1/3: 1–3 of 7 [0 1 2]"},
+		{"exactly full pages", rows[:6], 2, 3, "page 2/2: 4–6 of 6 [3 4 5]"},
+		{"fewer rows than a page: one page", rows, 1, 100, "page 1/1: 1–7 of 7 [0 1 2 3 4 5 6]"},
+		{"nothing matches: one empty page", nil, 4, 3, "page 1/1: 0–0 of 0 []"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PageOf(tc.rows, tc.page, tc.size)
+			var names []string
+			for _, r := range p.Rows {
+				names = append(names, r.Name)
+			}
+			got := fmt.Sprintf("page %d/%d: %d–%d of %d %v", p.Page, p.Pages, p.First, p.Last, p.Matching, names)
+			if got != tc.want {
+				t.Errorf("PageOf = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestPhaseWordsNameTheStep(t *testing.T) {
 	for _, tc := range []struct {
 		name string
