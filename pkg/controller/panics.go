@@ -57,3 +57,13 @@ func ForEach(n int, f func(i int) error) error {
 	panics.Raise()
 	return utilerrors.NewAggregate(errs)
 }
+
+// InTurn runs f(0) … f(n−1) one after another and returns their errors together, as
+// ForEach does, for requests that would only contend with one another if sent at once.
+func InTurn(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	for i := range n {
+		errs[i] = f(i)
+	}
+	return utilerrors.NewAggregate(errs)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -232,6 +233,11 @@ type FakePodControl struct {
 	// error EvictPod returns for a pod, by name (a budget's refusal, say).
 	Evicted  []string
 	EvictErr map[string]error
+	// EvictTakes is how long each EvictPod takes; MostEvictingAtOnce is the most
+	// EvictPod calls seen in flight together.
+	EvictTakes         time.Duration
+	MostEvictingAtOnce int
+	evicting           int
 }
 
 var _ PodControl = &FakePodControl{}
@@ -272,6 +278,13 @@ func (f *FakePodControl) DeletePodAsSeen(ctx context.Context, owner runtime.Obje
 // EvictPod is DeletePod, recorded in Evicted too, unless EvictErr names the pod.
 func (f *FakePodControl) EvictPod(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
 	f.mu.Lock()
+	f.evicting++
+	f.MostEvictingAtOnce = max(f.MostEvictingAtOnce, f.evicting)
+	takes := f.EvictTakes
+	f.mu.Unlock()
+	time.Sleep(takes)
+	f.mu.Lock()
+	f.evicting--
 	err := f.EvictErr[pod.Name]
 	if err == nil {
 		f.Evicted = append(f.Evicted, pod.Name)

@@ -262,7 +262,16 @@ func (c *Controller) resize(ctx context.Context, key string, rs *appsv1.ReplicaS
 		done := make([]*deletion, len(victims))
 		evictFor := c.evictionOwner(rs)
 		refusals := make([]string, len(victims)) // the budget that kept each pod, or ""
-		err := controller.ForEach(len(victims), func(i int) error {
+		// Deletions go out at once, as upstream's controller sends them. Evictions go one
+		// after another: each is the API server's read-modify-write of the same budgets'
+		// status, retried on a conflict, and sent together they conflicted with one another
+		// (bench rolling-1000-qps20-budget: some 9,000 budget status writes and 6,600
+		// reads for 1,000 evictions, 12 pod writes a second where the client allows 20).
+		each := controller.ForEach
+		if evictFor != nil {
+			each = controller.InTurn
+		}
+		err := each(len(victims), func(i int) error {
 			var err error
 			if evictFor != nil {
 				err = c.podControl.EvictPod(ctx, owner, victims[i])
