@@ -39,6 +39,12 @@ the record holds the failed rollout and the recovery: a red line marks the momen
 the rollback ("rolled back from 5"); before it "new" counts the failed revision's pods,
 after it the restored revision's.
 
+Where a PodDisruptionBudget held the rollout (the workload's DisruptionBudget condition,
+under kroll.dev/disruption-budget: Respect), a shaded band marks each wait, labelled
+"waiting on PDB NAME", and each wait is listed below the summary line. The title
+carries the revision's change-cause when one is recorded ("configmap/app-config
+changed" for a configuration rollout).
+
 A staged rollout's step boundaries are marked with dashed lines ("1/5", "partition 10"),
 from its RolloutStep events: events expire (after an hour by default), so an older
 rollout's chart has fewer marks, or none.`,
@@ -54,46 +60,57 @@ rollout's chart has fewer marks, or none.`,
 			if err != nil {
 				return err
 			}
-			obj, err := ref.get(cmd.Context(), client)
-			if err != nil {
-				return explainUnreachable(err, k.host())
-			}
-			raw := annotationsOf(obj)[timeline.Annotation]
-			if raw == "" {
-				return fmt.Errorf("%s has no recorded timeline: kroll's controllers record one (annotation %s) at its next status change", ref, timeline.Annotation)
-			}
-			t, err := timeline.Parse(raw)
-			if err != nil {
-				return fmt.Errorf("%s: %w", ref, err)
-			}
-			opts := chart.Options{Title: fmt.Sprintf("%s → revision %s", ref, t.Revision)}
-			if t.Rollback != nil {
-				// The record holds the failed rollout too: the chart marks the rollback.
-				opts.Title += ", rolled back from " + t.Rollback.Failed
-			}
-			if _, recorded := staging.RecordOf(annotationsOf(obj)); recorded || staging.SettingsOf(annotationsOf(obj)).Staged() {
-				events, err := stepEvents(cmd.Context(), client, obj)
-				if err != nil {
-					fmt.Fprintf(k.streams.ErrOut, "Warning: %s: step boundaries not marked: %v\n", ref, err)
-				}
-				opts.Marks = rolloutview.StepMarks(t, events)
-			}
-			var data []byte
-			if ext == ".svg" {
-				data = chart.SVG(t, opts)
-			} else if data, err = chart.PNG(t, opts); err != nil {
-				return err
-			}
-			if err := os.WriteFile(output, data, 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(k.streams.Out, "%s: %d samples over %s written to %s\n", ref, len(t.Samples), span(t), output)
-			return nil
+			return k.writeTimeline(cmd.Context(), client, ref, output, ext)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "File to write: .svg or .png (required)")
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
+}
+
+// writeTimeline charts ref's recorded rollout into output (ext: ".svg" or ".png") and
+// prints the summary line, with the budget waits under it.
+func (k *kubectlVerbs) writeTimeline(ctx context.Context, client kubernetes.Interface, ref workloadRef, output, ext string) error {
+	obj, err := ref.get(ctx, client)
+	if err != nil {
+		return explainUnreachable(err, k.host())
+	}
+	raw := annotationsOf(obj)[timeline.Annotation]
+	if raw == "" {
+		return fmt.Errorf("%s has no recorded timeline: kroll's controllers record one (annotation %s) at its next status change", ref, timeline.Annotation)
+	}
+	t, err := timeline.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref, err)
+	}
+	// The latest revision's change-cause is on what the workload owns (its
+	// ReplicaSet or ControllerRevision): a title without it beats no chart.
+	var p rolloutview.Progress
+	if snap, err := ref.snapshotOf(ctx, client, obj); err == nil {
+		p, _ = rolloutview.ProgressOf(snap)
+	}
+	opts := chart.Options{Title: rolloutview.TimelineTitle(ref.String(), t, p)}
+	if _, recorded := staging.RecordOf(annotationsOf(obj)); recorded || staging.SettingsOf(annotationsOf(obj)).Staged() {
+		events, err := stepEvents(ctx, client, obj)
+		if err != nil {
+			fmt.Fprintf(k.streams.ErrOut, "Warning: %s: step boundaries not marked: %v\n", ref, err)
+		}
+		opts.Marks = rolloutview.StepMarks(t, events)
+	}
+	var data []byte
+	if ext == ".svg" {
+		data = chart.SVG(t, opts)
+	} else if data, err = chart.PNG(t, opts); err != nil {
+		return err
+	}
+	if err := os.WriteFile(output, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(k.streams.Out, "%s: %d samples over %s written to %s\n", ref, len(t.Samples), span(t), output)
+	for _, l := range rolloutview.WaitLines(t) {
+		fmt.Fprintf(k.streams.Out, "  %s\n", l)
+	}
+	return nil
 }
 
 // stepEvents are the RolloutStep events of obj, which mark its step boundaries.

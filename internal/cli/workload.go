@@ -157,6 +157,11 @@ func (r workloadRef) snapshot(ctx context.Context, client kubernetes.Interface) 
 	if err != nil {
 		return rolloutview.Snapshot{}, err
 	}
+	return r.snapshotOf(ctx, client, obj)
+}
+
+// snapshotOf is the snapshot of obj, r as just read, with what it owns now.
+func (r workloadRef) snapshotOf(ctx context.Context, client kubernetes.Interface, obj runtime.Object) (rolloutview.Snapshot, error) {
 	sel, err := selectorOf(obj)
 	if err != nil {
 		return rolloutview.Snapshot{}, err

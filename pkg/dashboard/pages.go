@@ -266,7 +266,8 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 	for _, e := range s.opts.Cache.EventsOf(ns, map[string]bool{string(meta.GetUID()): true}) {
 		events = append(events, *e)
 	}
-	svg := chart.SVG(t, chart.Options{Title: fmt.Sprintf("%s/%s → revision %s", kind, name, t.Revision), Marks: rolloutview.StepMarks(t, events)})
+	p, _ := rolloutview.ProgressOf(snap) // for the revision's change-cause
+	svg := chart.SVG(t, chart.Options{Title: rolloutview.TimelineTitle(kind+"/"+name, t, p), Marks: rolloutview.StepMarks(t, events)})
 	w.Header().Set("Content-Type", "image/svg+xml")
 	// Its address carries the workload's resourceVersion: a live update that leaves
 	// the workload as it was shows the chart again without fetching it again.

@@ -425,6 +425,7 @@ func TestListShowsControllersInARollingUpdate(t *testing.T) {
 
 func TestWorkloadPageDiffAndTimeline(t *testing.T) {
 	d := deployment("web", "front", 2, false)
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:2" // revision 2's template
 	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "2",
 		timeline.Annotation: timeline.Timeline{Revision: "2", Start: time.Now().Add(-time.Minute), Desired: 2,
 			Samples: []timeline.Sample{{At: 0, Counts: timeline.Counts{Old: 2, Available: 2}}, {At: 10 * time.Second, Counts: timeline.Counts{New: 2, Available: 2}}}}.String()}
@@ -437,6 +438,9 @@ func TestWorkloadPageDiffAndTimeline(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "front", UID: d.UID, Controller: &yes}}},
 			Spec: appsv1.ReplicaSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "front"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}}}
+		if i == 1 {
+			rs.Annotations["kubernetes.io/change-cause"] = "configmap/front-config changed"
+		}
 		objs = append(objs, rs)
 	}
 	h := newHarness(t, nil, objs...)
@@ -456,8 +460,8 @@ func TestWorkloadPageDiffAndTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := readBody(resp)
-	if resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(svg, "<svg") || !strings.Contains(svg, "deployment/front → revision 2") {
-		t.Errorf("timeline = %s %.200q, want the chart of revision 2", resp.Header.Get("Content-Type"), svg)
+	if resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(svg, "<svg") || !strings.Contains(svg, "deployment/front → revision 2 (configmap/front-config changed)") {
+		t.Errorf("timeline = %s %.200q, want the chart of revision 2 with its change-cause", resp.Header.Get("Content-Type"), svg)
 	}
 }
 

@@ -171,6 +171,9 @@ func Unmeetable(b Budget, r Reach) bool {
 	return b.Known && b.DesiredHealthy > 0 && b.DesiredHealthy >= r.Healthy
 }
 
+// waitingPrefix begins every Message; HeldBy reads the name after it.
+const waitingPrefix = "waiting for PodDisruptionBudget "
+
 // Message is the condition's message for a rollout held by b, with pods still to go
 // (≥ 1) and reach r:
 //
@@ -186,7 +189,7 @@ func Message(b Budget, pods int32, r Reach) string {
 	if pods == 1 {
 		noun = "pod"
 	}
-	msg := fmt.Sprintf("waiting for PodDisruptionBudget %s: %d %s to take down", name, pods, noun)
+	msg := fmt.Sprintf(waitingPrefix+"%s: %d %s to take down", name, pods, noun)
 	if !b.Known {
 		return msg + ", eviction refused"
 	}
@@ -227,6 +230,22 @@ const (
 type Wait struct {
 	Reason, Message string
 	Since           time.Time
+}
+
+// HeldBy is the PodDisruptionBudget a wait names: the name in its Message (see
+// Message: "waiting for PodDisruptionBudget web-pdb: …" gives web-pdb) while it is
+// BudgetExhausted; "" for no wait, an invalid setting (the rollout is not held), or a
+// message of another form. The timeline records it with each stamp.
+func (w Wait) HeldBy() string {
+	if w.Reason != ReasonBudgetExhausted {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(w.Message, waitingPrefix)
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	return name
 }
 
 // NextWait is the condition after a sync whose take-downs met outcome (held:

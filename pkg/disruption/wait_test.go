@@ -82,3 +82,24 @@ func TestFixedReachUnmeetable(t *testing.T) {
 		})
 	}
 }
+
+func TestHeldBy(t *testing.T) {
+	held := Message(Budget{Name: "web-pdb", Known: true, DisruptionsAllowed: 0, DesiredHealthy: 8, CurrentHealthy: 8, ExpectedPods: 10}, 1, RollingReach(10, 0))
+	tests := []struct {
+		name string
+		w    Wait
+		want string
+	}{
+		{"held by web-pdb: its name from the message", Wait{Reason: ReasonBudgetExhausted, Message: held}, "web-pdb"},
+		{"a budget the cache did not have", Wait{Reason: ReasonBudgetExhausted, Message: Message(Budget{Name: "zone-pdb"}, 3, RecreateReach)}, "zone-pdb"},
+		{"an unnamed refusal", Wait{Reason: ReasonBudgetExhausted, Message: Message(Budget{}, 1, RecreateReach)}, "(unnamed)"},
+		{"no wait", Wait{}, ""},
+		{"an invalid setting holds nothing", Wait{Reason: ReasonInvalidAnnotation, Message: held}, ""},
+		{"a message of another form", Wait{Reason: ReasonBudgetExhausted, Message: "eviction refused"}, ""},
+	}
+	for _, tt := range tests {
+		if got := tt.w.HeldBy(); got != tt.want {
+			t.Errorf("%s: HeldBy() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -37,6 +37,15 @@ func configDaemonSet() *appsv1.DaemonSet {
 // (configuration rollout watched) and returns the client, to read what it wrote.
 func configSync(t *testing.T, objects ...runtime.Object) *fake.Clientset {
 	t.Helper()
+	return syncOnce(t, "default/agent", func(c *Controller, _ *fake.Clientset, factory informers.SharedInformerFactory) error {
+		return c.WatchConfig(factory.Apps().V1().DaemonSets().Informer(), factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets())
+	}, objects...)
+}
+
+// syncOnce runs one sync of key on one node against a cache holding objects, the
+// controller set up by setup first, and returns the client.
+func syncOnce(t *testing.T, key string, setup func(*Controller, *fake.Clientset, informers.SharedInformerFactory) error, objects ...runtime.Object) *fake.Clientset {
+	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	objects = append(objects, node)
 	client := fake.NewClientset(objects...)
@@ -46,11 +55,11 @@ func configSync(t *testing.T, objects ...runtime.Object) *fake.Clientset {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WatchConfig(factory.Apps().V1().DaemonSets().Informer(), factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets()); err != nil {
+	if err := setup(c, client, factory); err != nil {
 		t.Fatal(err)
 	}
 	controllertest.Seed(t, factory, objects...)
-	if err := c.sync(context.Background(), "default/agent"); err != nil {
+	if err := c.sync(context.Background(), key); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	return client

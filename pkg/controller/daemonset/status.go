@@ -41,7 +41,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, node
 	timeline.Stamp(next, hash, st.DesiredNumberScheduled, timeline.Counts{
 		Old: st.CurrentNumberScheduled - st.UpdatedNumberScheduled, New: st.UpdatedNumberScheduled,
 		Available: st.NumberAvailable, Unavailable: st.NumberUnavailable,
-	}, now)
+	}, controller.BudgetWaitOf(failureConditions, st.Conditions).HeldBy(), now)
 	updated, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -84,6 +84,16 @@ func setBudgetCondition(status *appsv1.DeploymentStatus, p *pass, now time.Time)
 	status.Conditions = append(status.Conditions, *hold)
 }
 
+// heldBy is the PodDisruptionBudget status's DisruptionBudget condition says holds
+// the rollout ("" when none does), for the timeline.
+func heldBy(status *appsv1.DeploymentStatus) string {
+	cond := rollout.Condition(status, budgetConditionType)
+	if cond == nil || cond.Status != corev1.ConditionFalse {
+		return ""
+	}
+	return disruption.Wait{Reason: cond.Reason, Message: cond.Message}.HeldBy()
+}
+
 // announceBudget records a Warning event (BudgetExhausted, the condition's message)
 // when status, just written, shows a budget holding d's rollout that d's previous
 // status did not: once per wait, not at every retry.

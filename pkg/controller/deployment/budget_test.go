@@ -12,6 +12,7 @@ import (
 
 	"github.com/kroll-dev/kroll/pkg/disruption"
 	"github.com/kroll-dev/kroll/pkg/rollout"
+	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
 // heldRS is an old ReplicaSet whose controller reports a budget holding message, since.
@@ -122,6 +123,10 @@ func TestSync_heldByBudget(t *testing.T) {
 	}
 	if ev := f.events(); !strings.Contains(ev, "Warning BudgetExhausted Rollout "+held) {
 		t.Errorf("events %q lack the BudgetExhausted warning", ev)
+	}
+	// The timeline stamped with the status write opens a wait on the budget.
+	if tl, err := timeline.Parse(got.Annotations[timeline.Annotation]); err != nil || len(tl.Waits) != 1 || tl.Waits[0].PDB != "web-pdb" || !tl.Waits[0].Open {
+		t.Errorf("timeline waits %+v (%v), want one open wait on web-pdb", tl.Waits, err)
 	}
 	if rs := f.lastReplicaSetWrite(); rs.Name != cur.Name || *rs.Spec.Replicas != 2 {
 		t.Errorf("last ReplicaSet write %s to %d, want %s to 2", rs.Name, *rs.Spec.Replicas, cur.Name)

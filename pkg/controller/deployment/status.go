@@ -231,7 +231,7 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment, stat
 	timeline.Stamp(next, d.Annotations[history.RevisionAnnotation], desired, timeline.Counts{
 		Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
 		Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
-	}, c.now())
+	}, heldBy(&status), c.now())
 	// The step's event follows the write: a pass that read a stale status, whose
 	// write then conflicts, does not announce the step a second time.
 	if _, err := c.writes.updateStatus(ctx, next); err != nil {

@@ -43,6 +43,15 @@ func appConfig(greeting string) *corev1.ConfigMap {
 // rollout watched) and returns the client, to read what it wrote, and the events.
 func configSync(t *testing.T, objects ...runtime.Object) (*fake.Clientset, *record.FakeRecorder) {
 	t.Helper()
+	return syncOnce(t, func(c *Controller, _ *fake.Clientset, factory informers.SharedInformerFactory) error {
+		return c.WatchConfig(factory.Apps().V1().StatefulSets().Informer(), factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets())
+	}, objects...)
+}
+
+// syncOnce runs one sync of web against a cache holding objects, the controller set
+// up by setup first, and returns the client and the events.
+func syncOnce(t *testing.T, setup func(*Controller, *fake.Clientset, informers.SharedInformerFactory) error, objects ...runtime.Object) (*fake.Clientset, *record.FakeRecorder) {
+	t.Helper()
 	client := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(20)
@@ -51,7 +60,7 @@ func configSync(t *testing.T, objects ...runtime.Object) (*fake.Clientset, *reco
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WatchConfig(factory.Apps().V1().StatefulSets().Informer(), factory.Core().V1().ConfigMaps(), factory.Core().V1().Secrets()); err != nil {
+	if err := setup(c, client, factory); err != nil {
 		t.Fatal(err)
 	}
 	controllertest.Seed(t, factory, objects...)

@@ -270,7 +270,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		timeline.Stamp(next, status.UpdateRevision, desired, timeline.Counts{
 			Old: status.Replicas - status.UpdatedReplicas, New: status.UpdatedReplicas,
 			Available: status.AvailableReplicas, Unavailable: timeline.Unavailable(desired, status.AvailableReplicas),
-		}, now)
+		}, controller.BudgetWaitOf(failureConditions, status.Conditions).HeldBy(), now)
 		updated, err := c.client.AppsV1().StatefulSets(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return utilerrors.NewAggregate([]error{updateErr, err})

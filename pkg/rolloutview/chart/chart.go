@@ -82,9 +82,16 @@ const (
 	// advance of basicfont's 7×13 face, so the legend fits in both formats.
 	charWidth = 7
 
+	// minBand is the narrowest a budget wait is drawn, in pixels.
+	minBand = 2
+
 	textSize, titleSize, noteSize = 12, 16, 14
-	seriesWidth, swatchWidth      = 2, 3
-	axisWidth                     = 1
+	// titleCharWidth estimates the advance of a bold 16px sans-serif character, on the
+	// wide side (0.6 em); basicfont's 7 px is narrower, so a title that fits the SVG
+	// fits the PNG. titleMargin is kept clear at either end.
+	titleCharWidth, titleMargin = 10, 20
+	seriesWidth, swatchWidth    = 2, 3
+	axisWidth                   = 1
 )
 
 // rgb is an opaque color.
@@ -100,6 +107,10 @@ var (
 	axisInk    = rgb{0x44, 0x44, 0x44}
 	gridInk    = rgb{0xe4, 0xe4, 0xe4}
 	quietInk   = rgb{0x66, 0x66, 0x66}
+	// A budget wait: a pale amber band, labelled in a dark amber that reads on it and
+	// on white.
+	waitFill = rgb{0xfc, 0xed, 0xcf}
+	waitInk  = rgb{0x8a, 0x55, 0x00}
 )
 
 // series is one line of the chart.
@@ -127,6 +138,12 @@ type line struct {
 	color    rgb
 	width    float64
 	dashed   bool
+}
+
+// rect is a filled rectangle, corners from (top left) and to (bottom right).
+type rect struct {
+	from, to point
+	color    rgb
 }
 
 type polyline struct {
@@ -158,7 +175,7 @@ type label struct {
 
 type scene struct {
 	width, height int
-	shapes        []any // line, polyline or label, in drawing order
+	shapes        []any // rect, line, polyline or label, in drawing order
 }
 
 func (s *scene) add(shape any) { s.shapes = append(s.shapes, shape) }
@@ -184,7 +201,9 @@ func (f frame) y(pods int64) float64 {
 func compose(t timeline.Timeline, o Options) scene {
 	s := scene{width: orDefault(o.Width, defaultWidth, minWidth), height: orDefault(o.Height, defaultHeight, minHeight)}
 	f := layout(t, s.width, s.height)
-	// Back to front: grid under everything, series over the desired line.
+	// Back to front: budget waits' bands under everything, then the grid, series over
+	// the desired line.
+	addWaits(&s, f, t.Waits)
 	addGrid(&s, f)
 	addAxes(&s, f)
 	addDesired(&s, f, t.Desired)
@@ -202,9 +221,22 @@ func compose(t timeline.Timeline, o Options) scene {
 	}
 	addLegend(&s, f)
 	if o.Title != "" {
-		s.add(label{at: point{float64(s.width) / 2, titleBaseline}, text: o.Title, color: textInk, size: titleSize, anchor: anchorMiddle, bold: true})
+		s.add(label{at: point{float64(s.width) / 2, titleBaseline}, text: fitTitle(o.Title, s.width), color: textInk, size: titleSize, anchor: anchorMiddle, bold: true})
 	}
 	return s
+}
+
+// fitTitle is title as drawn on a chart width pixels wide: whole when it fits between
+// the margins, else cut with "…" (the SVG's <title> keeps it whole). A change-cause can
+// be long (kubectl's --record puts the whole command there): at 800 px, 76 characters
+// fit (800 − 2 × 20 margin, 10 px a bold 16px character).
+func fitTitle(title string, width int) string {
+	r := []rune(title)
+	fit := max((width-2*titleMargin)/titleCharWidth, 1)
+	if len(r) <= fit {
+		return title
+	}
+	return string(r[:fit-1]) + "…"
 }
 
 // orDefault is a size from Options: def when unset, at least least otherwise.
@@ -215,8 +247,8 @@ func orDefault(v, def, least int) int {
 	return max(v, least)
 }
 
-// layout sizes both axes to the data: time up to the last sample (or the rollback,
-// should it come later), pods up to the largest count or Desired,
+// layout sizes both axes to the data: time up to the last sample (or the rollback or
+// a budget wait's end, should one come later), pods up to the largest count or Desired,
 // each rounded up to a whole number of nice steps. A rollout of 1.2 s gets an axis of
 // 1.2 s in steps of 0.2 s, not a fixed minimum that would squeeze it into a corner.
 func layout(t timeline.Timeline, width, height int) frame {
@@ -225,6 +257,9 @@ func layout(t timeline.Timeline, width, height int) frame {
 	var last time.Duration
 	if t.Rollback != nil {
 		last = max(last, t.Rollback.At)
+	}
+	for _, w := range t.Waits {
+		last = max(last, w.To)
 	}
 	peak := int64(t.Desired)
 	for _, s := range t.Samples {
@@ -406,6 +441,25 @@ func steps(f frame, samples []timeline.Sample, value func(timeline.Counts) int32
 		pts = append(pts, point{f.right, y(prev)})
 	}
 	return pts
+}
+
+// addWaits shades the stretches a PodDisruptionBudget held the rollout, over the plot's
+// full height: a closed wait from its start to its end, an open one to the plot's right
+// edge (it goes on now, as the series' last values hold to the edge), each at least
+// minBand wide so that a wait seen at one stamp only still shows. Their labels are
+// placed with the marks' (markList).
+func addWaits(s *scene, f frame, waits []timeline.Wait) {
+	for _, w := range waits {
+		if w.From > f.span {
+			continue
+		}
+		from, to := f.x(w.From), f.x(w.To)
+		if w.Open {
+			to = f.right
+		}
+		to = min(max(to, from+minBand), f.right)
+		s.add(rect{from: point{from, f.top}, to: point{to, f.bottom}, color: waitFill})
+	}
 }
 
 // addLegend lines the series' names up right-aligned above the plot.

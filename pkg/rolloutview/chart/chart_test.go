@@ -78,6 +78,18 @@ func short() timeline.Timeline {
 		c(0, 3, 0, 3), c(300, 2, 1, 2), c(340, 1, 2, 2), c(700, 1, 2, 3), c(1100, 0, 3, 2), c(1200, 0, 3, 3)}}
 }
 
+// heldByBudget is rollingUpdate held by web-pdb twice, and again at its end, where the
+// wait is still on: three bands, one label.
+func heldByBudget() timeline.Timeline {
+	t := rollingUpdate()
+	t.Waits = []timeline.Wait{
+		{From: 3500 * time.Millisecond, To: 6 * time.Second, PDB: "web-pdb"},
+		{From: 13700 * time.Millisecond, To: 16200 * time.Millisecond, PDB: "web-pdb"},
+		{From: 24300 * time.Millisecond, To: 24300 * time.Millisecond, PDB: "web-pdb", Open: true},
+	}
+	return t
+}
+
 type chartCase struct {
 	name string
 	t    timeline.Timeline
@@ -93,6 +105,8 @@ func cases() []chartCase {
 		{"short", short(), Options{Title: "deployment/tiny → revision 2", Marks: []Mark{
 			{At: 300 * time.Millisecond, Label: "1/4"}, {At: 320 * time.Millisecond, Label: "2/4"}, {At: 340 * time.Millisecond, Label: "3/4"},
 			{At: 1100 * time.Millisecond, Label: "partition 0"}}}},
+		{"budget_waits", heldByBudget(), Options{Title: "deployment/web → revision 2 (configmap/app-config changed)", Marks: []Mark{
+			{At: 2 * time.Second, Label: "1/3"}, {At: 6 * time.Second, Label: "2/3"}}}},
 		{"steps_marked", rollingUpdate(), Options{Title: "deployment/web → revision 2", Marks: []Mark{
 			{At: 2 * time.Second, Label: "1/3"}, {At: 6 * time.Second, Label: "2/3"}, {At: time.Hour, Label: "past the end: left out"}}}},
 	}
@@ -469,6 +483,8 @@ func TestMarkLabelsNeverOverlap(t *testing.T) {
 	}
 	tl := short()
 	tl.Rollback = &timeline.Rollback{At: 500 * time.Millisecond, From: "2", Failed: "2"}
+	tl.Waits = []timeline.Wait{{From: 320 * time.Millisecond, To: 400 * time.Millisecond, PDB: "web-pdb"},
+		{From: 400 * time.Millisecond, To: 450 * time.Millisecond, PDB: "zone-pdb"}, {From: 900 * time.Millisecond, To: 900 * time.Millisecond, PDB: "web-pdb", Open: true}}
 	s := compose(tl, Options{Marks: marks})
 	type box struct{ x0, x1, y float64 }
 	var boxes []box
@@ -489,7 +505,74 @@ func TestMarkLabelsNeverOverlap(t *testing.T) {
 		}
 		boxes = append(boxes, box{x0, x0 + w, l.at.y})
 	}
-	if len(boxes) < 4 || !strings.Contains(string(SVG(tl, Options{Marks: marks})), "rolled back from 2") {
-		t.Errorf("%d mark labels drawn, want the rollback's and several steps'", len(boxes))
+	svg := string(SVG(tl, Options{Marks: marks}))
+	if len(boxes) < 4 || !strings.Contains(svg, "rolled back from 2") || !strings.Contains(svg, "waiting on PDB zone-pdb") {
+		t.Errorf("%d mark labels drawn, want the rollback's, the waits' and several steps'", len(boxes))
+	}
+	if n := strings.Count(svg, "waiting on PDB web-pdb"); n != 1 {
+		t.Errorf("web-pdb labelled %d times, want once for its two waits", n)
+	}
+}
+
+// Each wait is a band from its start to its end, an open one to the plot's edge, under
+// the grid; a wait of one moment is still minBand wide.
+func TestWaitBands(t *testing.T) {
+	tl := heldByBudget()
+	tl.Waits = append(tl.Waits[:2:2], timeline.Wait{From: 20 * time.Second, To: 20 * time.Second, PDB: "web-pdb"}, tl.Waits[2])
+	s := compose(tl, Options{})
+	f := layout(tl, defaultWidth, defaultHeight)
+	var got []rect
+	firstLine := -1
+	for i, sh := range s.shapes {
+		switch sh := sh.(type) {
+		case rect:
+			if firstLine >= 0 {
+				t.Errorf("band %v drawn over the grid", sh)
+			}
+			got = append(got, sh)
+		case line:
+			if firstLine < 0 {
+				firstLine = i
+			}
+		}
+	}
+	want := []rect{
+		{point{f.x(3500 * time.Millisecond), f.top}, point{f.x(6 * time.Second), f.bottom}, waitFill},
+		{point{f.x(13700 * time.Millisecond), f.top}, point{f.x(16200 * time.Millisecond), f.bottom}, waitFill},
+		{point{f.x(20 * time.Second), f.top}, point{f.x(20*time.Second) + minBand, f.bottom}, waitFill},
+		{point{f.x(24300 * time.Millisecond), f.top}, point{f.right, f.bottom}, waitFill},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bands\n%v\nwant\n%v", got, want)
+	}
+	// The PNG shades the band: amber where no line runs (just under the top of the
+	// plot, half way through the first wait, between gridlines).
+	img := decodePNG(t, tl, Options{})
+	p := pixel(point{f.x(4 * time.Second), f.top + 40})
+	if r, g, b, _ := img.At(p.X, p.Y).RGBA(); uint8(r>>8) != waitFill.r || uint8(g>>8) != waitFill.g || uint8(b>>8) != waitFill.b {
+		t.Errorf("pixel %v = rgb(%d,%d,%d), want the band's %s", p, r>>8, g>>8, b>>8, waitFill.hex())
+	}
+}
+
+func TestFitTitle(t *testing.T) {
+	long := "deployment/web → revision 7 (kubectl set image deployment/web web=registry.example.com/team/web:2026-12-07 --record=true)"
+	tests := []struct {
+		name  string
+		title string
+		width int
+		want  string
+	}{
+		{"a change-cause that fits is whole", "deployment/web → revision 2 (configmap/app-config changed)", 800, "deployment/web → revision 2 (configmap/app-config changed)"},
+		{"a long one is cut to 76 characters at 800 px", long, 800, string([]rune(long)[:75]) + "…"},
+		{"narrower, shorter: 32 at 360 px", long, 360, string([]rune(long)[:31]) + "…"},
+	}
+	for _, tt := range tests {
+		got := fitTitle(tt.title, tt.width)
+		if got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+		if n := len([]rune(got)); n*titleCharWidth > tt.width-2*titleMargin {
+			t.Errorf("%s: %d characters do not fit %d px", tt.name, n, tt.width)
+		}
 	}
 }

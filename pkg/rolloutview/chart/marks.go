@@ -8,7 +8,8 @@ import (
 )
 
 // The labelled vertical lines over the plot: a staged rollout's step boundaries
-// (Options.Marks) and kroll's automatic rollback (timeline.Rollback).
+// (Options.Marks) and kroll's automatic rollback (timeline.Rollback); and the labels of
+// the budget waits' bands (timeline.Waits, drawn by addWaits), placed by the same rules.
 
 const (
 	// markGap is between a mark's line and its label; labelGap is the least room
@@ -26,14 +27,27 @@ type vmark struct {
 	text  string
 	color rgb
 	width float64
+	// band: the label of a budget wait starting at at, whose band addWaits draws; no
+	// line.
+	band bool
 }
 
 // markList is what addMarks draws: the rollback first (its label gets the first
-// choice of place), then the marks in the order given, without those before the start.
+// choice of place), then the budget waits' labels, then the marks in the order given,
+// without those before the start. A budget's label is on its first wait only: a
+// rollout held at every step waits on one budget many times, and one label a budget
+// says what the bands mean without filling the label rows.
 func markList(t timeline.Timeline, marks []Mark) []vmark {
 	var out []vmark
 	if r := t.Rollback; r != nil {
 		out = append(out, vmark{at: r.At, text: "rolled back from " + r.Failed, color: rollbackInk, width: 2})
+	}
+	labelled := map[string]bool{}
+	for _, w := range t.Waits {
+		if !labelled[w.PDB] {
+			labelled[w.PDB] = true
+			out = append(out, vmark{at: w.From, text: "waiting on PDB " + w.PDB, color: waitInk, band: true})
+		}
 	}
 	for _, m := range marks {
 		if m.At >= 0 {
@@ -125,9 +139,10 @@ func desiredTaken(f frame, desired int32, rows int) [][]span {
 	return taken
 }
 
-// addMarks draws each mark as a dashed vertical line over the plot, and returns its
-// label, placed by placeLabels at the top of the plot, to be drawn over the series.
-// Marks past the end of the time axis are left out.
+// addMarks draws each mark as a dashed vertical line over the plot (a wait's label
+// has its band instead), and returns its label, placed by placeLabels at the top of
+// the plot, to be drawn over the series. Marks past the end of the time axis are left
+// out.
 func addMarks(s *scene, f frame, marks []vmark, desired int32) []label {
 	var xs, ws []float64
 	var shown []vmark
@@ -136,6 +151,10 @@ func addMarks(s *scene, f frame, marks []vmark, desired int32) []label {
 			continue
 		}
 		x := f.x(m.at)
+		if m.band {
+			xs, ws, shown = append(xs, x), append(ws, labelWidth(m.text)), append(shown, m)
+			continue
+		}
 		s.add(line{from: point{x, f.top}, to: point{x, f.bottom}, color: m.color, width: m.width, dashed: true})
 		xs, ws, shown = append(xs, x), append(ws, labelWidth(m.text)), append(shown, m)
 	}

@@ -21,6 +21,8 @@ func rasterize(s scene) *image.RGBA {
 	draw.Draw(img, img.Bounds(), background.uniform(), image.Point{}, draw.Src)
 	for _, shape := range s.shapes {
 		switch sh := shape.(type) {
+		case rect:
+			draw.Draw(img, image.Rectangle{Min: pixel(sh.from), Max: pixel(sh.to)}, sh.color.uniform(), image.Point{}, draw.Src)
 		case line:
 			stroke(img, pixel(sh.from), pixel(sh.to), sh.color.rgba(), brush(sh.width), sh.dashed)
 		case polyline:

@@ -19,6 +19,9 @@ func writeSVG(s scene, title string) []byte {
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="%s"/>`+"\n", s.width, s.height, background.hex())
 	for _, shape := range s.shapes {
 		switch sh := shape.(type) {
+		case rect:
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n",
+				sh.from.x, sh.from.y, sh.to.x-sh.from.x, sh.to.y-sh.from.y, sh.color.hex())
 		case line:
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f"`,
 				sh.from.x, sh.from.y, sh.to.x, sh.to.y, sh.color.hex(), sh.width)
