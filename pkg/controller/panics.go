@@ -58,12 +58,14 @@ func ForEach(n int, f func(i int) error) error {
 	return utilerrors.NewAggregate(errs)
 }
 
-// InTurn runs f(0) … f(n−1) one after another and returns their errors together, as
-// ForEach does, for requests that would only contend with one another if sent at once.
-func InTurn(n int, f func(i int) error) error {
-	errs := make([]error, n)
-	for i := range n {
-		errs[i] = f(i)
-	}
-	return utilerrors.NewAggregate(errs)
+// ForEachAtMost runs f(0) … f(n−1) in goroutines, at most limit at a time, and
+// returns their errors together, as ForEach does, for requests that contend with one
+// another when many are sent at once.
+func ForEachAtMost(n, limit int, f func(i int) error) error {
+	slots := make(chan struct{}, max(limit, 1))
+	return ForEach(n, func(i int) error {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		return f(i)
+	})
 }

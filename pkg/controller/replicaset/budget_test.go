@@ -134,17 +134,18 @@ func TestSync_budgets(t *testing.T) {
 	}
 }
 
-// Given a Deployment that respects its budgets and two old pods to take down, when the
-// ReplicaSet controller evicts them, then it sends the evictions one after another:
-// the API server checks and updates the same budgets' status for each, and evictions
-// sent together conflict with one another there.
-func TestSync_evictionsInTurn(t *testing.T) {
-	f, _ := budgetFixture(t, "Respect")
+// Given a Deployment that respects its budgets and four old pods to take down, when
+// the ReplicaSet controller evicts them, then it has at most two evictions in the API
+// server at once: the server checks and updates the same budgets' status for each,
+// and evictions sent together conflict with one another there.
+func TestSync_evictionsTwoAtATime(t *testing.T) {
+	f, rs := budgetFixture(t, "Respect")
+	*rs.Spec.Replicas = 1 // the lister's own object: five pods, one wanted
 	f.pods.EvictTakes = 20 * time.Millisecond
 	if err := f.c.sync(context.Background(), "default/web-old"); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.pods.Evicted) != 2 || f.pods.MostEvictingAtOnce != 1 {
-		t.Errorf("evicted %v with at most %d evictions in flight at once, want 2 evicted one at a time", f.pods.Evicted, f.pods.MostEvictingAtOnce)
+	if len(f.pods.Evicted) != 4 || f.pods.MostEvictingAtOnce != 2 {
+		t.Errorf("evicted %v with at most %d evictions in flight at once, want 4 evicted, 2 at a time", f.pods.Evicted, f.pods.MostEvictingAtOnce)
 	}
 }

@@ -36,6 +36,10 @@ const (
 // rest wait for the next sync, once these have been observed.
 const BurstReplicas = 500
 
+// evictionsAtOnce is how many of one sync's evictions are in the API server at once
+// (see the scale-down in sync.go).
+const evictionsAtOnce = 2
+
 // Controller is the ReplicaSet or the ReplicationController controller.
 type Controller struct {
 	kind       *kind
