@@ -26,7 +26,8 @@ const takeoverWindow = 12 * time.Second
 // kroll's controllers to upstream's. Before each switch to kroll, `kroll
 // controller-manager --dry-run` reports only the in-flight members' next steps and
 // sends no write; once a bare ReplicaSet is scaled while no controllers run, it
-// reports the pod kroll would create and exits 1.
+// reports the pod kroll would create and exits 1. Workloads opted into configuration
+// rollout go over both ways too (configTakeover).
 func TestTakeover(t *testing.T) {
 	t.Parallel()
 	c := clustertest.Start(t, clustertest.WithWorkloadControllers(cluster.WorkloadControllersNone), clustertest.WithNodes(3))
@@ -146,6 +147,9 @@ func TestTakeover(t *testing.T) {
 	t.Run("a real difference is reported", func(t *testing.T) {
 		stopKroll()
 		realDifference(t, c, up2kroll.pop, dryRun)
+	})
+	t.Run("configuration rollouts, both ways: upstream rolls once, kroll back churns nothing", func(t *testing.T) {
+		configTakeover(t, c, top)
 	})
 	t.Logf("takeover suite: %s", time.Since(started).Round(time.Second))
 }

@@ -1,6 +1,8 @@
 package configrollout
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -20,6 +22,9 @@ type Revision struct {
 //   - A required object is missing (r.Missing): nothing rolls. The new revision stays
 //     the newest of t's, whatever its configuration (HashAnnotation apart); with none
 //     yet, Hold: no revision is made until the object exists.
+//   - The newest revision was made without configuration rollout (by upstream's
+//     controllers before a takeover, or before the opt-in) and is t's: it is adopted
+//     as it is (see adopt), nothing rolls until the data is edited.
 //   - Otherwise Effective decides; a pin to a revision that is gone (pruned with
 //     revisionHistoryLimit, its snapshots with it) cannot bring its configuration
 //     back: the live configuration rolls instead.
@@ -42,6 +47,9 @@ func Decide(t *corev1.PodTemplateSpec, r Resolved, record string, revisions []Re
 		}
 		return Decision{Template: newest.Template, Record: record}
 	}
+	if dec, ok := adopt(t, r.Fingerprint, record, revisions, equal); ok {
+		return dec
+	}
 	dec := Effective(t, r.Fingerprint, record)
 	if dec.Pinned {
 		for _, rev := range revisions {
@@ -52,4 +60,47 @@ func Decide(t *corev1.PodTemplateSpec, r Resolved, record string, revisions []Re
 		dec.Template, dec.Pinned = WithHash(dec.Template, r.Fingerprint), false
 	}
 	return dec
+}
+
+// adopt decides for a workload whose newest revision has no HashAnnotation and is its
+// own template t (t unpinned): a revision made by upstream's controllers (their
+// takeover made one of the plain template; kroll taking over again must not roll it
+// back) or before the workload opted in. Its pods read the live objects, so it already
+// runs the live configuration: it stays the new revision, and the live fingerprint
+// when it was first seen is recorded (PinnedAtAnnotation ":<live>", an empty pin). The
+// next edit of the data rolls forward as any edit does: a revision with
+// HashAnnotation = live, its snapshots, through the strategy. ok is false when the
+// rule does not apply.
+//
+// Worked example: kroll ran revision 2 (fingerprint B, pods on snapshots); upstream's
+// controllers took over and rolled once to revision 3, the plain template. kroll takes
+// over again, live data B: without this rule t with B is revision 2's template, and
+// revision 2 would be scaled up again (every pod replaced). With it: revision 3 stays,
+// record ":B" is written. The ConfigMap is edited (C): C ≠ B, revision 4 with C rolls.
+func adopt(t *corev1.PodTemplateSpec, live, record string, revisions []Revision, equal func(a, b *corev1.PodTemplateSpec) bool) (Decision, bool) {
+	if _, pinned := t.Annotations[HashAnnotation]; pinned {
+		return Decision{}, false
+	}
+	var newest *Revision
+	for i := range revisions {
+		if newest == nil || revisions[i].Number > newest.Number {
+			newest = &revisions[i]
+		}
+	}
+	if newest == nil || !equal(newest.Template, t) {
+		return Decision{}, false
+	}
+	if _, hashed := newest.Template.Annotations[HashAnnotation]; hashed {
+		return Decision{}, false
+	}
+	recPin, recLive, _ := strings.Cut(record, ":")
+	switch {
+	case record == "" || recPin != "": // first seen (or an undo's record of before)
+		return Decision{Template: t, Record: ":" + live, Write: true}, true
+	case recLive == live:
+		return Decision{Template: t, Record: record}, true
+	}
+	// Edited since: roll forward; the record is removed once the new revision is the
+	// newest (Effective, unpinned).
+	return Decision{Template: WithHash(t, live), Record: record}, true
 }

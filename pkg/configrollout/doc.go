@@ -36,10 +36,17 @@
 // on the Deployment's metadata); the next edit of a referenced object rolls forward
 // again, to the live data.
 //
-// Takeover to upstream's controllers: upstream's ReplicaSet controller creates pods
-// from the template, so they name the live objects; upstream's Deployment controller
-// does not know kroll.dev/config-hash and, finding no ReplicaSet whose template equals
-// the Deployment's, rolls once to a ReplicaSet of the plain template.
+// Takeover to upstream's controllers: upstream's Deployment controller does not know
+// kroll.dev/config-hash and, finding no ReplicaSet whose template equals the
+// Deployment's, rolls once to a ReplicaSet of the plain template: every pod that read
+// a snapshot is replaced by one that reads the user's objects; kroll's ReplicaSet stays,
+// scaled to 0, with its snapshots. Upstream's ReplicaSet controller creates pods from
+// the template, so they name the live objects, even those of a kroll ReplicaSet that
+// `kubectl rollout undo` scales up again under upstream. An edit of the data rolls
+// nothing under upstream. Back from upstream, kroll adopts the newest revision when it
+// is the plain template's (Decide): its pods read the live objects, nothing churns, the
+// live fingerprint is recorded, and the next edit rolls onto snapshots. A workload an
+// undo under upstream pinned stays on that revision, its pods as upstream made them.
 //
 // # StatefulSets and DaemonSets
 //
@@ -69,5 +76,5 @@
 // newest one of the set's template that resolved (Decide); with none, the newest
 // revision. Upstream's set controllers, taking over, compute the update revision from
 // the plain template: they roll once to a revision without HashAnnotation whose pods
-// read the live objects.
+// read the live objects, which kroll, taking over again, adopts as a Deployment's.
 package configrollout

@@ -19,7 +19,9 @@ const (
 	// SnapshotsAnnotation is on a ReplicaSet's metadata: its Snapshots, as JSON.
 	SnapshotsAnnotation = "kroll.dev/config-snapshots"
 	// PinnedAtAnnotation is on a Deployment pinned by HashAnnotation in its template:
-	// "<pinned fingerprint>:<live fingerprint when the pin was first seen>" (PinRecord).
+	// "<pinned fingerprint>:<live fingerprint when the pin was first seen>" (PinRecord);
+	// ":<live fingerprint when first seen>" on one whose newest revision, adopted, is of
+	// its plain template (Decide).
 	PinnedAtAnnotation = "kroll.dev/config-pinned-at"
 	// SnapshotOfLabel is on a snapshot: the name of the object it copies.
 	SnapshotOfLabel = "kroll.dev/config-snapshot-of"

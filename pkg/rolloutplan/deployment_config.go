@@ -90,6 +90,11 @@ func configFor(cur, next *appsv1.Deployment, rss []*appsv1.ReplicaSet, live Conf
 	was, now := curRS.Spec.Template.Annotations[configrollout.HashAnnotation], dec.Template.Annotations[configrollout.HashAnnotation]
 	switch {
 	case len(resolved.Missing) > 0 || was == now:
+	case was == "" && curOn(cur):
+		// An adopted revision of the plain template (made by upstream's controllers,
+		// or before the opt-in; configrollout.Decide): the data changed since.
+		out.changes = append(out.changes, fmt.Sprintf("configuration changed since revision %d was adopted (its pods read the objects themselves): a new revision will roll out with the live data",
+			history.Revision(curRS)))
 	case was == "":
 		out.changes = append(out.changes, fmt.Sprintf("%s turned on: a new revision will roll out, recording the configuration (revision %d has none)",
 			configrollout.Annotation, history.Revision(curRS)))
@@ -118,4 +123,11 @@ func revisionWith(t *corev1.PodTemplateSpec, rss []*appsv1.ReplicaSet) string {
 		}
 	}
 	return ""
+}
+
+// curOn tells whether cur, the Deployment before the change, is opted into
+// configuration rollout.
+func curOn(cur *appsv1.Deployment) bool {
+	on, _ := configrollout.Enabled(cur.Annotations)
+	return on
 }

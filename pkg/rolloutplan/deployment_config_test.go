@@ -82,3 +82,33 @@ func TestDeploymentConfigurationRollout(t *testing.T) {
 		})
 	}
 }
+
+// A revision of the plain template (upstream's controllers made it, and kroll adopted
+// it, recording the live data): nothing rolls until the data changes; then the change
+// says so, not that the opt-in turned on.
+func TestDeploymentConfigurationRolloutAfterAnAdoption(t *testing.T) {
+	cur, _ := configWeb()
+	resolved := configrollout.Resolve(configrollout.Refs(&cur.Spec.Template.Spec), liveGreeting("v1").hashOf)
+	cur.Annotations[configrollout.PinnedAtAnnotation] = ":" + resolved.Fingerprint
+	rs := newReplicaSet(cur, 1, 10)
+	for _, tc := range []struct {
+		name, greeting, shape, changes string
+	}{
+		{"the data recorded: nothing rolls", "v1", "", ""},
+		{"app-config edited: a new revision rolls", "v2", "+3 | -5 | +5 | -5 | +2",
+			"configuration changed since revision 1 was adopted (its pods read the objects themselves): a new revision will roll out with the live data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := DeploymentWithConfig(cur, []*appsv1.ReplicaSet{rs}, podsOf(rs, 10, 0), cur, liveGreeting(tc.greeting), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := shape(plan); got != tc.shape {
+				t.Errorf("batches %q, want %q", got, tc.shape)
+			}
+			if got := strings.Join(plan.Changes, "; "); got != tc.changes {
+				t.Errorf("changes %q, want %q", got, tc.changes)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -192,5 +193,30 @@ func TestSync_configSnapshotRefusedHoldsTheRollout(t *testing.T) {
 	f.sync()
 	if w := f.writes(); !slices.Contains(w, "create configmaps app-config-"+next.Labels[appsv1.DefaultDeploymentUniqueLabelKey]) {
 		t.Errorf("writes %v: the snapshot is not written", w)
+	}
+}
+
+// Back from upstream's controllers (or opted in while it runs), a Deployment whose
+// newest ReplicaSet is of its plain template is left as it is: its pods read the live
+// ConfigMap; the live hash is recorded, and nothing else is written.
+func TestSync_configRolloutAdoptsAReplicaSetOfThePlainTemplate(t *testing.T) {
+	d := configDeployment("true")
+	d.Annotations[history.RevisionAnnotation] = "3"
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 4, UpdatedReplicas: 4, ReadyReplicas: 4, AvailableReplicas: 4}
+	rs := replicaSetOf(d, "nginx:1.25", 3, 4, 4, time.Minute)
+	rs.Generation, rs.Status.ObservedGeneration = 1, 1
+	rs.Annotations[configrollout.Annotation] = "true" // copied by upstream's controller
+	f := newConfigFixture(t, d, rs, appConfig("v2"))
+	f.sync()
+	live := f.c.config.Resolve("default", &d.Spec.Template.Spec).Fingerprint
+	if w := f.writes(); !slices.Equal(w, []string{"update deployments web"}) {
+		t.Fatalf("writes %v, want the record alone", w)
+	}
+	written, err := f.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := written.Annotations[configrollout.PinnedAtAnnotation]; got != ":"+live {
+		t.Errorf("record %q, want %q", got, ":"+live)
 	}
 }
