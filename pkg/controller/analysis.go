@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -48,8 +49,9 @@ import (
 //
 // The placeholders {{revision}} and {{pod-template-hash}} are the revision rolled
 // out: a Deployment's new ReplicaSet's pod-template-hash for both; a StatefulSet's
-// or DaemonSet's update ControllerRevision name for both, which is the value of its
-// new pods' controller-revision-hash label (web-5d8c7f9b6c).
+// update ControllerRevision name for both, which is the value of its new pods'
+// controller-revision-hash label (web-5d8c7f9b6c); a DaemonSet's ControllerRevision
+// name (logs-5d8c7f9b6c) and the hash its pods' label carries (5d8c7f9b6c).
 
 // Analysis is where a controller reads analyze steps' checks and asks Prometheus,
 // and what it announced of each workload's analysis.
@@ -212,4 +214,33 @@ func (a *Analysis) announce(obj interface {
 		return
 	}
 	a.recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
+}
+
+// FailAnalysis carries out next's kroll.dev/on-failure action for its failed
+// analysis (why), as the kind's failure policy does for failed pods: act makes the
+// set as the action leaves it (actOnFailure), then one Update carries it with the
+// report (RolloutFailed, reason AnalysisFailed: "<why>; rolled back from revision 2
+// to 1"), as Act does. next is the set with the analysis state to keep; bad the
+// number of the revision analysed; back tells there is a revision to roll back to
+// (without one a Rollback pauses instead, as the failure policy does). acted is
+// false when there is nothing to do: no action, or Pause and paused once already
+// for this revision (resumed by its user).
+func (k SetFailure[T, C]) FailAnalysis(ctx context.Context, w SetWriter[T], rec record.EventRecorder, next T, bad int64, back bool, why string,
+	act func(failure.Action) (T, string, error), now time.Time) (acted bool, err error) {
+	a := failure.PolicyOf(next.GetAnnotations()).Action
+	if a == failure.Rollback && !back {
+		a = failure.Pause
+	}
+	switch {
+	case a != failure.Rollback && a != failure.Pause:
+		return false, nil
+	case a == failure.Pause && next.GetAnnotations()[failure.PausedOnFailureAnnotation] == strconv.FormatInt(bad, 10):
+		return false, nil
+	}
+	acting, outcome, err := act(a)
+	if err != nil {
+		return true, err
+	}
+	r := failure.Report{Action: a, Reason: analysis.ReasonFailed, Message: why + "; " + outcome}
+	return true, k.Act(ctx, w, rec, acting, r, k.ConditionsOf(next), now)
 }

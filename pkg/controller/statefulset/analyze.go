@@ -2,7 +2,6 @@ package statefulset
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,21 +55,11 @@ func (c *Controller) analyzeStep(ctx context.Context, set *appsv1.StatefulSet, p
 }
 
 // failAnalysis carries out next's on-failure action for a failed analysis (why), as
-// carryOut does for failed pods: Rollback, or Pause once per revision. next is the
-// set with the analysis state to keep; acted is false when there is nothing to do.
+// carryOut does for failed pods (controller.SetFailure.FailAnalysis).
 func (c *Controller) failAnalysis(ctx context.Context, next *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, why string) (acted bool, err error) {
-	act := failure.PolicyOf(next.Annotations).Action
-	switch {
-	case act != failure.Rollback && act != failure.Pause:
-		return false, nil
-	case act == failure.Pause && next.Annotations[failure.PausedOnFailureAnnotation] == strconv.FormatInt(revs.update.Revision, 10):
-		return false, nil // paused once for this revision, and resumed by its user
-	}
 	now := c.now()
-	acting, outcome, err := actOnFailure(next, pods, revs, act, now)
-	if err != nil {
-		return true, err
-	}
-	r := failure.Report{Action: act, Reason: analysis.ReasonFailed, Message: why + "; " + outcome}
-	return true, controller.StatefulSetFailure.Act(ctx, c.setWriter, c.recorder, acting, r, controller.StatefulSetFailure.ConditionsOf(next), now)
+	return controller.StatefulSetFailure.FailAnalysis(ctx, c.setWriter, c.recorder, next, revs.update.Revision, rollbackTarget(next, revs) != nil, why,
+		func(act failure.Action) (*appsv1.StatefulSet, string, error) {
+			return actOnFailure(next, pods, revs, act, now)
+		}, now)
 }
