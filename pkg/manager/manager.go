@@ -138,8 +138,11 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err := dc.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode); err != nil {
 					return nil, err
 				}
-				// Configuration rollout, as for Deployments (below).
-				return dc, dc.WatchConfig(f.Apps().V1().DaemonSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets())
+				// Configuration rollout and analyze steps, as for Deployments (below).
+				if err := dc.WatchConfig(f.Apps().V1().DaemonSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {
+					return nil, err
+				}
+				return dc, opts.setAnalysis(f, dc)
 			})
 		case StatefulSet:
 			run, err = build(clientFor, statefulset.ControllerName, opts.StatefulSetWorkers, func(c kubernetes.Interface) (runner, error) {

@@ -57,10 +57,10 @@ type Options struct {
 	// set over gates.Defaults(); names they do not read are ignored. `kroll up` passes
 	// its cluster's.
 	FeatureGates map[string]bool
-	// Prometheus, when set, is the Prometheus the Deployment and StatefulSet
-	// controllers ask the checks of their `analyze` steps (kroll.dev/rollout-steps,
-	// pkg/analysis); nil: an analyze step holds as a bare pause, until `kroll rollout
-	// promote`.
+	// Prometheus, when set, is the Prometheus the Deployment, StatefulSet and
+	// DaemonSet controllers ask the checks of their `analyze` steps
+	// (kroll.dev/rollout-steps, pkg/analysis); nil: an analyze step holds as a bare
+	// pause, until `kroll rollout promote`.
 	Prometheus *promclient.Options
 	// Serving, when set with a port, serves /healthz, /readyz, /metrics and (Profiling)
 	// /debug/pprof/ over HTTPS with delegated authentication and authorization. Nil
