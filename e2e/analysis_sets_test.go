@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,22 +17,9 @@ import (
 // setAnalysisChecks is analysisChecks for a StatefulSet: the update revision's pods
 // are those whose controller-revision-hash label (scraped as controller_revision_hash)
 // is its name, which both {{revision}} and {{pod-template-hash}} give.
-const setAnalysisChecks = `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: web-checks
-data:
-  analysis.yaml: |
-    checks:
-    - name: error-ratio
-      query: |
-        (sum(rate(http_requests_total{namespace="{{namespace}}",controller_revision_hash="{{revision}}",code=~"5.."}[30s])) or vector(0))
-        / sum(rate(http_requests_total{namespace="{{namespace}}",controller_revision_hash="{{pod-template-hash}}"}[30s]))
-      successCondition: "< 0.01"
-      interval: 10s
-      count: 2
-      initialDelay: 45s
-`
+var setAnalysisChecks = strings.NewReplacer(
+	`pod_template_hash="{{pod-template-hash}}",code`, `controller_revision_hash="{{revision}}",code`,
+	`pod_template_hash=`, `controller_revision_hash=`).Replace(analysisChecks)
 
 // analyzedStatefulSet is StatefulSet web of app:1, 5 replicas, in steps "20%,
 // analyze, 100%" (partition 4 while web-4 is analysed, then 0) judged by web-checks,
@@ -143,24 +131,11 @@ func testAnalysisStatefulSet(t *testing.T, c *cluster.Cluster) {
 	w.Verify(t, 10)
 }
 
-// dsAnalysisChecks is setAnalysisChecks for a DaemonSet: its pods' controller-revision-hash
-// is the hash {{pod-template-hash}} gives ({{revision}} is the revision's name).
-const dsAnalysisChecks = `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: logs-checks
-data:
-  analysis.yaml: |
-    checks:
-    - name: error-ratio
-      query: |
-        (sum(rate(http_requests_total{namespace="{{namespace}}",controller_revision_hash="{{pod-template-hash}}",code=~"5.."}[30s])) or vector(0))
-        / sum(rate(http_requests_total{namespace="{{namespace}}",controller_revision_hash="{{pod-template-hash}}"}[30s]))
-      successCondition: "< 0.01"
-      interval: 10s
-      count: 2
-      initialDelay: 45s
-`
+// dsAnalysisChecks is analysisChecks for a DaemonSet, as ConfigMap logs-checks: its
+// pods' controller-revision-hash is the hash {{pod-template-hash}} gives
+// ({{revision}} is the revision's name).
+var dsAnalysisChecks = strings.NewReplacer(`name: web-checks`, `name: logs-checks`,
+	`pod_template_hash=`, `controller_revision_hash=`).Replace(analysisChecks)
 
 // analyzedDaemonSet is DaemonSet logs of app:1 on the cluster's 3 nodes, in steps
 // "1, analyze, 100%" (kroll-node-2, the last by name, analysed while the two others
