@@ -80,13 +80,9 @@ spec:
 `
 
 // Given kroll's controllers asking the cluster's own Prometheus, and a kubelet whose
-// app:2 answers a fifth of its requests 500, when a 20-replica Deployment in steps
-// "10%, analyze, 50%, analyze, 100%" with on-failure Rollback and the check "5xx
-// ratio < 1 % over 30 s" rolls out app:2, then the first analysis fails it and rolls
-// it back, every pod Ready on app:1, RolloutFailed naming the check, its value and
-// its limit; and app:3, which serves no errors, goes to 100 % with nobody promoting,
-// each analyze step held until its two measurements. Every observed state keeps the
-// Deployment's bounds and the step's pods on the old revision.
+// app:2 answers a fifth of its requests 500, analyze steps judge a Deployment's
+// rollout (below), a StatefulSet's and a DaemonSet's (analysis_sets_test.go), side
+// by side on one cluster: most of each scenario's time is its checks' waiting.
 func TestAnalysis(t *testing.T) {
 	t.Parallel()
 	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "app:2", Fault: "ErrorRate(0.2)"})
@@ -94,6 +90,28 @@ func TestAnalysis(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := clustertest.Start(t, clustertest.WithPrometheus(t), clustertest.WithKubelet(func(k *kubelet.Config) { k.Faults = rules }))
+	t.Run("deployment", func(t *testing.T) {
+		t.Parallel()
+		testAnalysisDeployment(t, c)
+	})
+	t.Run("statefulset", func(t *testing.T) {
+		t.Parallel()
+		testAnalysisStatefulSet(t, c)
+	})
+	t.Run("daemonset", func(t *testing.T) {
+		t.Parallel()
+		testAnalysisDaemonSet(t, c)
+	})
+}
+
+// When a 20-replica Deployment in steps "10%, analyze, 50%, analyze, 100%" with
+// on-failure Rollback and the check "5xx ratio < 1 % over 30 s" rolls out app:2, then
+// the first analysis fails it and rolls it back, every pod Ready on app:1,
+// RolloutFailed naming the check, its value and its limit; and app:3, which serves no
+// errors, goes to 100 % with nobody promoting, each analyze step held until its two
+// measurements. Every observed state keeps the Deployment's bounds and the step's
+// pods on the old revision.
+func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
 	s := newScene(t, c, "analysis", cluster.WorkloadControllersKroll)
 	s.apply(t, analysisChecks)
 	s.apply(t, analyzedDeployment)

@@ -108,10 +108,10 @@ func TestRender(t *testing.T) {
 	if q, err := p99.Render(Vars{Namespace: "shop"}); err != nil || !strings.HasPrefix(q, "histogram_quantile(0.99, ") {
 		t.Errorf("the check's default argument: %q, %v", q, err)
 	}
-	// A StatefulSet has no pod-template-hash: the error says what to use.
+	// A placeholder without a value: the error names it and where values come from.
 	_, err = er.Render(Vars{Namespace: "shop", Workload: "db", Revision: "db-7f9c"})
 	want := `check "error-ratio": the query's {{pod-template-hash}}, {{pod-template-hash}} has no value`
-	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "use {{revision}}") {
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "kroll.dev/analysis-args") {
 		t.Errorf("Render without a hash: %v, want it to begin %q", err, want)
 	}
 	c := Check{Name: "svc", Query: `up{service="{{ args.service }}"}`}

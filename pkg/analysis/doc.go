@@ -31,8 +31,15 @@
 //	  nan: Inconclusive         # a NaN value: the same choices
 //	  args: {quantile: "0.99"}  # this check's defaults, over the shared ones
 //
-// The workload's kroll.dev/analysis-args ("window=1m, service=web") give arguments
-// over the ConfigMap's. A result of several series is judged series by series and
+// {{revision}} and {{pod-template-hash}} are the revision rolled out: a
+// Deployment's new ReplicaSet's pod-template-hash (its pods' label, as above); for
+// a StatefulSet both are its update revision's name, the value of its pods'
+// controller-revision-hash label (controller_revision_hash="{{revision}}" where the
+// scrape keeps pod labels); for a DaemonSet {{revision}} is its ControllerRevision's
+// name (logs-5d8c7f9b6c) and {{pod-template-hash}} its pods' controller-revision-hash
+// (5d8c7f9b6c). The workload's
+// kroll.dev/analysis-args ("window=1m, service=web") give arguments over the
+// ConfigMap's. A result of several series is judged series by series and
 // the worst decides (one pod's failing series fails the measurement). The simulated
 // pods of kroll up have no 5xx series while they serve no errors, as client_golang's
 // handlers have none: a ratio query is then empty, hence `empty: "0"` above (or

@@ -300,8 +300,10 @@ type Vars struct {
 	// Revision is the revision under analysis: a Deployment's new ReplicaSet's
 	// pod-template-hash, a StatefulSet's or DaemonSet's ControllerRevision name.
 	Revision string
-	// PodTemplateHash is the new ReplicaSet's pod-template-hash (a Deployment's
-	// pods' label); empty for the kinds that have none.
+	// PodTemplateHash is the label value that names the new revision's pods: a
+	// Deployment's new ReplicaSet's pod-template-hash; a StatefulSet's or
+	// DaemonSet's controller-revision-hash (a StatefulSet's is its revision's name,
+	// as Revision; a DaemonSet's the hash in it: logs-5d8c7f9b6c's 5d8c7f9b6c).
 	PodTemplateHash string
 	// Args are the workload's kroll.dev/analysis-args, over the check's defaults.
 	Args map[string]string
@@ -337,7 +339,7 @@ func (c Check) Render(v Vars) (string, error) {
 	})
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return "", fmt.Errorf("check %q: the query's %s has no value: give args in the ConfigMap or the workload's %s (a StatefulSet's or DaemonSet's pods have no {{pod-template-hash}}: use {{revision}})",
+		return "", fmt.Errorf("check %q: the query's %s has no value: give args in the ConfigMap or the workload's %s",
 			c.Name, strings.Join(missing, ", "), ArgsAnnotation)
 	}
 	return out, nil

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 	"github.com/kroll-dev/kroll/pkg/controller/daemonset"
 	"github.com/kroll-dev/kroll/pkg/controller/deployment"
 	"github.com/kroll-dev/kroll/pkg/controller/replicaset"
@@ -139,8 +138,11 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err := dc.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode); err != nil {
 					return nil, err
 				}
-				// Configuration rollout, as for Deployments (below).
-				return dc, dc.WatchConfig(f.Apps().V1().DaemonSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets())
+				// Configuration rollout and analyze steps, as for Deployments (below).
+				if err := dc.WatchConfig(f.Apps().V1().DaemonSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {
+					return nil, err
+				}
+				return dc, opts.setAnalysis(f, dc)
 			})
 		case StatefulSet:
 			run, err = build(clientFor, statefulset.ControllerName, opts.StatefulSetWorkers, func(c kubernetes.Interface) (runner, error) {
@@ -157,8 +159,11 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 				if err := sc.RespectBudgets(f.Policy().V1().PodDisruptionBudgets(), mode); err != nil {
 					return nil, err
 				}
-				// Configuration rollout, as for Deployments (below).
-				return sc, sc.WatchConfig(f.Apps().V1().StatefulSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets())
+				// Configuration rollout and analyze steps, as for Deployments (below).
+				if err := sc.WatchConfig(f.Apps().V1().StatefulSets().Informer(), f.Core().V1().ConfigMaps(), f.Core().V1().Secrets()); err != nil {
+					return nil, err
+				}
+				return sc, opts.setAnalysis(f, sc)
 			})
 		case ReplicaSet:
 			run, err = build(clientFor, replicaset.ControllerName, opts.ReplicaSetWorkers, func(c kubernetes.Interface) (runner, error) {
@@ -204,14 +209,7 @@ func newControllers(ctx context.Context, cfg *rest.Config, opts Options, enabled
 					return nil, err
 				}
 				// Analyze steps read their checks from the same ConfigMap informer.
-				if opts.Prometheus != nil {
-					prom, err := promclient.New(*opts.Prometheus)
-					if err != nil {
-						return nil, err
-					}
-					dc.SetAnalysis(f.Core().V1().ConfigMaps().Lister(), prom)
-				}
-				return dc, nil
+				return dc, opts.setAnalysis(f, dc)
 			})
 		}
 		if err != nil {

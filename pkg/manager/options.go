@@ -9,7 +9,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/analysis/promclient"
 	"github.com/kroll-dev/kroll/pkg/disruption"
 )
@@ -54,9 +57,10 @@ type Options struct {
 	// set over gates.Defaults(); names they do not read are ignored. `kroll up` passes
 	// its cluster's.
 	FeatureGates map[string]bool
-	// Prometheus, when set, is the Prometheus the Deployment controller asks the
-	// checks of its `analyze` steps (kroll.dev/rollout-steps, pkg/analysis); nil: an
-	// analyze step holds as a bare pause, until `kroll rollout promote`.
+	// Prometheus, when set, is the Prometheus the Deployment, StatefulSet and
+	// DaemonSet controllers ask the checks of their `analyze` steps
+	// (kroll.dev/rollout-steps, pkg/analysis); nil: an analyze step holds as a bare
+	// pause, until `kroll rollout promote`.
 	Prometheus *promclient.Options
 	// Serving, when set with a port, serves /healthz, /readyz, /metrics and (Profiling)
 	// /debug/pprof/ over HTTPS with delegated authentication and authorization. Nil
@@ -127,6 +131,25 @@ func (o Options) disruptionBudget() (disruption.Mode, error) {
 		return "", fmt.Errorf("--default-disruption-budget: %w", err)
 	}
 	return m, nil
+}
+
+// analyzer is a controller that runs analyze steps (SetAnalysis).
+type analyzer interface {
+	SetAnalysis(configMaps corelisters.ConfigMapLister, prometheus analysis.Querier)
+}
+
+// setAnalysis lets c run analyze steps against Prometheus, checks read from f's
+// ConfigMap informer; without Prometheus every analyze step holds as a bare pause.
+func (o Options) setAnalysis(f informers.SharedInformerFactory, c analyzer) error {
+	if o.Prometheus == nil {
+		return nil
+	}
+	prom, err := promclient.New(*o.Prometheus)
+	if err != nil {
+		return err
+	}
+	c.SetAnalysis(f.Core().V1().ConfigMaps().Lister(), prom)
+	return nil
 }
 
 // Validate reports the first option a user must change.

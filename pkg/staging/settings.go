@@ -53,10 +53,10 @@ type Step struct {
 	// at the share before it until the workload's kroll.dev/analysis (pkg/analysis)
 	// succeeds, which advances it; failed, the workload's failure policy acts;
 	// inconclusive or with Prometheus unreachable, it stays paused with a condition
-	// saying why. Decide holds it as a bare pause; the Deployment controller runs
-	// the analysis there when it has a Prometheus (its analyze.go). Without one, and
-	// on the kinds that do not run analyses yet (StatefulSets, DaemonSets), it stays
-	// a bare pause: until promoted, so that no rollout advances on an analysis not made.
+	// saying why. Decide holds it as a bare pause; the controllers run the analysis
+	// there when they have a Prometheus (controller.AnalyzeStep). Without one it
+	// stays a bare pause: until promoted, so that no rollout advances on an
+	// analysis not made.
 	Analyze bool
 }
 

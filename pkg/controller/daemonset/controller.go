@@ -91,6 +91,9 @@ type Controller struct {
 	// budgets, when set (RespectBudgets), evicts the old pods that rolling updates of
 	// DaemonSets that respect PodDisruptionBudgets delete; nil deletes them.
 	budgets *controller.SetBudgets
+	// analysis runs analyze steps (analyze.go); nil until SetAnalysis, and then
+	// every analyze step holds as a bare pause.
+	analysis *controller.Analysis
 }
 
 // New builds the controller on shared informers (start them after).
@@ -309,6 +312,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		_, err := c.dsWriter.Update(ctx, stage.write)
 		return err
 	}
+	if acted, err := c.analyzeStep(ctx, ds, revs, hash, &stage); acted || err != nil {
+		return err
+	}
 	if until := stage.decision.Until; !until.IsZero() {
 		c.queue.EnqueueAfter(ds, until.Sub(now)+10*time.Millisecond)
 	}
@@ -393,5 +399,6 @@ func (c *Controller) deleted(obj any) {
 		c.awaited.forget(ds.UID)
 		c.stagedReports.Forget(ds.UID)
 		c.configReports.Forget(ds.UID)
+		c.analysis.Forget(ds.UID)
 	}
 }

@@ -2,155 +2,51 @@ package deployment
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kroll-dev/kroll/pkg/analysis"
+	"github.com/kroll-dev/kroll/pkg/controller"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
-// A staged rollout's `analyze` step (kroll.dev/rollout-steps) is judged by the
-// workload's kroll.dev/analysis checks (pkg/analysis). staging.Decide holds the
-// rollout there as at a bare pause; analyzeStep runs the analysis on each pass (no
-// timer of its own: the pass requeues for the next measurement) and acts on its
-// verdict:
-//
-//   - Running: the step holds; the Staged condition says what was measured; the
-//     analysis state (kroll.dev/analysis-status) is written after each measurement,
-//     alone, in one Update.
-//   - Successful: one Update moves the step record on (as `kroll rollout promote`)
-//     with the final state; an AnalysisSucceeded event gives the values.
-//   - Failed: kroll.dev/on-failure's action, as a failed pod's: Rollback to the
-//     revision an abort goes back to, or Pause, with the RolloutFailed condition
-//     (reason AnalysisFailed) naming the check, its value and its limit. Without an
-//     action the step holds, and says why.
-//   - Inconclusive, Error (Prometheus unreachable): the step holds, with an
-//     AnalysisHeld event and the Staged condition saying why; `kroll rollout
-//     promote` moves it on, `kroll rollout abort` goes back. In Error the checks
-//     are asked again at each interval (10s at least), and the first answer
-//     resumes the analysis where it stood.
-//   - A problem (no ConfigMap, checks that do not parse, a placeholder without a
-//     value, a query Prometheus refuses): an InvalidAnalysis event, and the step
-//     holds as a bare pause: a broken analysis never promotes by itself.
-//
-// Without a Prometheus (SetAnalysis not called) every analyze step is a bare pause.
-
-// analysisSource is where the controller reads checks and asks Prometheus.
-type analysisSource struct {
-	configMaps corelisters.ConfigMapLister
-	runner     analysis.Runner
-}
+// A staged rollout's `analyze` step is judged as controller.AnalyzeStep says, the
+// same way for every kind; here are the Deployment's parts: its writes, and its
+// kroll.dev/on-failure action on a failed analysis (failAnalysis). The
+// placeholders {{revision}} and {{pod-template-hash}} are the new ReplicaSet's
+// pod-template-hash. Without a Prometheus (SetAnalysis not called) every analyze
+// step is a bare pause.
 
 // SetAnalysis lets the controller run analyze steps: checks from configMaps, asked of
 // prometheus. Call before Run.
 func (c *Controller) SetAnalysis(configMaps corelisters.ConfigMapLister, prometheus analysis.Querier) {
-	c.analysis = &analysisSource{configMaps: configMaps, runner: analysis.Runner{Prometheus: prometheus, Now: func() time.Time { return c.now() }}}
-}
-
-// analysisKey is where c.announced keeps the analysis problem announced for d.
-func analysisKey(d *appsv1.Deployment) string { return string(d.UID) + "/analysis" }
-
-// analysisSpec reads d's checks from its kroll.dev/analysis ConfigMap; problem says
-// why there are none to run.
-func (c *Controller) analysisSpec(d *appsv1.Deployment) (spec analysis.Spec, vars analysis.Vars, problem string) {
-	name := d.Annotations[analysis.Annotation]
-	if name == "" {
-		return spec, vars, fmt.Sprintf("an analyze step, and no %s naming the ConfigMap of its checks", analysis.Annotation)
-	}
-	cm, err := c.analysis.configMaps.ConfigMaps(d.Namespace).Get(name)
-	switch {
-	case apierrors.IsNotFound(err):
-		return spec, vars, fmt.Sprintf("%s=%s: ConfigMap %s/%s does not exist", analysis.Annotation, name, d.Namespace, name)
-	case err != nil:
-		return spec, vars, err.Error()
-	}
-	data, ok := cm.Data[analysis.ConfigMapKey]
-	if !ok {
-		return spec, vars, fmt.Sprintf("ConfigMap %s/%s has no key %s", d.Namespace, name, analysis.ConfigMapKey)
-	}
-	spec, problems := analysis.Parse(data, nil)
-	if len(problems) > 0 {
-		return spec, vars, fmt.Sprintf("ConfigMap %s/%s: %s", d.Namespace, name, problems[0])
-	}
-	args, err := analysis.ParseArgs(d.Annotations[analysis.ArgsAnnotation])
-	if err != nil {
-		return spec, vars, err.Error()
-	}
-	return spec, analysis.Vars{Namespace: d.Namespace, Workload: d.Name, Args: args}, ""
+	c.analysis = controller.NewAnalysis(configMaps, prometheus, c.recorder, func() time.Time { return c.now() })
 }
 
 // analyzeStep runs the analysis of p's Deployment when decision holds it at an
-// analyze step, and acts on the verdict (see above); acted says it wrote (the pass
-// ends there). It adds the analysis's standing to decision's message.
+// analyze step, and acts on the verdict (controller.AnalyzeStep); acted says it
+// wrote (the pass ends there). A paused Deployment's analysis waits for its resume.
 func (c *Controller) analyzeStep(ctx context.Context, p *pass, settings staging.Settings, decision *staging.Decision) (acted bool, err error) {
-	d, r := p.d, decision.Record
-	if c.analysis == nil || decision.Phase != staging.StepPaused || r == nil || r.Done >= len(settings.Steps) ||
-		!settings.Steps[r.Done].Analyze || d.Spec.Paused || p.newRS == nil {
+	if c.analysis == nil || p.d.Spec.Paused || p.newRS == nil {
 		return false, nil
 	}
-	spec, vars, problem := c.analysisSpec(d)
-	if problem != "" {
-		c.announceAnalysis(d, analysis.EventInvalid, problem, problem)
-		decision.Message += "; analysis not run: " + problem
-		return false, nil
-	}
-	vars.Revision = r.Revision
-	vars.PodTemplateHash = p.newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	st, _ := analysis.ParseState(d.Annotations[analysis.StatusAnnotation]) // unreadable: start afresh
-	plan := c.analysis.runner.Run(ctx, spec, vars, analysis.Target{Revision: r.Revision, Step: r.Done}, st)
-	now := c.now()
-	next := d.DeepCopy()
-	if next.Annotations == nil {
-		next.Annotations = map[string]string{}
-	}
-	state := plan.State.Encode()
-	changed := d.Annotations[analysis.StatusAnnotation] != state
-	next.Annotations[analysis.StatusAnnotation] = state
-	status := plan.Status
-	switch {
-	case plan.Problem != "":
-		c.announceAnalysis(d, analysis.EventInvalid, plan.Problem, plan.Problem)
-		decision.Message += "; analysis not run: " + plan.Problem
-	case status.Outcome == analysis.Running:
-		c.announced.Delete(analysisKey(d))
-		decision.Message += "; analysis running: " + status.Message
-		c.queue.EnqueueAfter(d, status.Next.Sub(now)+100*time.Millisecond)
-	case status.Outcome == analysis.Successful:
-		moved := *r
-		moved.Done, moved.Since = r.Done+1, now
-		moved.Set(next.Annotations)
-		if _, err := c.writes.updateDeployment(ctx, next); err != nil {
-			return true, err
-		}
-		c.recorder.Eventf(d, corev1.EventTypeNormal, analysis.EventSucceeded, "step %s: %s", r, status.Message)
-		return true, nil
-	case status.Outcome == analysis.Failed:
-		if acted, err := c.failAnalysis(ctx, p, next, status.Message); acted || err != nil {
-			return acted, err
-		}
-		c.announceAnalysis(d, analysis.EventHeld, status.Message, status.Message)
-		decision.Message += "; analysis failed, held (no " + failure.OnFailureAnnotation + " action): " + status.Message
-	default: // Inconclusive, Error
-		c.announceAnalysis(d, analysis.EventHeld, string(status.Outcome)+" "+status.Check, status.Message)
-		decision.Message += "; analysis held: " + status.Message
-		if status.Outcome == analysis.Error {
-			// Asked again at each interval: the first answer resumes the analysis.
-			c.queue.EnqueueAfter(d, status.Next.Sub(now)+100*time.Millisecond)
-		}
-	}
-	if !changed {
-		return false, nil
-	}
-	_, err = c.writes.updateDeployment(ctx, next)
-	return true, err
+	return controller.AnalyzeStep(ctx, c.analysis, p.d, controller.AnalysisPass[*appsv1.Deployment]{
+		Settings: settings, Decision: decision,
+		PodTemplateHash: p.newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey],
+		Update: func(ctx context.Context, next *appsv1.Deployment) error {
+			_, err := c.writes.updateDeployment(ctx, next)
+			return err
+		},
+		Fail: func(ctx context.Context, next *appsv1.Deployment, why string) (bool, error) {
+			return c.failAnalysis(ctx, p, next, why)
+		},
+		Requeue: func(after time.Duration) { c.queue.EnqueueAfter(p.d, after) },
+	})
 }
 
 // failAnalysis carries out d's on-failure action for a failed analysis, as
@@ -175,15 +71,4 @@ func (c *Controller) failAnalysis(ctx context.Context, p *pass, next *appsv1.Dep
 		return true, c.actAndReport(ctx, next, failure.Report{Action: failure.Pause, Reason: analysis.ReasonFailed, Message: why + "; " + failure.PausedOutcome(from)})
 	}
 	return false, nil
-}
-
-// announceAnalysis records a Warning event (reason, msg) for an analysis that holds
-// its step or cannot run, once per distinct topic (the Staged condition carries the
-// message after): a check in Error is announced once, not at each retry whose count
-// of errors changes its message.
-func (c *Controller) announceAnalysis(d *appsv1.Deployment, reason, topic, msg string) {
-	if prev, ok := c.announced.Swap(analysisKey(d), topic); ok && prev == topic {
-		return
-	}
-	c.recorder.Event(d, corev1.EventTypeWarning, reason, msg)
 }

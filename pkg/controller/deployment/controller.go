@@ -97,9 +97,9 @@ type Controller struct {
 	// terminatingOff: the DeploymentReplicaSetTerminatingReplicas gate is off
 	// (SetFeatureGates); false, the zero value, is gates.Defaults().
 	terminatingOff bool
-	// analysis runs analyze steps (analyze.go); nil until SetAnalysis, and then
+	// analysis runs analyze steps (controller.AnalyzeStep); nil until SetAnalysis, and then
 	// every analyze step holds as a bare pause.
-	analysis *analysisSource
+	analysis *controller.Analysis
 }
 
 // SetFeatureGates sets the Kubernetes feature gates the controller reads (default
@@ -181,6 +181,7 @@ func (c *Controller) deleteDeployment(obj any) {
 		c.announced.Delete(stagingProblemKey(d))
 		c.announced.Delete(configProblemKey(d))
 		c.announced.Delete(inPlaceProblemKey(d))
+		c.analysis.Forget(d.UID)
 		c.statusHolds.Delete(d.UID)
 		c.resizePasses.Delete(d.UID)
 	}

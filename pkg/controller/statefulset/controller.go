@@ -73,6 +73,9 @@ type Controller struct {
 	// budgets, when set (RespectBudgets), evicts the pods that rollouts of sets that
 	// respect PodDisruptionBudgets replace; nil deletes them.
 	budgets *controller.SetBudgets
+	// analysis runs analyze steps (analyze.go); nil until SetAnalysis, and then
+	// every analyze step holds as a bare pause.
+	analysis *controller.Analysis
 }
 
 // SetFeatureGates sets the Kubernetes feature gates the controller reads (default
@@ -250,6 +253,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		_, err := c.setWriter.Update(ctx, stage.write)
 		return err
 	}
+	if acted, err := c.analyzeStep(ctx, set, pods, current, &stage); acted || err != nil {
+		return err
+	}
 	if until := stage.decision.Until; !until.IsZero() {
 		c.queue.EnqueueAfter(set, until.Sub(now)+10*time.Millisecond)
 	}
@@ -339,6 +345,7 @@ func (c *Controller) deleted(obj any) {
 	if set, ok := controller.Deleted[*appsv1.StatefulSet](obj); ok {
 		c.stagedReports.Forget(set.UID)
 		c.configReports.Forget(set.UID)
+		c.analysis.Forget(set.UID)
 	}
 	c.queue.Enqueue(obj)
 }
