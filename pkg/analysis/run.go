@@ -220,6 +220,19 @@ func (cs *CheckState) describe(c Check, q string) {
 	}
 }
 
+// Unjudged is the state of an analysis at target that cannot start: its checks
+// could not be read (no ConfigMap, checks that do not parse, arguments that do
+// not), for problem. It is st when st already says so, so that a controller writes
+// it once; a fresh one otherwise. The views read the problem where they read every
+// analysis (kroll.dev/analysis-status); the checks, once fixed, start afresh (the
+// state has no spec to match theirs).
+func Unjudged(st State, target Target, problem string, now time.Time) State {
+	if st.Revision == target.Revision && st.Step == target.Step && st.Problem == problem && st.Spec == "" && !st.Started.IsZero() {
+		return st
+	}
+	return State{Revision: target.Revision, Step: target.Step, Started: now.Truncate(time.Second), Problem: problem}
+}
+
 // Result is one query's answer, or why there is none.
 type Result struct {
 	Check  string

@@ -286,3 +286,44 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestUnjudged: an analysis whose checks cannot be read is recorded once per
+// target and problem; a new problem, step or revision records afresh; a state that
+// had checks is replaced, and checks fixed later start afresh (no spec to match).
+func TestUnjudged(t *testing.T) {
+	v2 := Target{Revision: "6d5f7c9b8", Step: 1}
+	missing := "kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist"
+	recorded := Unjudged(State{}, v2, missing, t0)
+	running := Step(mustParse(t, errorRatio), webVars, v2, State{}, t0).State
+	cases := []struct {
+		name    string
+		st      State
+		target  Target
+		problem string
+		same    bool // the given state comes back as it was
+	}{
+		{name: "first seen: recorded", target: v2, problem: missing},
+		{name: "seen again a minute later: unchanged, not written again", st: recorded, target: v2, problem: missing, same: true},
+		{name: "another problem: recorded afresh", st: recorded, target: v2, problem: "ConfigMap default/web-checks has no key analysis.yaml"},
+		{name: "the next analyze step: recorded afresh", st: recorded, target: Target{Revision: v2.Revision, Step: 3}, problem: missing},
+		{name: "an analysis that ran, its ConfigMap deleted: replaced", st: running, target: v2, problem: missing},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Unjudged(tc.st, tc.target, tc.problem, sec(60))
+			if tc.same {
+				if got.Encode() != tc.st.Encode() {
+					t.Errorf("got %s, want it unchanged %s", got.Encode(), tc.st.Encode())
+				}
+				return
+			}
+			if got.Revision != tc.target.Revision || got.Step != tc.target.Step || got.Problem != tc.problem || !got.Started.Equal(sec(60)) || len(got.Checks) != 0 || got.Spec != "" {
+				t.Errorf("got %s, want a fresh state of %+v with problem %q", got.Encode(), tc.target, tc.problem)
+			}
+		})
+	}
+	// Fixed: the checks start afresh from the recorded problem.
+	if p := Step(mustParse(t, errorRatio), webVars, v2, recorded, sec(90)); p.Problem != "" || !p.State.Started.Equal(sec(90)) || len(p.State.Checks) != 2 {
+		t.Errorf("after the fix: problem %q, started %v, %d checks; want a fresh analysis at 90s", p.Problem, p.State.Started, len(p.State.Checks))
+	}
+}

@@ -38,8 +38,9 @@ import (
 //     are asked again at each interval (10s at least), and the first answer
 //     resumes the analysis where it stood.
 //   - A problem (no ConfigMap, checks that do not parse, a placeholder without a
-//     value, a query Prometheus refuses): an InvalidAnalysis event, and the step
-//     holds as a bare pause: a broken analysis never promotes by itself.
+//     value, a query Prometheus refuses): an InvalidAnalysis event, the Staged
+//     condition and kroll.dev/analysis-status saying it, and the step holds as a
+//     bare pause: a broken analysis never promotes by itself.
 //
 // Without a Prometheus (SetAnalysis not called) every analyze step is a bare pause.
 
@@ -96,21 +97,29 @@ func (c *Controller) analyzeStep(ctx context.Context, p *pass, settings staging.
 		!settings.Steps[r.Done].Analyze || d.Spec.Paused || p.newRS == nil {
 		return false, nil
 	}
-	spec, vars, problem := c.analysisSpec(d)
-	if problem != "" {
-		c.announceAnalysis(d, analysis.EventInvalid, problem, problem)
-		decision.Message += "; analysis not run: " + problem
-		return false, nil
-	}
-	vars.Revision = r.Revision
-	vars.PodTemplateHash = p.newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 	st, _ := analysis.ParseState(d.Annotations[analysis.StatusAnnotation]) // unreadable: start afresh
-	plan := c.analysis.runner.Run(ctx, spec, vars, analysis.Target{Revision: r.Revision, Step: r.Done}, st)
-	now := c.now()
+	target := analysis.Target{Revision: r.Revision, Step: r.Done}
 	next := d.DeepCopy()
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
 	}
+	spec, vars, problem := c.analysisSpec(d)
+	if problem != "" {
+		c.announceAnalysis(d, analysis.EventInvalid, problem, problem)
+		decision.Message += "; analysis not run: " + problem
+		// Recorded once where the views read every analysis.
+		state := analysis.Unjudged(st, target, problem, c.now()).Encode()
+		if d.Annotations[analysis.StatusAnnotation] == state {
+			return false, nil
+		}
+		next.Annotations[analysis.StatusAnnotation] = state
+		_, err = c.writes.updateDeployment(ctx, next)
+		return true, err
+	}
+	vars.Revision = r.Revision
+	vars.PodTemplateHash = p.newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	plan := c.analysis.runner.Run(ctx, spec, vars, target, st)
+	now := c.now()
 	state := plan.State.Encode()
 	changed := d.Annotations[analysis.StatusAnnotation] != state
 	next.Annotations[analysis.StatusAnnotation] = state
