@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
+	"github.com/kroll-dev/kroll/pkg/rolloutview"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
@@ -99,6 +101,7 @@ func TestAnalysis(t *testing.T) {
 	s.apply(t, analyzedDeployment)
 	_, bounds := s.rolledOut(t, "web")
 	w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
+	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: c.KubeconfigPath, ns: s.ns}
 
 	if !t.Run("app:2, a fifth of its requests 500, rolled back after the first analysis", func(t *testing.T) {
 		deploymentRollbacks.Lock() // in-process controllers roll a Deployment back
@@ -111,6 +114,10 @@ func TestAnalysis(t *testing.T) {
 			got := condition(s.deployment(t, "web"), staging.ConditionType)
 			return strings.Contains(got, `analysis running: check "error-ratio": 0 of 2 measurements taken`), got
 		})
+		// kroll rollout status: the check's line under kubectl's while it holds the step.
+		if _, out, errOut := kroll.run("rollout", "status", "deployment/web", "--watch=false"); !strings.Contains(out, "\n"+`analysis "error-ratio": Running, 0 of 2 measured (want < 0.01)`+"\n") {
+			t.Errorf("kroll rollout status at the analyze step: %q %q, want the check's Running line", out, errOut)
+		}
 		eventually(t, 2*time.Minute, "rolled back", func(context.Context) (bool, string) {
 			d := s.deployment(t, "web")
 			return d.Annotations[failure.RolledBackFromAnnotation] == "2", condition(d, staging.ConditionType)
@@ -136,6 +143,7 @@ func TestAnalysis(t *testing.T) {
 		if _, found := d.Annotations[staging.StepAnnotation]; found {
 			t.Errorf("the step record stayed after the rollback: %v", d.Annotations)
 		}
+		expectAnalysisShown(t, kroll, st.Revision)
 	}) {
 		return // app:3 would start from a state nobody checked
 	}
@@ -178,6 +186,32 @@ func TestAnalysis(t *testing.T) {
 	}
 	w.verify(t)
 	bounds.Verify(t, 20)
+}
+
+// expectAnalysisShown checks that kroll rollout status and kroll status -o json show
+// the analysis that rolled Deployment web's revision (pod-template-hash) back: the
+// check, the query as asked, the value measured (about 0.2), the condition, the
+// decision with its time, and the rollback.
+func expectAnalysisShown(t *testing.T, kroll krollCLI, revision string) {
+	t.Helper()
+	line := regexp.MustCompile(`(?m)^analysis "error-ratio": Failed at \d\d:\d\d:\d\dZ: 0\.(19|2)\d* \(want < 0\.01\); rolled back$`)
+	if code, out, errOut := kroll.run("rollout", "status", "deployment/web", "--watch=false"); code != 1 || !line.MatchString(out) || !strings.Contains(errOut, `rollout failed: check "error-ratio" failed`) {
+		t.Errorf("kroll rollout status: exit %d, stdout %q, stderr %q; want exit 1, a line matching %s and the RolloutFailed line", code, out, errOut, line)
+	}
+	_, out, errOut := kroll.run("status", "-o", "json")
+	var got struct{ Items []rolloutview.StatusItem }
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Items) != 1 || got.Items[0].Analysis == nil || len(got.Items[0].Analysis.Checks) != 1 {
+		t.Fatalf("kroll status -o json: %v: %s %s; want one item with one check", err, out, errOut)
+	}
+	item, a := got.Items[0], got.Items[0].Analysis
+	c := a.Checks[0]
+	value := regexp.MustCompile(`^0\.(19|2)\d*$`)
+	if item.Status != rolloutview.Reverted || a.Revision != revision || a.Outcome != analysis.Failed || a.Action != rolloutview.AnalysisRolledBack || !a.Current ||
+		c.Name != "error-ratio" || !strings.Contains(c.Query, `pod_template_hash="`+revision+`"`) || strings.Contains(c.Query, "{{") ||
+		c.SuccessCondition != "< 0.01" || c.Outcome != analysis.Failed || c.DecidedAt == nil || c.Count != 2 || c.Taken != 1 ||
+		len(c.Measurements) != 1 || !value.MatchString(c.Measurements[0].Value) || !c.Measurements[0].At.Equal(*c.DecidedAt) {
+		t.Errorf("kroll status -o json: %s; want web rolled-back, its analysis of %s Failed and RolledBack, error-ratio's query rendered for it, < 0.01, one measurement about 0.2 deciding it", out, revision)
+	}
 }
 
 // waitAnalyzed waits until Deployment name records step, past an analyze step: its
