@@ -167,13 +167,13 @@ func (a *Analysis) Lines() string {
 	}
 	var b strings.Builder
 	if a.Problem != "" {
-		fmt.Fprintf(&b, "analysis not run: %s%s\n", a.Problem, actionWords(a.Action))
+		fmt.Fprintf(&b, "analysis not run: %s%s\n", a.Problem, actionWords(a.Action, Invalid))
 		return b.String()
 	}
 	for _, c := range a.Checks {
 		b.WriteString(c.line())
 		if c.Outcome != analysis.Running && c.Outcome != analysis.Successful {
-			b.WriteString(actionWords(a.Action))
+			b.WriteString(actionWords(a.Action, c.Outcome))
 		}
 		b.WriteByte('\n')
 	}
@@ -221,13 +221,17 @@ func (c AnalysisCheck) line() string {
 	return b.String()
 }
 
-func actionWords(a AnalysisAction) string {
-	switch a {
-	case AnalysisRolledBack:
+// actionWords say what action a did, after a check decided o: a check in Error
+// is asked again each interval, so its hold also ends when Prometheus answers.
+func actionWords(a AnalysisAction, o analysis.Outcome) string {
+	switch {
+	case a == AnalysisRolledBack:
 		return "; rolled back"
-	case AnalysisPausedFailure:
+	case a == AnalysisPausedFailure:
 		return "; paused on failure"
-	case Held:
+	case a == Held && o == analysis.Error:
+		return "; held until Prometheus answers, or promoted or aborted"
+	case a == Held:
 		return "; held until promoted or aborted"
 	}
 	return ""

@@ -138,7 +138,7 @@ func TestAnalysisView(t *testing.T) {
 		{name: "inconclusive: held", snap: atStep("1/5", inconclusive), outcome: analysis.Inconclusive, action: Held, current: true,
 			line: `analysis "error-ratio": Inconclusive at 11:59:55Z: empty (want < 0.01); held until promoted or aborted` + "\n"},
 		{name: "Prometheus unreachable: held, the error said once", snap: atStep("1/5", unreachable), outcome: analysis.Error, action: Held, current: true,
-			line: `analysis "error-ratio": Error at 11:59:55Z: 0.002, error, error (want < 0.01); connection refused; held until promoted or aborted` + "\n"},
+			line: `analysis "error-ratio": Error at 11:59:55Z: 0.002, error, error (want < 0.01); connection refused; held until Prometheus answers, or promoted or aborted` + "\n"},
 		{name: "succeeded: the step moved on, no line", snap: atStep("2/5", succeeded), outcome: analysis.Successful, action: Promoted},
 		{name: "running, but another step is held now: a record, no line", snap: atStep("3/5", running), outcome: analysis.Running},
 		{name: "a problem: held as a bare pause", snap: func() Snapshot {
