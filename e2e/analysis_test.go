@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,14 +82,43 @@ spec:
         - containerPort: 8080
 `
 
+// brokenDeployment is Deployment broken, 4 replicas of app:1 in steps "25%, analyze,
+// 100%", rolled back on failure, whose analysis names a ConfigMap that does not exist.
+const brokenDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: broken
+  annotations:
+    kroll.dev/rollout-steps: "25%, analyze, 100%"
+    kroll.dev/on-failure: Rollback
+    kroll.dev/analysis: missing-checks
+spec:
+  replicas: 4
+  selector:
+    matchLabels:
+      app: broken
+  template:
+    metadata:
+      labels:
+        app: broken
+    spec:
+      containers:
+      - name: app
+        image: app:1
+`
+
 // Given kroll's controllers asking the cluster's own Prometheus, and a kubelet whose
 // app:2 answers a fifth of its requests 500, when a 20-replica Deployment in steps
 // "10%, analyze, 50%, analyze, 100%" with on-failure Rollback and the check "5xx
 // ratio < 1 % over 30 s" rolls out app:2, then the first analysis fails it and rolls
 // it back, every pod Ready on app:1, RolloutFailed naming the check, its value and
 // its limit; and app:3, which serves no errors, goes to 100 % with nobody promoting,
-// each analyze step held until its two measurements. Every observed state keeps the
-// Deployment's bounds and the step's pods on the old revision.
+// each analyze step held until its two measurements. kroll rollout status and kroll
+// status -o json show the check, its value and decision. Beside them, Deployment
+// broken, whose analysis names no ConfigMap, holds at its analyze step as a bare
+// pause the whole time, with one InvalidAnalysis event and the Staged condition and
+// kroll rollout status naming the problem. Every observed state keeps the
+// Deployments' bounds and the step's pods on the old revision.
 func TestAnalysis(t *testing.T) {
 	t.Parallel()
 	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "app:2", Fault: "ErrorRate(0.2)"})
@@ -99,7 +129,10 @@ func TestAnalysis(t *testing.T) {
 	s := newScene(t, c, "analysis", cluster.WorkloadControllersKroll)
 	s.apply(t, analysisChecks)
 	s.apply(t, analyzedDeployment)
+	s.apply(t, brokenDeployment)
 	_, bounds := s.rolledOut(t, "web")
+	_, brokenBounds := s.rolledOut(t, "broken")
+	s.kubectl(t, "set", "image", "deployment/broken", "app=app:3") // held at 1/3 while web rolls
 	w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
 	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: c.KubeconfigPath, ns: s.ns}
 
@@ -186,6 +219,20 @@ func TestAnalysis(t *testing.T) {
 	}
 	w.verify(t)
 	bounds.Verify(t, 20)
+
+	// A broken analysis never promotes by itself: broken is still at 1/3, minutes on.
+	s.waitStep(t, "broken", "1/3", "app:3", 1, 3)
+	missing := "kroll.dev/analysis=missing-checks: ConfigMap analysis/missing-checks does not exist"
+	if got := condition(s.deployment(t, "broken"), staging.ConditionType); !strings.Contains(got, "analysis not run: "+missing) {
+		t.Errorf("broken's Staged condition %q, want it to say %q", got, missing)
+	}
+	if n := s.eventCount(t, "broken", analysis.EventInvalid); n != 1 {
+		t.Errorf("%d InvalidAnalysis events for broken, want 1", n)
+	}
+	if _, out, _ := kroll.run("rollout", "status", "deployment/broken", "--watch=false"); !strings.Contains(out, "\nanalysis not run: "+missing+"; held until promoted or aborted\n") {
+		t.Errorf("kroll rollout status deployment/broken: %q, want the problem's line", out)
+	}
+	brokenBounds.Verify(t, 4)
 }
 
 // expectAnalysisShown checks that kroll rollout status and kroll status -o json show
@@ -200,10 +247,14 @@ func expectAnalysisShown(t *testing.T, kroll krollCLI, revision string) {
 	}
 	_, out, errOut := kroll.run("status", "-o", "json")
 	var got struct{ Items []rolloutview.StatusItem }
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Items) != 1 || got.Items[0].Analysis == nil || len(got.Items[0].Analysis.Checks) != 1 {
-		t.Fatalf("kroll status -o json: %v: %s %s; want one item with one check", err, out, errOut)
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("kroll status -o json: %v: %s %s", err, out, errOut)
 	}
-	item, a := got.Items[0], got.Items[0].Analysis
+	i := slices.IndexFunc(got.Items, func(it rolloutview.StatusItem) bool { return it.Name == "web" })
+	if i < 0 || got.Items[i].Analysis == nil || len(got.Items[i].Analysis.Checks) != 1 {
+		t.Fatalf("kroll status -o json: %s %s; want web with one check", out, errOut)
+	}
+	item, a := got.Items[i], got.Items[i].Analysis
 	c := a.Checks[0]
 	value := regexp.MustCompile(`^0\.(19|2)\d*$`)
 	if item.Status != rolloutview.Reverted || a.Revision != revision || a.Outcome != analysis.Failed || a.Action != rolloutview.AnalysisRolledBack || !a.Current ||
