@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/kroll-dev/kroll/pkg/cluster/clustertest"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/kubelet"
+	"github.com/kroll-dev/kroll/pkg/rolloutview"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
 
@@ -79,6 +82,31 @@ spec:
         - containerPort: 8080
 `
 
+// brokenDeployment is Deployment broken, 4 replicas of app:1 in steps "25%, analyze,
+// 100%", rolled back on failure, whose analysis names a ConfigMap that does not exist.
+const brokenDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: broken
+  annotations:
+    kroll.dev/rollout-steps: "25%, analyze, 100%"
+    kroll.dev/on-failure: Rollback
+    kroll.dev/analysis: missing-checks
+spec:
+  replicas: 4
+  selector:
+    matchLabels:
+      app: broken
+  template:
+    metadata:
+      labels:
+        app: broken
+    spec:
+      containers:
+      - name: app
+        image: app:1
+`
+
 // Given kroll's controllers asking the cluster's own Prometheus, and a kubelet whose
 // app:2 answers a fifth of its requests 500, analyze steps judge a Deployment's
 // rollout (below), a StatefulSet's and a DaemonSet's (analysis_sets_test.go), side
@@ -109,14 +137,22 @@ func TestAnalysis(t *testing.T) {
 // the first analysis fails it and rolls it back, every pod Ready on app:1,
 // RolloutFailed naming the check, its value and its limit; and app:3, which serves no
 // errors, goes to 100 % with nobody promoting, each analyze step held until its two
-// measurements. Every observed state keeps the Deployment's bounds and the step's
-// pods on the old revision.
+// measurements; kroll rollout status and kroll status -o json show the check, its
+// value and decision. Beside them, Deployment broken, whose analysis names no
+// ConfigMap, holds at its analyze step as a bare pause the whole time, with one
+// InvalidAnalysis event and the Staged condition and kroll rollout status naming the
+// problem. Every observed state keeps the Deployments' bounds and the step's pods on
+// the old revision.
 func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
 	s := newScene(t, c, "analysis", cluster.WorkloadControllersKroll)
 	s.apply(t, analysisChecks)
 	s.apply(t, analyzedDeployment)
+	s.apply(t, brokenDeployment)
 	_, bounds := s.rolledOut(t, "web")
+	_, brokenBounds := s.rolledOut(t, "broken")
+	s.kubectl(t, "set", "image", "deployment/broken", "app=app:3") // held at 1/3 while web rolls
 	w := watchStaged(t, s, "web", "app:1", tenPercentFloors)
+	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: c.KubeconfigPath, ns: s.ns}
 
 	if !t.Run("app:2, a fifth of its requests 500, rolled back after the first analysis", func(t *testing.T) {
 		deploymentRollbacks.Lock() // in-process controllers roll a Deployment back
@@ -129,6 +165,10 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
 			got := condition(s.deployment(t, "web"), staging.ConditionType)
 			return strings.Contains(got, `analysis running: check "error-ratio": 0 of 2 measurements taken`), got
 		})
+		// kroll rollout status: the check's line under kubectl's while it holds the step.
+		if _, out, errOut := kroll.run("rollout", "status", "deployment/web", "--watch=false"); !strings.Contains(out, "\n"+`analysis "error-ratio": Running, 0 of 2 measured (want < 0.01)`+"\n") {
+			t.Errorf("kroll rollout status at the analyze step: %q %q, want the check's Running line", out, errOut)
+		}
 		eventually(t, 2*time.Minute, "rolled back", func(context.Context) (bool, string) {
 			d := s.deployment(t, "web")
 			return d.Annotations[failure.RolledBackFromAnnotation] == "2", condition(d, staging.ConditionType)
@@ -154,6 +194,7 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
 		if _, found := d.Annotations[staging.StepAnnotation]; found {
 			t.Errorf("the step record stayed after the rollback: %v", d.Annotations)
 		}
+		expectAnalysisShown(t, kroll, st.Revision)
 	}) {
 		return // app:3 would start from a state nobody checked
 	}
@@ -196,6 +237,50 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
 	}
 	w.verify(t)
 	bounds.Verify(t, 20)
+
+	// A broken analysis never promotes by itself: broken is still at 1/3, minutes on.
+	s.waitStep(t, "broken", "1/3", "app:3", 1, 3)
+	missing := "kroll.dev/analysis=missing-checks: ConfigMap analysis/missing-checks does not exist"
+	if got := condition(s.deployment(t, "broken"), staging.ConditionType); !strings.Contains(got, "analysis not run: "+missing) {
+		t.Errorf("broken's Staged condition %q, want it to say %q", got, missing)
+	}
+	if n := s.eventCount(t, "broken", analysis.EventInvalid); n != 1 {
+		t.Errorf("%d InvalidAnalysis events for broken, want 1", n)
+	}
+	if _, out, _ := kroll.run("rollout", "status", "deployment/broken", "--watch=false"); !strings.Contains(out, "\nanalysis not run: "+missing+"; held until promoted or aborted\n") {
+		t.Errorf("kroll rollout status deployment/broken: %q, want the problem's line", out)
+	}
+	brokenBounds.Verify(t, 4)
+}
+
+// expectAnalysisShown checks that kroll rollout status and kroll status -o json show
+// the analysis that rolled Deployment web's revision (pod-template-hash) back: the
+// check, the query as asked, the value measured (about 0.2), the condition, the
+// decision with its time, and the rollback.
+func expectAnalysisShown(t *testing.T, kroll krollCLI, revision string) {
+	t.Helper()
+	line := regexp.MustCompile(`(?m)^analysis "error-ratio": Failed at \d\d:\d\d:\d\dZ: 0\.(19|2)\d* \(want < 0\.01\); rolled back$`)
+	if code, out, errOut := kroll.run("rollout", "status", "deployment/web", "--watch=false"); code != 1 || !line.MatchString(out) || !strings.Contains(errOut, `rollout failed: check "error-ratio" failed`) {
+		t.Errorf("kroll rollout status: exit %d, stdout %q, stderr %q; want exit 1, a line matching %s and the RolloutFailed line", code, out, errOut, line)
+	}
+	_, out, errOut := kroll.run("status", "-o", "json")
+	var got struct{ Items []rolloutview.StatusItem }
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("kroll status -o json: %v: %s %s", err, out, errOut)
+	}
+	i := slices.IndexFunc(got.Items, func(it rolloutview.StatusItem) bool { return it.Name == "web" })
+	if i < 0 || got.Items[i].Analysis == nil || len(got.Items[i].Analysis.Checks) != 1 {
+		t.Fatalf("kroll status -o json: %s %s; want web with one check", out, errOut)
+	}
+	item, a := got.Items[i], got.Items[i].Analysis
+	c := a.Checks[0]
+	value := regexp.MustCompile(`^0\.(19|2)\d*$`)
+	if item.Status != rolloutview.Reverted || a.Revision != revision || a.Outcome != analysis.Failed || a.Action != rolloutview.AnalysisRolledBack || !a.Current ||
+		c.Name != "error-ratio" || !strings.Contains(c.Query, `pod_template_hash="`+revision+`"`) || strings.Contains(c.Query, "{{") ||
+		c.SuccessCondition != "< 0.01" || c.Outcome != analysis.Failed || c.DecidedAt == nil || c.Count != 2 || c.Taken != 1 ||
+		len(c.Measurements) != 1 || !value.MatchString(c.Measurements[0].Value) || !c.Measurements[0].At.Equal(*c.DecidedAt) {
+		t.Errorf("kroll status -o json: %s; want web rolled-back, its analysis of %s Failed and RolledBack, error-ratio's query rendered for it, < 0.01, one measurement about 0.2 deciding it", out, revision)
+	}
 }
 
 // waitAnalyzed waits until Deployment name records step, past an analyze step: its

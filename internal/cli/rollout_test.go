@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/rolloutview"
 	"github.com/kroll-dev/kroll/pkg/staging"
@@ -47,17 +48,8 @@ func TestRolloutStatus_aFailureIsReportedOnce(t *testing.T) {
 // kubectl-style error line, exit 1; -o json says RolledBack with the condition; an
 // invalid failure policy is one Warning line on stderr, however often the view changes.
 func TestRolloutStatus_rolledBackAndWarnings(t *testing.T) {
-	replicas := int32(2)
 	msg := "2 of 2 new pods failed, threshold 1 (web-7d9f-abcde: CrashLoopBackOff); rolled back from revision 2 to 1"
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Generation: 3, Annotations: map[string]string{
-			"deployment.kubernetes.io/revision": "3", failure.OnFailureAnnotation: "Rollback", failure.RolledBackFromAnnotation: "2"}},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-				{Type: failure.ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: failure.ReasonPodsFailing, Message: msg}}},
-	}
+	d := rolledBackWeb(failure.ReasonPodsFailing, msg)
 	var out bytes.Buffer
 	p := statusPrinter{out: &out, json: true}
 	done, err := p.print(rolloutview.Snapshot{Object: d, Now: time.Now()})
@@ -86,6 +78,46 @@ func TestRolloutStatus_rolledBackAndWarnings(t *testing.T) {
 	}
 	if want := "Warning: deployment/web: " + problem + "\n"; stderr.String() != want {
 		t.Errorf("stderr %q, want once %q", stderr.String(), want)
+	}
+}
+
+// rolledBackWeb is Deployment web (2 replicas) rolled back by kroll's controller
+// from revision 2 to 1, restored as revision 3, with RolloutFailed (reason, msg).
+func rolledBackWeb(reason, msg string) *appsv1.Deployment {
+	replicas := int32(2)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Generation: 3, Annotations: map[string]string{
+			"deployment.kubernetes.io/revision": "3", failure.OnFailureAnnotation: "Rollback", failure.RolledBackFromAnnotation: "2"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+				{Type: failure.ConditionRolloutFailed, Status: corev1.ConditionTrue, Reason: reason, Message: msg}}},
+	}
+}
+
+// A rollout an analysis rolled back: outside a terminal, the check's line on stdout
+// (its value, its condition, the decision and the rollback), then the RolloutFailed
+// line as the error, once.
+func TestRolloutStatus_analysisRolledBack(t *testing.T) {
+	msg := `check "error-ratio" failed: 0.2 is not < 0.01 (1 failed measurement, limit 0); rolled back from revision 2 to 1`
+	decided := time.Date(2026, 12, 7, 16, 0, 45, 0, time.UTC)
+	st := analysis.State{Revision: "6f9c7d", Step: 1, Started: decided.Add(-45 * time.Second), Checks: []analysis.CheckState{{
+		Name: "error-ratio", Query: `sum(rate(http_requests_total{code=~"5.."}[30s]))`, SuccessCondition: "< 0.01", Count: 2,
+		Tally:  analysis.Tally{Failed: 1, Taken: 1, Last: decided, Outcome: analysis.Failed, Message: `check "error-ratio" failed: 0.2 is not < 0.01 (1 failed measurement, limit 0)`},
+		Recent: []analysis.Sample{{At: decided, Value: "0.2", Outcome: analysis.Failed}}}}}
+	d := rolledBackWeb(analysis.ReasonFailed, msg)
+	d.Annotations[analysis.StatusAnnotation] = st.Encode()
+	var out bytes.Buffer
+	p := statusPrinter{out: &out}
+	for range 2 {
+		done, err := p.print(rolloutview.Snapshot{Object: d, Now: time.Now()})
+		if want := `error: deployment "web" rollout failed: ` + msg; !done || err == nil || errorLine(err) != want {
+			t.Errorf("done %v, err %v; want done and %q", done, err, want)
+		}
+	}
+	if want := `analysis "error-ratio": Failed at 16:00:45Z: 0.2 (want < 0.01); rolled back` + "\n"; out.String() != want {
+		t.Errorf("stdout %q, want once %q", out.String(), want)
 	}
 }
 

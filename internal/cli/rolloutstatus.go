@@ -56,6 +56,15 @@ as kubectl's does on a paused Deployment, unless --until-paused is given: then i
 exits 0 once the rollout is held (or paused with 'kroll rollout pause'). -o json
 carries "staged": phase, step, total, partition, message.
 
+A staged rollout judged by its metrics (an analyze step, kroll.dev/analysis) gets one
+line per check while the analysis holds the rollout or failed it, with the values
+measured, what they were judged against, the decision and what it did:
+"analysis "error-ratio": Running, 1 of 2 measured: 0.002 (want < 0.01)", "analysis
+"error-ratio": Failed at 16:00:45Z: 0.2 (want < 0.01); rolled back". -o json carries
+"analysis": revision, step, outcome, action (Promoted, RolledBack, PausedOnFailure,
+Held), current, and per check its query as asked, conditions, counts, last
+measurements, outcome and decidedAt.
+
 A Deployment whose rollout a PodDisruptionBudget holds (kroll.dev/disruption-budget:
 Respect; its DisruptionBudget condition is False) says which budget before kubectl's
 closing dots: "Waiting for deployment "web" rollout to finish: 3 old replicas are
@@ -172,9 +181,7 @@ func (p *statusPrinter) print(s rolloutview.Snapshot) (bool, error) {
 		p.screen.w = p.out
 		p.screen.show(rolloutview.Bar(prog))
 	default:
-		if line := rolloutview.Line(prog); line != "" {
-			text = line + "\n"
-		}
+		text = rolloutview.Plain(prog)
 	}
 	if text != "" && text != p.last {
 		fmt.Fprint(p.out, text)

@@ -19,6 +19,7 @@ func (k *kubectlVerbs) newStatusCommand() *cobra.Command {
 	var (
 		allNamespaces bool
 		failOn        []string
+		output        string
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -44,12 +45,24 @@ detail says so) but does not fail it: the gate is about whether what runs now is
 sound, and kroll already healed it. --fail-on adds verdicts that fail it too:
 rolled-back (any rollback the records still show, until the next change), updating
 (a gate that wants every rollout finished, its verdict included), paused. A failure
-policy whose annotations do not parse is a Warning line on stderr.`,
+policy whose annotations do not parse is a Warning line on stderr.
+
+-o json prints {"items": [...]}: for each workload the object 'kroll rollout status -o
+json' prints (kind, namespace, name, revision, phase, counts, staged, failure,
+analysis, ...) with "status" and "detail", the table's columns. A workload whose
+rollout steps are judged by metrics (kroll.dev/analysis) carries "analysis": each
+check's query as asked, its last measurements, its conditions and its decision
+(Running, Successful, Failed, Inconclusive, Error, with decidedAt), and the action
+it took (Promoted, RolledBack, PausedOnFailure, Held). The exit code is the same.`,
 		Example: `  kroll status
   kroll status -A
-  kroll status --fail-on=rolled-back,updating`,
+  kroll status --fail-on=rolled-back,updating
+  kroll status -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "" && output != "json" {
+				return fmt.Errorf("unknown output format %q: use -o json", output)
+			}
 			gate, err := rolloutview.ParseFailOn(failOn)
 			if err != nil {
 				return err
@@ -85,6 +98,10 @@ policy whose annotations do not parse is a Warning line on stderr.`,
 			for _, d := range pointers(dss.Items) {
 				objs = append(objs, d)
 			}
+			if len(objs) == 0 && output == "json" {
+				fmt.Fprint(k.streams.Out, rolloutview.StatusJSON(nil))
+				return nil
+			}
 			if len(objs) == 0 {
 				where := fmt.Sprintf("in namespace %q", ns)
 				if allNamespaces {
@@ -117,7 +134,11 @@ policy whose annotations do not parse is a Warning line on stderr.`,
 				}
 				return rows[i].Name < rows[j].Name
 			})
-			fmt.Fprint(k.streams.Out, rolloutview.Summary(rows, allNamespaces))
+			if output == "json" {
+				fmt.Fprint(k.streams.Out, rolloutview.StatusJSON(rows))
+			} else {
+				fmt.Fprint(k.streams.Out, rolloutview.Summary(rows, allNamespaces))
+			}
 			for _, p := range rows {
 				for _, w := range p.Warnings {
 					fmt.Fprintf(k.streams.ErrOut, "Warning: %s/%s: %s\n", p.Kind, p.Name, w)
@@ -130,6 +151,7 @@ policy whose annotations do not parse is a Warning line on stderr.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "List the workloads of every namespace.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json ({\"items\": [...]}, each the object 'kroll rollout status -o json' prints, with status and detail). Default: a table.")
 	cmd.Flags().StringSliceVar(&failOn, "fail-on", nil, "Verdicts that also fail the command (exit 1), comma-separated: rolled-back, updating, paused. Failed and paused-on-failure always do.")
 	return cmd
 }

@@ -78,14 +78,20 @@
 // decided Failed decides the analysis at once; the others are not asked further.
 //
 // The state lives on the workload, in kroll.dev/analysis-status, as JSON that
-// keeps each check's Tally (the counts Decide needs, in place of the measurements)
-// and its last 3 measurements for the views; errors are cut to 160 bytes, so a
-// check takes at most about 1 KB and about 300 bytes while all is well:
+// keeps each check's Tally (the counts Decide needs, in place of the measurements),
+// and for the views (rolloutview's Analysis: kroll rollout status, kroll status -o
+// json), which read no ConfigMap, its query as asked, its conditions and count, and
+// its last 3 measurements; errors are cut to 160 bytes and the query to 1 KB, so a
+// check takes at most about 2 KB, and 300 bytes and its query while all is well:
 //
 //	{"revision":"6d5f7c9b8","step":1,"spec":"f2ef9dc25cd99618","started":"2026-12-07T16:00:00Z",
-//	 "checks":[{"name":"error-ratio","successful":2,"taken":2,"last":"2026-12-07T16:00:40Z",
+//	 "checks":[{"name":"error-ratio","query":"sum(rate(...))","successCondition":"< 0.01","count":3,
+//	   "successful":2,"taken":2,"last":"2026-12-07T16:00:40Z",
 //	   "recent":[{"at":"2026-12-07T16:00:30Z","value":"0.002","outcome":"Successful"},
 //	             {"at":"2026-12-07T16:00:40Z","value":"0.004","outcome":"Successful"}]}]}
+//
+// An analysis whose checks cannot be read (no ConfigMap, checks that do not parse)
+// is kept there too, as its problem alone (Unjudged).
 //
 // An annotation rather than a condition's message: it is structured (the views
 // read values, not prose), and a workload's status belongs to its kind's own

@@ -70,9 +70,18 @@ type State struct {
 	Problem string `json:"problem,omitempty"`
 }
 
-// CheckState is one check's measurements so far.
+// CheckState is one check's measurements so far, and what judged them.
 type CheckState struct {
 	Name string `json:"name"`
+	// Query is the query as asked: the check's template rendered for the workload,
+	// shortened to 1 KB; SuccessCondition and FailureCondition are the check's
+	// conditions as written (either may be empty), Count its measurements. They are
+	// kept for the views (kroll rollout status, kroll status -o json), which read no
+	// ConfigMap and must show what was asked, not what the ConfigMap says since.
+	Query            string `json:"query,omitempty"`
+	SuccessCondition string `json:"successCondition,omitempty"`
+	FailureCondition string `json:"failureCondition,omitempty"`
+	Count            int    `json:"count,omitempty"`
 	Tally
 	// Recent are the last KeepMeasurements measurements, oldest first.
 	Recent []Sample `json:"recent,omitempty"`
@@ -173,6 +182,10 @@ func Step(spec Spec, vars Vars, target Target, st State, now time.Time) Plan {
 		plan.Problem = plan.State.Problem
 		return plan
 	}
+	plan.State.Checks = slices.Clone(st.Checks)
+	for i, c := range spec.Checks {
+		plan.State.Checks[i].describe(c, queries[i])
+	}
 	statuses := make([]Status, len(spec.Checks))
 	for i, c := range spec.Checks {
 		statuses[i] = c.Standing(st.Started, st.Checks[i].Tally)
@@ -189,6 +202,35 @@ func Step(spec Spec, vars Vars, target Target, st State, now time.Time) Plan {
 		}
 	}
 	return plan
+}
+
+// maxQueryLen bounds the rendered query kept in a CheckState: the annotation is read
+// on every sync, and a view needs the query to recognise it, not to the last byte.
+const maxQueryLen = 1024
+
+// describe keeps in cs what judges it: check c, its query rendered as q.
+func (cs *CheckState) describe(c Check, q string) {
+	cs.Query, cs.Count = shorten(q, maxQueryLen), c.Count
+	cs.SuccessCondition, cs.FailureCondition = "", ""
+	if c.Success != nil {
+		cs.SuccessCondition = c.Success.String()
+	}
+	if c.Failure != nil {
+		cs.FailureCondition = c.Failure.String()
+	}
+}
+
+// Unjudged is the state of an analysis at target that cannot start: its checks
+// could not be read (no ConfigMap, checks that do not parse, arguments that do
+// not), for problem. It is st when st already says so, so that a controller writes
+// it once; a fresh one otherwise. The views read the problem where they read every
+// analysis (kroll.dev/analysis-status); the checks, once fixed, start afresh (the
+// state has no spec to match theirs).
+func Unjudged(st State, target Target, problem string, now time.Time) State {
+	if st.Revision == target.Revision && st.Step == target.Step && st.Problem == problem && st.Spec == "" && !st.Started.IsZero() {
+		return st
+	}
+	return State{Revision: target.Revision, Step: target.Step, Started: now.Truncate(time.Second), Problem: problem}
 }
 
 // Result is one query's answer, or why there is none.

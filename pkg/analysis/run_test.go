@@ -108,6 +108,35 @@ func TestStep(t *testing.T) {
 	}
 }
 
+// TestStep_keepsWhatJudges: the state keeps each check's query as asked (rendered
+// for the workload, 1 KB at most), its conditions as written and its count, for the
+// views that read no ConfigMap; the caller's state is not written through.
+func TestStep_keepsWhatJudges(t *testing.T) {
+	spec := mustParse(t, errorRatio)
+	given := State{}
+	p := Step(spec, webVars, Target{Revision: "6d5f7c9b8", Step: 1}, given, t0)
+	ratio, p99 := p.State.Checks[0], p.State.Checks[1]
+	wantRatio := `sum(rate(http_requests_total{namespace="default",pod=~"web-6d5f7c9b8-.*",code=~"5.."}[30s]))` + "\n" +
+		`/ sum(rate(http_requests_total{namespace="default",pod=~"web-6d5f7c9b8-.*"}[30s]))` + "\n"
+	if ratio.Query != wantRatio || ratio.SuccessCondition != "< 0.01" || ratio.FailureCondition != "" || ratio.Count != 3 {
+		t.Errorf("error-ratio kept %q %q %q count %d, want %q < 0.01, no failure condition, count 3", ratio.Query, ratio.SuccessCondition, ratio.FailureCondition, ratio.Count, wantRatio)
+	}
+	if !strings.HasPrefix(p99.Query, "histogram_quantile(0.99, ") || p99.SuccessCondition != "result <= 0.25" || p99.FailureCondition != "> 0.5" || p99.Count != 3 {
+		t.Errorf("p99 kept %+v, want its query with quantile 0.99, result <= 0.25, > 0.5, count 3 (40s at 15s)", p99)
+	}
+	// A query of 2 KB is kept shortened: the annotation stays small.
+	long := mustParse(t, "checks:\n- name: c\n  query: up{a=\""+strings.Repeat("x", 2048)+"\"}\n  successCondition: '> 0'\n")
+	if q := Step(long, webVars, Target{Revision: "r"}, State{}, t0).State.Checks[0].Query; len(q) != maxQueryLen+len("...") {
+		t.Errorf("a 2 KB query kept as %d bytes, want %d", len(q), maxQueryLen+3)
+	}
+	// A state read from the annotation is not changed under its reader.
+	stored := p.State
+	stored.Checks[0].Query = "old"
+	if again := Step(spec, webVars, Target{Revision: "6d5f7c9b8", Step: 1}, stored, t0); again.State.Checks[0].Query != wantRatio || stored.Checks[0].Query != "old" {
+		t.Errorf("Step kept %q and left the given state's %q, want %q and \"old\"", again.State.Checks[0].Query, stored.Checks[0].Query, wantRatio)
+	}
+}
+
 func withArgs(v Vars, kv ...string) Vars {
 	v.Args = map[string]string{}
 	for i := 0; i < len(kv); i += 2 {
@@ -255,5 +284,46 @@ func TestRun(t *testing.T) {
 				t.Errorf("after a round trip: %s %q %v", again.Status.Outcome, again.Problem, again.Queries)
 			}
 		})
+	}
+}
+
+// TestUnjudged: an analysis whose checks cannot be read is recorded once per
+// target and problem; a new problem, step or revision records afresh; a state that
+// had checks is replaced, and checks fixed later start afresh (no spec to match).
+func TestUnjudged(t *testing.T) {
+	v2 := Target{Revision: "6d5f7c9b8", Step: 1}
+	missing := "kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist"
+	recorded := Unjudged(State{}, v2, missing, t0)
+	running := Step(mustParse(t, errorRatio), webVars, v2, State{}, t0).State
+	cases := []struct {
+		name    string
+		st      State
+		target  Target
+		problem string
+		same    bool // the given state comes back as it was
+	}{
+		{name: "first seen: recorded", target: v2, problem: missing},
+		{name: "seen again a minute later: unchanged, not written again", st: recorded, target: v2, problem: missing, same: true},
+		{name: "another problem: recorded afresh", st: recorded, target: v2, problem: "ConfigMap default/web-checks has no key analysis.yaml"},
+		{name: "the next analyze step: recorded afresh", st: recorded, target: Target{Revision: v2.Revision, Step: 3}, problem: missing},
+		{name: "an analysis that ran, its ConfigMap deleted: replaced", st: running, target: v2, problem: missing},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Unjudged(tc.st, tc.target, tc.problem, sec(60))
+			if tc.same {
+				if got.Encode() != tc.st.Encode() {
+					t.Errorf("got %s, want it unchanged %s", got.Encode(), tc.st.Encode())
+				}
+				return
+			}
+			if got.Revision != tc.target.Revision || got.Step != tc.target.Step || got.Problem != tc.problem || !got.Started.Equal(sec(60)) || len(got.Checks) != 0 || got.Spec != "" {
+				t.Errorf("got %s, want a fresh state of %+v with problem %q", got.Encode(), tc.target, tc.problem)
+			}
+		})
+	}
+	// Fixed: the checks start afresh from the recorded problem.
+	if p := Step(mustParse(t, errorRatio), webVars, v2, recorded, sec(90)); p.Problem != "" || !p.State.Started.Equal(sec(90)) || len(p.State.Checks) != 2 {
+		t.Errorf("after the fix: problem %q, started %v, %d checks; want a fresh analysis at 90s", p.Problem, p.State.Started, len(p.State.Checks))
 	}
 }

@@ -41,8 +41,9 @@ import (
 //     are asked again at each interval (10s at least), and the first answer
 //     resumes the analysis where it stood.
 //   - A problem (no ConfigMap, checks that do not parse, a placeholder without a
-//     value, a query Prometheus refuses): an InvalidAnalysis event, and the step
-//     holds as a bare pause: a broken analysis never promotes by itself.
+//     value, a query Prometheus refuses): an InvalidAnalysis event, the Staged
+//     condition and kroll.dev/analysis-status saying it, and the step holds as a
+//     bare pause: a broken analysis never promotes by itself.
 //
 // Without a Prometheus (no Analysis: the controller's SetAnalysis not called) every
 // analyze step is a bare pause.
@@ -115,21 +116,29 @@ func AnalyzeStep[T Analyzed[T]](ctx context.Context, a *Analysis, obj T, p Analy
 		return false, nil
 	}
 	annotations := obj.GetAnnotations()
-	spec, vars, problem := a.spec(obj)
-	if problem != "" {
-		a.announce(obj, analysis.EventInvalid, problem, problem)
-		decision.Message += "; analysis not run: " + problem
-		return false, nil
-	}
-	vars.Revision, vars.PodTemplateHash = r.Revision, p.PodTemplateHash
 	st, _ := analysis.ParseState(annotations[analysis.StatusAnnotation]) // unreadable: start afresh
-	plan := a.runner.Run(ctx, spec, vars, analysis.Target{Revision: r.Revision, Step: r.Done}, st)
-	now := a.runner.Now()
+	target := analysis.Target{Revision: r.Revision, Step: r.Done}
 	next := obj.DeepCopy()
 	nextAnnotations := next.GetAnnotations()
 	if nextAnnotations == nil {
 		nextAnnotations = map[string]string{}
 	}
+	spec, vars, problem := a.spec(obj)
+	if problem != "" {
+		a.announce(obj, analysis.EventInvalid, problem, problem)
+		decision.Message += "; analysis not run: " + problem
+		// Recorded once where the views read every analysis.
+		state := analysis.Unjudged(st, target, problem, a.runner.Now()).Encode()
+		if annotations[analysis.StatusAnnotation] == state {
+			return false, nil
+		}
+		nextAnnotations[analysis.StatusAnnotation] = state
+		next.SetAnnotations(nextAnnotations)
+		return true, p.Update(ctx, next)
+	}
+	vars.Revision, vars.PodTemplateHash = r.Revision, p.PodTemplateHash
+	plan := a.runner.Run(ctx, spec, vars, target, st)
+	now := a.runner.Now()
 	state := plan.State.Encode()
 	changed := annotations[analysis.StatusAnnotation] != state
 	nextAnnotations[analysis.StatusAnnotation] = state

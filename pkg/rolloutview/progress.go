@@ -116,6 +116,10 @@ type Progress struct {
 	// Staged is where a staged rollout (kroll.dev/partition, kroll.dev/rollout-steps)
 	// stands; absent when nothing stages it.
 	Staged *Staged `json:"staged,omitempty"`
+	// Analysis is the workload's last analysis (kroll.dev/analysis-status): each
+	// check's query as asked, its last measurements, what judged them, and the
+	// decision with what it did; absent when none ran. See analysis.go.
+	Analysis *Analysis `json:"analysis,omitempty"`
 	// Warnings are lines to show beside the view: a failure policy whose annotations
 	// do not parse (the FailurePolicy condition's message).
 	Warnings []string `json:"warnings,omitempty"`
@@ -210,6 +214,7 @@ func deploymentProgress(d *appsv1.Deployment, s Snapshot) Progress {
 	}
 	p.stage(s, conds, d.Status.ObservedGeneration)
 	failureOf(d.ObjectMeta, d.Status.ObservedGeneration, conds, d.Spec.Paused).apply(&p, replicaSetHolder(newRS).marked)
+	p.Analysis = analysisOf(d.Annotations, &p)
 	p.finish(latest, s)
 	p.awaitVerdict(d, replicaSetHolder(newRS), latest, s.Now)
 	return p
@@ -245,6 +250,7 @@ func statefulSetProgress(set *appsv1.StatefulSet, s Snapshot) Progress {
 	}
 	holder := revisionHolder(update)
 	failureOf(set.ObjectMeta, set.Status.ObservedGeneration, conds, statefulSetPaused(set)).apply(&p, holder.marked)
+	p.Analysis = analysisOf(set.Annotations, &p)
 	p.finish(latest, s)
 	p.awaitVerdict(set, holder, latest, s.Now)
 	return p
@@ -288,6 +294,7 @@ func daemonSetProgress(ds *appsv1.DaemonSet, s Snapshot) Progress {
 	}
 	p.stage(s, conds, ds.Status.ObservedGeneration)
 	failureOf(ds.ObjectMeta, ds.Status.ObservedGeneration, conds, daemonSetPaused(ds)).apply(&p, revisionHolder(newest).marked)
+	p.Analysis = analysisOf(ds.Annotations, &p)
 	p.finish(latest, s)
 	p.awaitVerdict(ds, revisionHolder(newest), latest, s.Now)
 	return p

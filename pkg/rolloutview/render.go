@@ -27,6 +27,20 @@ func Line(p Progress) string {
 	return line
 }
 
+// Plain is what `kroll rollout status` prints for p outside a terminal: Line, then
+// the analysis's lines while one holds or failed the rollout, which come even when
+// the rollout ends in an error (the caller prints that on stderr, after them):
+//
+//	deployment "web": step 1/5: 10% (2 of 20 updated), paused until promoted; ...
+//	analysis "error-ratio": Running, 1 of 2 measured: 0.002 (want < 0.01)
+func Plain(p Progress) string {
+	out := Line(p)
+	if out != "" {
+		out += "\n"
+	}
+	return out + p.Analysis.Lines()
+}
+
 // barWidth is the cells of a bar; one cell is desired/barWidth pods.
 const barWidth = 30
 
@@ -65,6 +79,7 @@ func Bar(p Progress) string {
 		fmt.Fprintf(&b, "  rev %-3s %-*s  %s  %s, %d available\n", r.Revision, nameWidth, r.Name, bar(r.Available, r.Pods, p.Desired), pods(r.Pods), r.Available)
 	}
 	b.WriteString(indent("  ", p.Staged.Lines()))
+	b.WriteString(indent("  ", p.Analysis.Lines()))
 	b.WriteString(indent("  ", p.Resizing.Lines()))
 	if p.Blocking != nil {
 		fmt.Fprintf(&b, "  waiting on %s", p.Blocking)

@@ -1,6 +1,7 @@
 package rolloutview
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,6 +64,31 @@ func Summary(ps []Progress, withNamespace bool) string {
 	return b.String()
 }
 
+// StatusItem is one workload of `kroll status -o json`: the object `kroll rollout
+// status -o json` prints for it (kind, name, phase, counts, staged, failure,
+// analysis, ...), with the table's STATUS and DETAIL.
+type StatusItem struct {
+	Progress
+	// Status is the STATUS column: succeeded, updating, failed, paused, rolled-back
+	// or paused-on-failure.
+	Status Verdict `json:"status"`
+	// Detail is the DETAIL column; empty for a finished rollout.
+	Detail string `json:"detail"`
+}
+
+// StatusJSON is `kroll status -o json`: {"items": [...]}, one StatusItem per
+// workload in the order given, indented for reading.
+func StatusJSON(ps []Progress) string {
+	out := struct {
+		Items []StatusItem `json:"items"`
+	}{Items: []StatusItem{}}
+	for _, p := range ps {
+		out.Items = append(out.Items, StatusItem{Progress: p, Status: VerdictOf(p), Detail: Detail(p)})
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return string(b) + "\n"
+}
+
 // Detail is `kroll status`'s DETAIL column: what holds up a rollout that is not done,
 // after what its revision changed when that is recorded ("configmap/app-config
 // changed; waiting on …"), and the pods resizing in place when some are.
@@ -83,6 +109,8 @@ func detail(p Progress) string {
 		return ""
 	case p.Failure != nil && p.Failure.Recovered:
 		return p.Failure.Message + "; healthy since on revision " + shortRevision(p.Revision) + ", complete"
+	case p.Err == nil && p.Staged.Held() && p.Analysis.summary() != "":
+		return p.Staged.Where() + "; " + p.Analysis.summary()
 	case p.Err == nil && p.Staged.Held():
 		return p.Staged.Where()
 	case p.onDelete:

@@ -31,6 +31,7 @@ func Tree(s Snapshot, p Progress) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s  %s  revision %s  %d/%d updated  %d/%d available\n", p.Kind, p.Name, p.Phase, shortRevision(p.Revision), p.Updated, p.Target, p.Available, p.Desired)
 	b.WriteString(p.Staged.Lines())
+	b.WriteString(p.Analysis.Lines())
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tKIND\tREADY\tSTATUS\tRESTARTS\tAGE\tIMAGE")
 	for _, g := range groups(s, p) {

@@ -58,8 +58,8 @@ func TestAnalyzeDaemonSet(t *testing.T) {
 			want:    "step 1/3 image fluentd:v2 rolled-back-from  paused true",
 			event:   "Warning RolloutPaused",
 			failed:  `AnalysisFailed check "error-ratio" failed: 0.2 is not < 0.01 (1 failed measurement, limit 0); paused on revision 2`},
-		{name: "no ConfigMap: held as a bare pause", onFailure: "Rollback",
-			want:  "-",
+		{name: "no ConfigMap: held as a bare pause, the problem recorded where the views read it", onFailure: "Rollback",
+			want:  "step 1/3 image fluentd:v2 rolled-back-from  paused  analysis Invalid",
 			event: "Warning InvalidAnalysis kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,6 +110,9 @@ func TestAnalyzeDaemonSet(t *testing.T) {
 				d := w.Updates[0]
 				got = fmt.Sprintf("step %s image %s rolled-back-from %s paused %s", d.Annotations[staging.StepAnnotation], d.Spec.Template.Spec.Containers[0].Image,
 					d.Annotations[failure.RolledBackFromAnnotation], d.Annotations[failure.PausedAnnotation])
+				if st, _ := analysis.ParseState(d.Annotations[analysis.StatusAnnotation]); st.Problem != "" {
+					got += " analysis Invalid"
+				}
 			}
 			if got != tt.want {
 				t.Errorf("wrote %q, want %q", got, tt.want)
@@ -128,7 +131,7 @@ func TestAnalyzeDaemonSet(t *testing.T) {
 			if failed != tt.failed {
 				t.Errorf("RolloutFailed %q, want %q", failed, tt.failed)
 			}
-			if tt.want == "-" && !strings.Contains(stage.decision.Message, "paused until promoted; analysis not run") {
+			if tt.checks == "" && !strings.Contains(stage.decision.Message, "paused until promoted; analysis not run") {
 				t.Errorf("Staged %q, want the bare pause and why", stage.decision.Message)
 			}
 		})

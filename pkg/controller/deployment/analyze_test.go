@@ -171,6 +171,8 @@ func TestAnalyze_verdicts(t *testing.T) {
 		event  string
 		// staged is part of the Staged condition after a second pass (empty: not checked).
 		staged string
+		// problem is part of kroll.dev/analysis-status's problem (empty: none).
+		problem string
 	}{
 		{name: "ErrorRate(0.2) with Rollback: back to revision 1", annotations: map[string]string{failure.OnFailureAnnotation: "Rollback"}, checks: errorRatioCheck,
 			answers: []analysistest.Answer{ratio(0.2)}, image: "app:1",
@@ -185,12 +187,21 @@ func TestAnalyze_verdicts(t *testing.T) {
 			event:  `Warning AnalysisHeld check "error-ratio" failed: 0.2 is not < 0.01`,
 			staged: `analysis failed, held (no kroll.dev/on-failure action): check "error-ratio" failed`},
 		{name: "no ConfigMap: a bare pause", annotations: map[string]string{failure.OnFailureAnnotation: "Rollback"}, image: "app:2",
-			event:  "Warning InvalidAnalysis kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist",
-			staged: "paused until promoted; analysis not run: kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist"},
+			event:   "Warning InvalidAnalysis kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist",
+			staged:  "paused until promoted; analysis not run: kroll.dev/analysis=web-checks: ConfigMap default/web-checks does not exist",
+			problem: "ConfigMap default/web-checks does not exist"},
 		{name: "a query Prometheus refuses: a bare pause", checks: errorRatioCheck, image: "app:2",
 			answers: []analysistest.Answer{analysistest.Refused("parse error")},
 			event:   `Warning InvalidAnalysis check "error-ratio": Prometheus at http://127.0.0.1:9090/api/v1/query refused the query "q": parse error`,
-			staged:  `analysis not run: check "error-ratio": Prometheus at`},
+			staged:  `analysis not run: check "error-ratio": Prometheus at`, problem: `check "error-ratio": Prometheus at`},
+		{name: "a query whose brackets do not close: a bare pause, Prometheus not asked", annotations: map[string]string{failure.OnFailureAnnotation: "Rollback"}, image: "app:2",
+			checks: strings.Replace(errorRatioCheck, "[30s]))", "[30s])", 1),
+			event:  `Warning InvalidAnalysis ConfigMap default/web-checks: check "error-ratio": the query does not parse: unclosed '('`,
+			staged: `analysis not run: ConfigMap default/web-checks: check "error-ratio": the query does not parse`, problem: `check "error-ratio": the query does not parse`},
+		{name: "a template argument without a value: a bare pause, Prometheus not asked", annotations: map[string]string{failure.OnFailureAnnotation: "Rollback"}, image: "app:2",
+			checks: strings.Replace(errorRatioCheck, "[30s]", "[{{args.window}}]", 1),
+			event:  `Warning InvalidAnalysis check "error-ratio": the query's {{args.window}} has no value`,
+			staged: `analysis not run: check "error-ratio": the query's {{args.window}} has no value`, problem: `check "error-ratio": the query's {{args.window}} has no value`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,6 +226,9 @@ func TestAnalyze_verdicts(t *testing.T) {
 			}
 			if ev := f.events(); !strings.Contains(ev, tt.event) {
 				t.Errorf("events %q, want %q", ev, tt.event)
+			}
+			if st := stateOf(t, d); !strings.Contains(st.Problem, tt.problem) || (tt.problem == "") != (st.Problem == "") {
+				t.Errorf("%s problem %q, want %q", analysis.StatusAnnotation, st.Problem, tt.problem)
 			}
 			if tt.staged != "" {
 				asked := len(prom.Asked)
