@@ -59,7 +59,7 @@ func BenchmarkListOfThousandDeployments(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		// As after a change in the cluster: the rows are computed again, not reused.
-		h.server.opts.Cache.changed()
+		h.server.opts.Cache.changed(true)
 		resp, err := h.browser.Get(h.http.URL + "/")
 		if err != nil {
 			b.Fatal(err)

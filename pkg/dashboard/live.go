@@ -55,7 +55,7 @@ type renderedList struct {
 // the same filter: the list of a thousand workloads is the costly render, and a busy
 // cluster changes many times a second.
 func (s *Server) sharedList(f Filter) string {
-	v := s.opts.Cache.Version()
+	v := s.opts.Cache.ListVersion()
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
 	if r, ok := s.lists[f]; ok && r.version == v {

@@ -96,7 +96,7 @@ func listQuery(f Filter, page int) string {
 // page and stream that asks: the rollout views of a thousand workloads are the
 // costly part of the list.
 func (s *Server) allRows() []Row {
-	v := s.opts.Cache.Version()
+	v := s.opts.Cache.ListVersion()
 	s.rowsMu.Lock()
 	defer s.rowsMu.Unlock()
 	if s.rows != nil && s.rowsVersion == v {
