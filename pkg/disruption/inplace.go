@@ -136,19 +136,23 @@ func OneBudget(pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) string {
 }
 
 // Over tells whether the in-place disruption pod took at at is over: the pod is Ready
-// again, its Ready condition turned True no earlier than the disruption was taken (to
-// the second, as both are stored), and it is not being deleted. The entry a drain's
-// eviction writes for a pod is never over by this rule: the pod was Ready before the
-// eviction and stays so until it is deleted, a second or so later. Taken at 10:00:00,
-// the pod restarting and Ready again at 10:00:04: over; Ready since 09:58 (the
-// restart has not begun, or the entry is an eviction's): not over.
+// again, its Ready condition turned True in a later second than the disruption was
+// taken in (both are stored to the second), and it is not being deleted. The entry a
+// drain's eviction writes for a pod is never over by this rule: the pod was Ready
+// before the eviction and stays so until it is deleted, a second or so later. Taken at
+// 10:00:00, the pod restarting and Ready again at 10:00:04: over; Ready since 09:58
+// (the restart has not begun, or the entry is an eviction's): not over. Ready at
+// 10:00:00 too is not over: the pod may have turned Ready before it was taken in that
+// second (a drain's replacement, say), and releasing it then, before its restart
+// begins, would let the budget count it healthy while it goes down; such an entry is
+// left to the disruption controller, which drops it after two minutes.
 func Over(pod *corev1.Pod, at time.Time) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue && !c.LastTransitionTime.Time.Before(at.Truncate(time.Second))
+			return c.Status == corev1.ConditionTrue && c.LastTransitionTime.Time.After(at.Truncate(time.Second))
 		}
 	}
 	return false

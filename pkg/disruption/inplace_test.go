@@ -138,7 +138,8 @@ func TestOver(t *testing.T) {
 		want bool
 	}{
 		{"restarted, Ready again at 10:00:04: over", readyPod("web-1", true, at.Add(4*time.Second)), true},
-		{"Ready again within the second it was taken in (stored to the second): over", readyPod("web-1", true, at.Truncate(time.Second)), true},
+		{"Ready in the second it was taken in (stored to the second; maybe before the take): not over", readyPod("web-1", true, at.Truncate(time.Second)), false},
+		{"Ready in the next second: over", readyPod("web-1", true, at.Truncate(time.Second).Add(time.Second)), true},
 		{"Ready since 09:58 (restart not begun, or a drain's eviction): not over", readyPod("web-1", true, at.Add(-2*time.Minute)), false},
 		{"restarting, not Ready: not over", readyPod("web-1", false, at.Add(time.Second)), false},
 		{"being deleted: not over (an eviction's pod)", deleting, false},
