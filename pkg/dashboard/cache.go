@@ -33,11 +33,10 @@ type Cache struct {
 
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}
-	// version counts the changes seen: equal versions, equal contents. listVersion
-	// counts those the list's rows read (every kind but events: a busy cluster's
-	// events come many a second, and the rows of a thousand workloads take a fifth of
-	// a second to compute again).
-	version, listVersion uint64
+	// listVersion counts the changes seen to what the list's rows read (every kind
+	// but events: a busy cluster's events come many a second, and the rows of a
+	// thousand workloads take a fifth of a second to compute again).
+	listVersion uint64
 }
 
 // NewCache makes the informers of client for namespaces (none: every namespace); Start
@@ -157,7 +156,6 @@ func (c *Cache) Subscribe() (<-chan struct{}, func()) {
 func (c *Cache) changed(listed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.version++
 	if listed {
 		c.listVersion++
 	}
@@ -167,14 +165,6 @@ func (c *Cache) changed(listed bool) {
 		default:
 		}
 	}
-}
-
-// Version is the number of changes seen so far: a view rendered at one version is
-// the same for every reader until the next change.
-func (c *Cache) Version() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.version
 }
 
 // ListVersion is the number of changes seen so far to what the list's rows read
