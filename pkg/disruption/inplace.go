@@ -135,24 +135,24 @@ func OneBudget(pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) string {
 	return fmt.Sprintf("The disruption budget %s is one of %d that select pod %s, which the eviction subresource does not support", pdbs[0].Name, len(pdbs), pod.Name)
 }
 
-// Over tells whether the in-place disruption pod took at at is over: the pod is Ready
-// again, its Ready condition turned True in a later second than the disruption was
-// taken in (both are stored to the second), and it is not being deleted. The entry a
-// drain's eviction writes for a pod is never over by this rule: the pod was Ready
-// before the eviction and stays so until it is deleted, a second or so later. Taken at
-// 10:00:00, the pod restarting and Ready again at 10:00:04: over; Ready since 09:58
-// (the restart has not begun, or the entry is an eviction's): not over. Ready at
-// 10:00:00 too is not over: the pod may have turned Ready before it was taken in that
-// second (a drain's replacement, say), and releasing it then, before its restart
-// begins, would let the budget count it healthy while it goes down; such an entry is
-// left to the disruption controller, which drops it after two minutes.
+// Over tells whether the in-place disruption pod took at at is over, pod being one
+// whose in-place update has been applied and run (it is on the new revision and runs
+// its spec's images: the caller knows): the pod is Ready, its Ready condition turned
+// True no earlier than the second the disruption was taken in (both are stored to the
+// second), and it is not being deleted. Taken at 10:00:00.4, the pod restarted and
+// Ready again at 10:00:04 or at 10:00:00: over (a restart quicker than a second is
+// still its restart, for the pod is on the new revision, which the take preceded);
+// Ready since 09:58: not over (an entry a drain's eviction wrote for a pod updated
+// before). A pod not yet given its update, Ready in the second it was taken in (a
+// drain's replacement, say), is no caller's to ask about: releasing it before its
+// restart would let the budget count it healthy while it goes down.
 func Over(pod *corev1.Pod, at time.Time) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue && c.LastTransitionTime.Time.After(at.Truncate(time.Second))
+			return c.Status == corev1.ConditionTrue && !c.LastTransitionTime.Time.Before(at.Truncate(time.Second))
 		}
 	}
 	return false
@@ -173,18 +173,19 @@ type InPlace struct {
 }
 
 // PlanInPlace is one pass's budget writes for a workload's in-place restarts: the
-// disruptions of pods (its pods as the cache shows them) that are Over are released
-// (PlanRelease), then the restarting pods, in order, take theirs by PlanStep's rules
-// on the statuses the releases left. A pod whose entry is released and that restarts
+// disruptions of updated (its pods, as the cache shows them, whose in-place update has
+// been applied and run: on the new revision, reporting its images) that are Over are
+// released (PlanRelease), then the restarting pods, in order, take theirs by
+// PlanStep's rules on the statuses the releases left. A pod whose entry is released and that restarts
 // again in the same pass takes a fresh one. ready tells whether a pod is Ready.
 //
 // minAvailable 8 of 10 (disruptionsAllowed 2), web-1 and web-2 Ready again after
 // their restarts, web-3 and web-4 to restart: one write of web-pdb, web-1 and web-2
 // out of disruptedPods, web-3 and web-4 in, disruptionsAllowed 0; a fifth pod waits
 // ("needs 8 healthy pods" once the disruption controller counts the two restarting).
-func PlanInPlace(pdbs []*policyv1.PodDisruptionBudget, pods, restarting []*corev1.Pod, ready func(*corev1.Pod) bool, now time.Time) InPlace {
+func PlanInPlace(pdbs []*policyv1.PodDisruptionBudget, updated, restarting []*corev1.Pod, ready func(*corev1.Pod) bool, now time.Time) InPlace {
 	byName := map[string]*corev1.Pod{}
-	for _, pod := range pods {
+	for _, pod := range updated {
 		byName[pod.Namespace+"/"+pod.Name] = pod
 	}
 	taken := map[string]*policyv1.PodDisruptionBudget{}

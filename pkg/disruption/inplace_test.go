@@ -138,9 +138,9 @@ func TestOver(t *testing.T) {
 		want bool
 	}{
 		{"restarted, Ready again at 10:00:04: over", readyPod("web-1", true, at.Add(4*time.Second)), true},
-		{"Ready in the second it was taken in (stored to the second; maybe before the take): not over", readyPod("web-1", true, at.Truncate(time.Second)), false},
+		{"Ready again in the second it was taken in (stored to the second): over", readyPod("web-1", true, at.Truncate(time.Second)), true},
 		{"Ready in the next second: over", readyPod("web-1", true, at.Truncate(time.Second).Add(time.Second)), true},
-		{"Ready since 09:58 (restart not begun, or a drain's eviction): not over", readyPod("web-1", true, at.Add(-2*time.Minute)), false},
+		{"Ready since 09:58 (a drain's eviction of a pod updated before): not over", readyPod("web-1", true, at.Add(-2*time.Minute)), false},
 		{"restarting, not Ready: not over", readyPod("web-1", false, at.Add(time.Second)), false},
 		{"being deleted: not over (an eviction's pod)", deleting, false},
 		{"no Ready condition: not over", &corev1.Pod{}, false},
@@ -169,7 +169,7 @@ func TestPlanInPlace(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		pdb         *policyv1.PodDisruptionBudget
-		pods        []*corev1.Pod
+		pods        []*corev1.Pod // the updated pods
 		restarting  []string
 		wantGo      string
 		wantWrite   bool
@@ -189,6 +189,10 @@ func TestPlanInPlace(t *testing.T) {
 			pdb:       budgetOf(0, 8, 8, entries("web-1", "web-9")),
 			pods:      []*corev1.Pod{readyPod("web-1", false, now), serving("web-9")},
 			wantWrite: false},
+		{name: "web-1 Ready again in the second it was taken in: released; web-2, taken then too but not yet updated (not among the updated pods): kept",
+			pdb:       budgetOf(0, 8, 8, map[string]metav1.Time{"web-1": metav1.NewTime(now.Add(-400 * time.Millisecond)), "web-2": metav1.NewTime(now)}),
+			pods:      []*corev1.Pod{readyPod("web-1", true, now.Add(-200*time.Millisecond).Truncate(time.Second))},
+			wantWrite: true, allowed: 0, disrupted: "web-2"},
 		{name: "budget spent (0 allowed, 8 of 8): nothing goes, nothing written",
 			pdb:  budgetOf(0, 8, 8, nil),
 			pods: []*corev1.Pod{serving("web-3")}, restarting: []string{"web-3"},

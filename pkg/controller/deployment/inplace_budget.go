@@ -45,9 +45,10 @@ func (c *Controller) RespectBudgets(pdbInformer policyinformers.PodDisruptionBud
 // asked of them (disrupt) and the writes that follow.
 type inPlaceBudget struct {
 	pdbs []*policyv1.PodDisruptionBudget
-	// pods are the Deployment's pods, whose finished restarts are released.
-	pods []*corev1.Pod
-	now  time.Time
+	// updated are the Deployment's pods on its new revision that run its images, whose
+	// finished restarts are released.
+	updated []*corev1.Pod
+	now     time.Time
 	// asked is how many restarting pods the pick asked for; 0 when it asked nothing
 	// (no pick this pass).
 	asked int
@@ -60,8 +61,10 @@ func (c *Controller) budgetFor(p *pass, v inplace.HandOverView) *inPlaceBudget {
 		return nil
 	}
 	b := &inPlaceBudget{pdbs: c.budgets.Budgets(p.d.Namespace), now: v.Now}
-	for _, rs := range append([]inplace.ReplicaSetPods{*v.New}, v.Old...) {
-		b.pods = append(b.pods, rs.Pods...)
+	for _, pod := range v.New.Pods {
+		if !inplace.Restarting(pod) {
+			b.updated = append(b.updated, pod)
+		}
 	}
 	return b
 }
@@ -70,7 +73,7 @@ func (c *Controller) budgetFor(p *pass, v inplace.HandOverView) *inPlaceBudget {
 // let restart now.
 func (b *inPlaceBudget) disrupt(restarting []*corev1.Pod) []*corev1.Pod {
 	b.asked = len(restarting)
-	b.plan = disruption.PlanInPlace(b.pdbs, b.pods, restarting, rollout.IsPodReady, b.now)
+	b.plan = disruption.PlanInPlace(b.pdbs, b.updated, restarting, rollout.IsPodReady, b.now)
 	return b.plan.Go
 }
 
@@ -78,7 +81,7 @@ func (b *inPlaceBudget) disrupt(restarting []*corev1.Pod) []*corev1.Pod {
 // releases, or the releases alone when nothing was picked.
 func (b *inPlaceBudget) writes() []*policyv1.PodDisruptionBudget {
 	if b.asked == 0 {
-		b.plan = disruption.PlanInPlace(b.pdbs, b.pods, nil, rollout.IsPodReady, b.now)
+		b.plan = disruption.PlanInPlace(b.pdbs, b.updated, nil, rollout.IsPodReady, b.now)
 	}
 	return b.plan.Writes
 }
