@@ -6,6 +6,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	typedpolicyv1 "k8s.io/client-go/kubernetes/typed/policy/v1"
 )
 
@@ -27,15 +28,23 @@ type BudgetStatusWriter interface {
 var _ BudgetStatusWriter = typedpolicyv1.PodDisruptionBudgetInterface(nil)
 
 // WriteBudgets writes each budget's status (as planned, on its resourceVersion) in
-// order, stopping at the first that fails; wrote counts those written.
-func WriteBudgets(ctx context.Context, w func(namespace string) BudgetStatusWriter, pdbs []*policyv1.PodDisruptionBudget) (wrote int, err error) {
+// order, stopping at the first that fails; wrote is those written, as the API server
+// returned them (their new resourceVersion is what a second write in the same sync
+// must carry).
+func WriteBudgets(ctx context.Context, w func(namespace string) BudgetStatusWriter, pdbs []*policyv1.PodDisruptionBudget) (wrote []*policyv1.PodDisruptionBudget, err error) {
 	for _, pdb := range pdbs {
-		if _, err := w(pdb.Namespace).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		got, err := w(pdb.Namespace).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
+		if err != nil {
 			return wrote, err
 		}
-		wrote++
+		wrote = append(wrote, got)
 	}
 	return wrote, nil
+}
+
+// BudgetStatusOf is the BudgetStatusWriter of client's namespaces.
+func BudgetStatusOf(client kubernetes.Interface) func(namespace string) BudgetStatusWriter {
+	return func(namespace string) BudgetStatusWriter { return client.PolicyV1().PodDisruptionBudgets(namespace) }
 }
 
 // Budgets is the PodDisruptionBudgets of namespace as the cache has them (nil for a

@@ -73,3 +73,18 @@ func Budgeted(picked []*corev1.Pod, target *corev1.PodTemplateSpec, disrupt func
 	}
 	return out
 }
+
+// Restarted is the pods of pods that run the images their spec names (not
+// Restarting): of a workload's pods on its new revision, those whose in-place
+// restart, if any, has been made, and whose disruption may be over
+// (disruption.Over). A pod just patched to new images, its kubelet still reporting
+// the old ones, is not among them: it may report Ready from before its restart.
+func Restarted(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		if !Restarting(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // allowing is a Disrupt that lets the first n restarting pods restart, recording
@@ -62,5 +63,39 @@ func TestBudgeted(t *testing.T) {
 	}
 	if got := Budgeted(picked, &A.Spec.Template, nil); len(got) != 3 {
 		t.Errorf("Budgeted without budgets kept %d pods, want all 3", len(got))
+	}
+}
+
+func TestRestarted(t *testing.T) {
+	pod := func(name, spec, reported string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: spec}}}}
+		if reported != "" {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "nginx", Image: reported}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pods []*corev1.Pod
+		want string
+	}{
+		{"patched to nginx:2, the kubelet still reporting nginx:1: restarting, left out",
+			[]*corev1.Pod{pod("web-0", "nginx:2", "nginx:1")}, ""},
+		{"running nginx:2 (reported with the registry prefix): restarted",
+			[]*corev1.Pod{pod("web-0", "nginx:2", "docker.io/library/nginx:2")}, "web-0"},
+		{"no container status yet: nothing reports an old image, kept (Over judges its readiness)",
+			[]*corev1.Pod{pod("web-0", "nginx:2", "")}, "web-0"},
+		{"order kept, the restarting one dropped",
+			[]*corev1.Pod{pod("web-2", "nginx:2", "nginx:2"), pod("web-1", "nginx:2", "nginx:1"), pod("web-0", "nginx:2", "nginx:2")}, "web-2,web-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var names []string
+			for _, p := range Restarted(tc.pods) {
+				names = append(names, p.Name)
+			}
+			if got := strings.Join(names, ","); got != tc.want {
+				t.Errorf("Restarted = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -29,6 +30,8 @@ func Seed(t testing.TB, factory informers.SharedInformerFactory, objects ...runt
 			inf = factory.Core().V1().Pods().Informer()
 		case *corev1.Node:
 			inf = factory.Core().V1().Nodes().Informer()
+		case *policyv1.PodDisruptionBudget:
+			inf = factory.Policy().V1().PodDisruptionBudgets().Informer()
 		default:
 			t.Fatalf("Seed: no informer for %T", o)
 		}

@@ -89,8 +89,12 @@ type Controller struct {
 	// templates decodes the templates of revisions (configuration rollout compares them).
 	templates history.Templates
 	// budgets, when set (RespectBudgets), evicts the old pods that rolling updates of
-	// DaemonSets that respect PodDisruptionBudgets delete; nil deletes them.
+	// DaemonSets that respect PodDisruptionBudgets delete, and takes the disruptions of
+	// those they restart in place; nil deletes them and takes nothing.
 	budgets *controller.SetBudgets
+	// budgetStatus writes the budgets' status when an in-place restart takes a
+	// disruption or gives it back (controller.InPlaceBudget); set with budgets.
+	budgetStatus func(namespace string) controller.BudgetStatusWriter
 	// analysis runs analyze steps (analyze.go); nil until SetAnalysis, and then
 	// every analyze step holds as a bare pause.
 	analysis *controller.Analysis
@@ -327,6 +331,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// points at them when this sync's deletes are evictions.
 	var takes controller.Takes
 	var evict *controller.Takes
+	budget := c.inPlaceBudget(ds, pods, hash, &takes, now)
 	satisfied := c.expectations.Satisfied(key)
 	if satisfied {
 		creates, deletes := manage(eff, nodes, fits, byNode, hash, func(node string) bool { return c.failedMayGo(key, ds, node) })
@@ -351,7 +356,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			if ferr != nil {
 				return ferr
 			}
-			handled, v, err := c.inPlace(ctx, eff, pods, hash, maxUnavailable, stage.held)
+			handled, v, err := c.inPlace(ctx, eff, pods, hash, maxUnavailable, stage.held, budget)
 			verdict = v
 			if err != nil {
 				return err
@@ -369,6 +374,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		var made, removed []*corev1.Pod
 		made, removed, syncErr = c.syncNodes(ctx, key, eff, creates, deletes, refills, hash, rev, evict)
 		placeCreated(byNode, made, removed)
+	}
+	if err := budget.Release(ctx); err != nil && syncErr == nil {
+		syncErr = err
 	}
 	statusErr := c.writeStatus(ctx, ds, nodes, fits, byNode, hash, satisfied, verdict, heal.Conditions, staged.Condition, cfg, &takes)
 	c.observeWait(ctx, key, ds, nodes, fits, byNode, hash, stage.decision)

@@ -29,8 +29,11 @@ import (
 // A fresh pod of an opted-in DaemonSet is put in service the same way once its
 // containers are ready. handled is false when the change cannot be made in place and
 // the mode allows the usual rolling update instead; verdict is what the InPlaceUpdate
-// condition becomes (nil: unchanged, no reason: removed).
-func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int, held map[string]bool) (handled bool, verdict *inplace.Verdict, err error) {
+// condition becomes (nil: unchanged, no reason: removed). Under budget (a DaemonSet
+// that respects its budgets) the old pods picked whose update restarts a container
+// take their disruptions first; those a budget refuses stay as they are this sync
+// (recorded in the sync's takes).
+func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod, hash string, maxUnavailable int, held map[string]bool, budget *controller.InPlaceBudget) (handled bool, verdict *inplace.Verdict, err error) {
 	mode, _ := inplace.ModeOf(ds.Annotations)
 	now := c.now()
 	grace := inplace.GracePeriod(ds.Annotations)
@@ -100,7 +103,11 @@ func (c *Controller) inPlace(ctx context.Context, ds *appsv1.DaemonSet, pods []*
 	}
 	// Pods not serving first: taking them out of service costs nothing.
 	serving := func(p *corev1.Pod) bool { return c.serving(ds, p, hash, now) }
-	for _, p := range inplace.WithinBudget(inplace.NotServingFirst(fit, serving), serving, maxUnavailable, unavailable) {
+	picked, err := budget.Restart(ctx, inplace.WithinBudget(inplace.NotServingFirst(fit, serving), serving, maxUnavailable, unavailable), &ds.Spec.Template)
+	if err != nil {
+		return true, &v, err
+	}
+	for _, p := range picked {
 		if err := c.stepPod(ctx, ds, p, hash, grace, now); err != nil {
 			return true, &v, err
 		}

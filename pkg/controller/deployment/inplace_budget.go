@@ -35,9 +35,7 @@ import (
 func (c *Controller) RespectBudgets(pdbInformer policyinformers.PodDisruptionBudgetInformer, def disruption.Mode) error {
 	b, err := controller.WatchBudgets(pdbInformer, def, c.queue, &c.synced)
 	c.budgets = b
-	c.budgetStatus = func(namespace string) controller.BudgetStatusWriter {
-		return c.client.PolicyV1().PodDisruptionBudgets(namespace)
-	}
+	c.budgetStatus = controller.BudgetStatusOf(c.client)
 	return err
 }
 
@@ -60,13 +58,7 @@ func (c *Controller) budgetFor(p *pass, v inplace.HandOverView) *inPlaceBudget {
 	if !c.budgets.Respects(p.d.Annotations) {
 		return nil
 	}
-	b := &inPlaceBudget{pdbs: c.budgets.Budgets(p.d.Namespace), now: v.Now}
-	for _, pod := range v.New.Pods {
-		if !inplace.Restarting(pod) {
-			b.updated = append(b.updated, pod)
-		}
-	}
-	return b
+	return &inPlaceBudget{pdbs: c.budgets.Budgets(p.d.Namespace), updated: inplace.Restarted(v.New.Pods), now: v.Now}
 }
 
 // disrupt is the planner's HandOverView.Disrupt: the pods of restarting the budgets
@@ -102,8 +94,8 @@ func (c *Controller) writeBudgets(ctx context.Context, b *inPlaceBudget) (wrote 
 	if b == nil {
 		return false, nil
 	}
-	n, err := controller.WriteBudgets(ctx, c.budgetStatus, b.writes())
-	return n > 0, err
+	written, err := controller.WriteBudgets(ctx, c.budgetStatus, b.writes())
+	return len(written) > 0, err
 }
 
 // settleInPlaceBudget sets p's in-place budget wait after a pass whose pick met b

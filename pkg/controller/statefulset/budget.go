@@ -13,12 +13,13 @@ import (
 )
 
 // RespectBudgets lets the controller take the pods a rolling update replaces down
-// through the Eviction API for StatefulSets whose kroll.dev/disruption-budget (def
-// without one) is Respect (see pkg/disruption). It adds handlers to pdbInformer (start
+// through the Eviction API, and take the disruptions of those it restarts in place
+// from their budgets' status (controller.InPlaceBudget), for StatefulSets whose
+// kroll.dev/disruption-budget (def without one) is Respect (see pkg/disruption). It adds handlers to pdbInformer (start
 // the informers after).
 func (c *Controller) RespectBudgets(pdbInformer policyinformers.PodDisruptionBudgetInformer, def disruption.Mode) error {
 	b, err := controller.WatchBudgets(pdbInformer, def, c.queue, &c.synced)
-	c.budgets = b
+	c.budgets, c.budgetStatus = b, controller.BudgetStatusOf(c.client)
 	return err
 }
 
@@ -43,4 +44,20 @@ func (c *Controller) settleBudget(set *appsv1.StatefulSet, status *appsv1.Statef
 	done := !c.budgets.Respects(set.Annotations) || status.UpdatedReplicas >= int32(replicasOf(set))
 	status.Conditions = controller.SettleBudgetWait(c.budgets, failureConditions, c.recorder, set, status.Conditions, takes,
 		disruption.FixedReach(int32(replicasOf(set)), "StatefulSet"), done, now)
+}
+
+// inPlaceBudget is the sync's in-place restarts of set's pods under its budgets (nil
+// when it does not respect them, or takes is nil): the pods on the update revision
+// are those whose disruptions may be over.
+func (c *Controller) inPlaceBudget(set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, takes *controller.Takes, now time.Time) *controller.InPlaceBudget {
+	if !c.budgets.Respects(set.Annotations) {
+		return nil
+	}
+	var updated []*corev1.Pod
+	for _, p := range pods {
+		if p.Labels[RevisionLabel] == revs.update.Name {
+			updated = append(updated, p)
+		}
+	}
+	return c.budgets.InPlace(set, updated, c.budgetStatus, takes, now)
 }

@@ -71,8 +71,12 @@ type Controller struct {
 	// false, the zero value, is gates.Defaults().
 	maxUnavailableOff bool
 	// budgets, when set (RespectBudgets), evicts the pods that rollouts of sets that
-	// respect PodDisruptionBudgets replace; nil deletes them.
+	// respect PodDisruptionBudgets replace, and takes the disruptions of those they
+	// restart in place; nil deletes them and takes nothing.
 	budgets *controller.SetBudgets
+	// budgetStatus writes the budgets' status when an in-place restart takes a
+	// disruption or gives it back (controller.InPlaceBudget); set with budgets.
+	budgetStatus func(namespace string) controller.BudgetStatusWriter
 	// analysis runs analyze steps (analyze.go); nil until SetAnalysis, and then
 	// every analyze step holds as a bare pause.
 	analysis *controller.Analysis

@@ -212,18 +212,28 @@ var conditions = inplace.Conditions[appsv1.StatefulSetCondition]{
 // updateInPlace starts updating the stale pod p in place, if set opted in and the
 // change from p's revision allows it; inPlace false means: replace it as usual.
 // InPlaceOnly with a change that does not allow it touches nothing (inPlace true).
-func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, mode inplace.Mode, now time.Time) (bool, error) {
+// Under budget (a set that respects its budgets), a pod not yet taken out of service
+// whose update restarts a container first takes its disruption; kept: a budget
+// refused it, and p is left as it is this sync (recorded in the sync's takes).
+func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, mode inplace.Mode, budget *controller.InPlaceBudget, now time.Time) (inPlace, kept bool, err error) {
 	if mode == inplace.Off {
-		return false, nil
+		return false, false, nil
 	}
 	if fields := revs.inPlaceFields(set, p); len(fields) > 0 {
-		return mode == inplace.Only, nil // announced by inPlaceVerdict
+		return mode == inplace.Only, false, nil // announced by inPlaceVerdict
 	}
 	target, _ := revs.target(set, p, revs.update.Name) // the update revision is always known
 	// Judged before the first write (the image and label patch comes before the
 	// resize): InPlaceOnly writes nothing to a pod its node cannot resize.
 	if recreate, hold := c.resizeUnfit(set, p, target, mode); recreate || hold {
-		return hold, nil
+		return hold, false, nil
+	}
+	// The disruption is taken before the first write: the take-out of service (with a
+	// grace period) or the image patch. A pod taken out already took it then.
+	if _, mid := inplace.StateOf(p); !mid {
+		if may, err := budget.Restart(ctx, []*corev1.Pod{p}, target.Template); err != nil || len(may) == 0 {
+			return true, err == nil, err
+		}
 	}
 	r, err := inplace.Writer{Pods: c.pods}.Step(ctx, p, target, inplace.GracePeriod(set.Annotations), now)
 	if r.TookOut {
@@ -232,7 +242,7 @@ func (c *Controller) updateInPlace(ctx context.Context, set *appsv1.StatefulSet,
 	if r.After > 0 {
 		c.queue.EnqueueAfter(set, r.After)
 	}
-	return true, err
+	return true, false, err
 }
 
 // outOfService tells whether p counts as unavailable: not available, terminating, or

@@ -151,10 +151,13 @@ func abandoned(p *corev1.Pod, revs revisions) bool {
 // rollout only one pod is ever down.
 //
 // Under kroll.dev/disruption-budget: Respect, the pods the rolling update replaces go
-// through the Eviction API (takeDown): a pod a PodDisruptionBudget keeps stays, is
-// recorded in takes, and the update goes no further in this sync under OrderedReady.
-func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, takes *controller.Takes, now time.Time) (appsv1.StatefulSetStatus, error) {
-	status := appsv1.StatefulSetStatus{
+// through the Eviction API (takeDown), and those it restarts in place take their
+// disruptions from the budgets first (inPlaceBudget): a pod a PodDisruptionBudget
+// keeps stays as it is, is recorded in takes, and the update goes no further in this
+// sync under OrderedReady. The disruptions of pods whose in-place update is over are
+// given back in the sync's first budget write, or at its end.
+func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs revisions, takes *controller.Takes, now time.Time) (status appsv1.StatefulSetStatus, err error) {
+	status = appsv1.StatefulSetStatus{
 		ObservedGeneration: set.Generation,
 		CurrentRevision:    revs.current.Name,
 		UpdateRevision:     revs.update.Name,
@@ -167,6 +170,12 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	if set.DeletionTimestamp != nil {
 		return status, nil
 	}
+	budget := c.inPlaceBudget(set, pods, revs, takes, now)
+	defer func() {
+		if releaseErr := budget.Release(ctx); err == nil {
+			err = releaseErr
+		}
+	}()
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	mode, _ := inplace.ModeOf(set.Annotations)
 	status.Conditions = conditions.With(set.Status.Conditions, c.inPlaceVerdict(set, s, revs, mode, now), now)
@@ -188,7 +197,7 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 		}
 	}
 	for _, p := range s.replicas {
-		acted, created, err := c.replicaStep(ctx, set, p, revs, ordered, takes, now)
+		acted, created, err := c.replicaStep(ctx, set, p, revs, ordered, takes, budget, now)
 		if created != nil {
 			made = append(made, created)
 		}
@@ -252,14 +261,19 @@ func (c *Controller) update(ctx context.Context, set *appsv1.StatefulSet, pods [
 	var removed []int
 	for _, i := range rollout.StatefulSetUpdate(slots, int(partitionOf(set)), maxUnavailable) {
 		p := s.replicas[i]
-		if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); err != nil {
+		inPlace, kept, err := c.updateInPlace(ctx, set, p, revs, mode, budget, now)
+		if err != nil {
 			return status, err
-		} else if inPlace {
+		}
+		if inPlace && !kept {
 			continue
 		}
-		if kept, err := c.takeDown(ctx, set, p, takes); err != nil {
-			return status, err
-		} else if kept {
+		if !inPlace {
+			if kept, err = c.takeDown(ctx, set, p, takes); err != nil {
+				return status, err
+			}
+		}
+		if kept {
 			if ordered {
 				break
 			}
@@ -288,7 +302,7 @@ func (c *Controller) recreate(ctx context.Context, set *appsv1.StatefulSet, pods
 	for _, i := range removed {
 		old := s.replicas[i]
 		successor := c.placeholder(set, revs, status, ordinalOf(old))
-		_, created, stepErr := c.replicaStep(ctx, set, successor, revs, ordered, nil, now)
+		_, created, stepErr := c.replicaStep(ctx, set, successor, revs, ordered, nil, nil, now)
 		if created != nil {
 			made, gone[old] = append(made, created), true
 		}
@@ -319,7 +333,7 @@ func (c *Controller) recreate(ctx context.Context, set *appsv1.StatefulSet, pods
 // replicaStep acts on the in-range pod p, if it needs it; acted says whether
 // OrderedReady must stop here (a write made, or p not yet healthy), created is the pod
 // it created, as the API server returned it.
-func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, ordered bool, takes *controller.Takes, now time.Time) (acted bool, created *corev1.Pod, err error) {
+func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod, revs revisions, ordered bool, takes *controller.Takes, budget *controller.InPlaceBudget, now time.Time) (acted bool, created *corev1.Pod, err error) {
 	ordinal := ordinalOf(p)
 	switch {
 	case isFinished(p):
@@ -357,7 +371,7 @@ func (c *Controller) replicaStep(ctx context.Context, set *appsv1.StatefulSet, p
 			// An opted-in set takes it to the update revision in place where the
 			// change allows (a rollback of an image), and replaces it otherwise.
 			mode, _ := inplace.ModeOf(set.Annotations)
-			if inPlace, err := c.updateInPlace(ctx, set, p, revs, mode, now); inPlace || err != nil {
+			if inPlace, _, err := c.updateInPlace(ctx, set, p, revs, mode, budget, now); inPlace || err != nil {
 				return true, nil, err
 			}
 			_, err := c.takeDown(ctx, set, p, takes)
