@@ -28,16 +28,6 @@ func budgetDeployment(replicas, maxUnavailable, maxSurge int, setting string) st
 // budgetDeploymentIn is budgetDeployment updated in place under mode (inplace.Off:
 // by its rolling update).
 func budgetDeploymentIn(replicas, maxUnavailable, maxSurge int, setting string, mode inplace.Mode) string {
-	annotations := ""
-	if setting != "" {
-		annotations += fmt.Sprintf("    %s: %s\n", disruption.Annotation, setting)
-	}
-	if mode != inplace.Off {
-		annotations += fmt.Sprintf("    %s: %s\n", inplace.StrategyAnnotation, mode)
-	}
-	if annotations != "" {
-		annotations = "  annotations:\n" + annotations
-	}
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -61,7 +51,24 @@ metadata:
       containers:
       - name: nginx
         image: nginx:1.14.2
-`, annotations, replicas, maxUnavailable, maxSurge)
+`, budgetAnnotations(setting, mode), replicas, maxUnavailable, maxSurge)
+}
+
+// budgetAnnotations is a workload's metadata.annotations (indented under metadata)
+// with kroll.dev/disruption-budget: setting ("" for none), updated in place under mode
+// (inplace.Off: not); "" when neither.
+func budgetAnnotations(setting string, mode inplace.Mode) string {
+	annotations := ""
+	if setting != "" {
+		annotations += fmt.Sprintf("    %s: %s\n", disruption.Annotation, setting)
+	}
+	if mode != inplace.Off {
+		annotations += fmt.Sprintf("    %s: %s\n", inplace.StrategyAnnotation, mode)
+	}
+	if annotations != "" {
+		annotations = "  annotations:\n" + annotations
+	}
+	return annotations
 }
 
 // budgetManifest is the PodDisruptionBudget web-pdb over app=nginx.
