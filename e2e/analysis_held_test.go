@@ -78,14 +78,18 @@ data:
 // request takes 300 ms, then the analysis fails it and rolls it back, every pod
 // Ready on app:1, RolloutFailed and the RolledBack event naming the check, its value
 // (0.4975) and its limit. Every observed state keeps the Deployment's bounds and the
-// step's 3 pods on app:1.
-func testAnalysisLatency(t *testing.T, c *cluster.Cluster) {
+// step's 3 pods on app:1. It rolls out once after (closed, or 5 minutes).
+func testAnalysisLatency(t *testing.T, c *cluster.Cluster, after <-chan struct{}) {
 	s := newScene(t, c, "analysis-latency", cluster.WorkloadControllersKroll)
 	s.apply(t, latencyChecks)
 	s.apply(t, analyzedDeploymentOf("slow", 4, "25%, analyze, 100%", "latency-checks"))
 	_, bounds := s.rolledOut(t, "slow")
 	w := watchStaged(t, s, "slow", "app:1", map[string]int{"0/3": 3, "1/3": 3})
 
+	select {
+	case <-after:
+	case <-time.After(5 * time.Minute):
+	}
 	deploymentRollbacks.Lock() // in-process controllers roll a Deployment back
 	defer deploymentRollbacks.Unlock()
 	w.hold(3, 0) // 25 % of 4: one pod of app:slow at most, until it goes back

@@ -90,15 +90,19 @@ func TestAnalysis(t *testing.T) {
 	}
 	c := clustertest.Start(t, clustertest.WithPrometheus(t), clustertest.WithKubelet(func(k *kubelet.Config) { k.Faults = rules }))
 	unreachable := prepareAnalysisUnreachable(t, c) // scraped meanwhile
+	// The latency scene rolls back after web's app:2 has: each holds
+	// deploymentRollbacks some 50 s, and web's app:3 leaves it free for 2 minutes,
+	// room for the latency scene's; in the other order web waited for it (+42 s).
+	webRolledBack := make(chan struct{})
 	t.Run("judged", func(t *testing.T) {
 		for _, sc := range []struct {
 			name string
 			run  func(*testing.T, *cluster.Cluster)
 		}{
-			{"deployment", testAnalysisDeployment},
+			{"deployment", func(t *testing.T, c *cluster.Cluster) { testAnalysisDeployment(t, c, webRolledBack) }},
 			{"statefulset", testAnalysisStatefulSet},
 			{"daemonset", testAnalysisDaemonSet},
-			{"latency", testAnalysisLatency},
+			{"latency", func(t *testing.T, c *cluster.Cluster) { testAnalysisLatency(t, c, webRolledBack) }},
 			{"inconclusive", testAnalysisInconclusive},
 		} {
 			t.Run(sc.name, func(t *testing.T) {
@@ -123,7 +127,9 @@ func TestAnalysis(t *testing.T) {
 // InvalidAnalysis event and the Staged condition and kroll rollout status naming the
 // problem. Every observed state keeps the Deployments' bounds and the step's pods on
 // the old revision.
-func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
+//
+// rolledBack is closed once app:2's rollback is over (or did not happen).
+func testAnalysisDeployment(t *testing.T, c *cluster.Cluster, rolledBack chan<- struct{}) {
 	s := newScene(t, c, "analysis", cluster.WorkloadControllersKroll)
 	s.apply(t, analysisChecks)
 	s.apply(t, analyzedDeployment)
@@ -135,6 +141,7 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
 	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: c.KubeconfigPath, ns: s.ns}
 
 	if !t.Run("app:2, a fifth of its requests 500, rolled back after the first analysis", func(t *testing.T) {
+		defer close(rolledBack)
 		deploymentRollbacks.Lock() // in-process controllers roll a Deployment back
 		defer deploymentRollbacks.Unlock()
 		w.hold(18, 0) // 10 % of 20: 2 pods of app:2 at most, until it goes back
