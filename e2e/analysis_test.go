@@ -46,41 +46,9 @@ data:
 // analysisDelay is the check's initialDelay.
 const analysisDelay = 45 * time.Second
 
-// analyzedDeployment is Deployment web of app:1, 20 replicas, 25 % surge and
-// unavailability, in steps judged by web-checks, rolled back on failure; its pods
-// are scraped on their port 8080.
-const analyzedDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  annotations:
-    kroll.dev/rollout-steps: "10%, analyze, 50%, analyze, 100%"
-    kroll.dev/on-failure: Rollback
-    kroll.dev/analysis: web-checks
-spec:
-  replicas: 20
-  selector:
-    matchLabels:
-      app: web
-  strategy:
-    type: RollingUpdate
-    rollingUpdate:
-      maxSurge: 25%
-      maxUnavailable: 25%
-  template:
-    metadata:
-      labels:
-        app: web
-      annotations:
-        prometheus.io/scrape: "true"
-        prometheus.io/port: "8080"
-    spec:
-      containers:
-      - name: app
-        image: app:1
-        ports:
-        - containerPort: 8080
-`
+// analyzedDeployment is Deployment web of app:1, 20 replicas, in steps judged by
+// web-checks, rolled back on failure; its pods are scraped on their port 8080.
+var analyzedDeployment = analyzedDeploymentOf("web", 20, "10%, analyze, 50%, analyze, 100%", "web-checks")
 
 // brokenDeployment is Deployment broken, 4 replicas of app:1 in steps "25%, analyze,
 // 100%", rolled back on failure, whose analysis names a ConfigMap that does not exist.
@@ -108,27 +76,43 @@ spec:
 `
 
 // Given kroll's controllers asking the cluster's own Prometheus, and a kubelet whose
-// app:2 answers a fifth of its requests 500, analyze steps judge a Deployment's
-// rollout (below), a StatefulSet's and a DaemonSet's (analysis_sets_test.go), side
-// by side on one cluster: most of each scenario's time is its checks' waiting.
+// app:2 answers a fifth of its requests 500 and whose app:slow takes 300 ms for each,
+// analyze steps judge a Deployment's rollout (below), a StatefulSet's and a
+// DaemonSet's (analysis_sets_test.go), a latency check and an inconclusive one
+// (analysis_held_test.go), side by side on one cluster: most of each scenario's time
+// is its checks' waiting. Then, alone, as it takes Prometheus away from every
+// analysis: a rollout paused while Prometheus is stopped resumes when it is back.
 func TestAnalysis(t *testing.T) {
 	t.Parallel()
-	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "app:2", Fault: "ErrorRate(0.2)"})
+	rules, err := kubelet.NewFaultRules(kubelet.FaultRule{Image: "app:2", Fault: "ErrorRate(0.2)"}, kubelet.FaultRule{Image: "app:slow", Fault: "Latency(300ms)"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := clustertest.Start(t, clustertest.WithPrometheus(t), clustertest.WithKubelet(func(k *kubelet.Config) { k.Faults = rules }))
-	t.Run("deployment", func(t *testing.T) {
-		t.Parallel()
-		testAnalysisDeployment(t, c)
+	unreachable := prepareAnalysisUnreachable(t, c) // scraped meanwhile
+	// The latency scene rolls back after web's app:2 has: each holds
+	// deploymentRollbacks some 50 s, and web's app:3 leaves it free for 2 minutes,
+	// room for the latency scene's; in the other order web waited for it (+42 s).
+	webRolledBack := make(chan struct{})
+	t.Run("judged", func(t *testing.T) {
+		for _, sc := range []struct {
+			name string
+			run  func(*testing.T, *cluster.Cluster)
+		}{
+			{"deployment", func(t *testing.T, c *cluster.Cluster) { testAnalysisDeployment(t, c, webRolledBack) }},
+			{"statefulset", testAnalysisStatefulSet},
+			{"daemonset", testAnalysisDaemonSet},
+			{"latency", func(t *testing.T, c *cluster.Cluster) { testAnalysisLatency(t, c, webRolledBack) }},
+			{"inconclusive", testAnalysisInconclusive},
+		} {
+			t.Run(sc.name, func(t *testing.T) {
+				t.Parallel()
+				sc.run(t, c)
+			})
+		}
 	})
-	t.Run("statefulset", func(t *testing.T) {
-		t.Parallel()
-		testAnalysisStatefulSet(t, c)
-	})
-	t.Run("daemonset", func(t *testing.T) {
-		t.Parallel()
-		testAnalysisDaemonSet(t, c)
+	t.Run("prometheus stopped and back", func(t *testing.T) {
+		testAnalysisUnreachable(t, c, unreachable)
 	})
 }
 
@@ -143,7 +127,9 @@ func TestAnalysis(t *testing.T) {
 // InvalidAnalysis event and the Staged condition and kroll rollout status naming the
 // problem. Every observed state keeps the Deployments' bounds and the step's pods on
 // the old revision.
-func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
+//
+// rolledBack is closed once app:2's rollback is over (or did not happen).
+func testAnalysisDeployment(t *testing.T, c *cluster.Cluster, rolledBack chan<- struct{}) {
 	s := newScene(t, c, "analysis", cluster.WorkloadControllersKroll)
 	s.apply(t, analysisChecks)
 	s.apply(t, analyzedDeployment)
@@ -155,6 +141,7 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster) {
 	kroll := krollCLI{t: t, bin: krollBinary(t), kubeconfig: c.KubeconfigPath, ns: s.ns}
 
 	if !t.Run("app:2, a fifth of its requests 500, rolled back after the first analysis", func(t *testing.T) {
+		defer close(rolledBack)
 		deploymentRollbacks.Lock() // in-process controllers roll a Deployment back
 		defer deploymentRollbacks.Unlock()
 		w.hold(18, 0) // 10 % of 20: 2 pods of app:2 at most, until it goes back

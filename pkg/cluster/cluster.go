@@ -135,6 +135,8 @@ type Cluster struct {
 	nodes   int
 	// egress carries the API server's connections to nodes and pods.
 	egress *egress
+	// prometheus stops and starts the embedded Prometheus (StopPrometheus).
+	prometheus prometheusSwitch
 
 	failOnce sync.Once
 	failed   chan struct{}

@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/klog/v2"
@@ -108,8 +111,117 @@ func (c *Cluster) startPrometheus(ctx context.Context, listener net.Listener) er
 		Logger:   slog.New(slog.NewTextHandler(klogWriter{}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	c.PrometheusURL = fmt.Sprintf("http://%s", listener.Addr())
-	c.supervise("prometheus", func(ctx context.Context) error { return prometheus.Run(ctx, cfg) })
+	c.supervise("prometheus", func(ctx context.Context) error {
+		return c.prometheus.run(ctx, listener, func(ctx context.Context, l net.Listener) error {
+			cfg.Listener = l
+			return prometheus.Run(ctx, cfg)
+		})
+	})
 	return nil
+}
+
+// prometheusSwitch stops the embedded Prometheus and starts it again on the same
+// address and TSDB, as an operator's restart would: what analyses do while their
+// Prometheus is away is a behaviour to test (StopPrometheus).
+type prometheusSwitch struct {
+	mu sync.Mutex
+	// cancel ends the running server; nil while it is stopped, or before it runs.
+	cancel context.CancelFunc
+	// down is closed once a server stopped by stop has returned.
+	down chan struct{}
+	// resume, closed by start, runs a stopped server again; nil once closed, until
+	// the server runs again.
+	resume chan struct{}
+}
+
+// run runs serve on l until ctx ends, or until serve fails on its own (its error);
+// a stop ends that serve and waits for a start, which runs serve again on a new
+// listener on l's address.
+func (s *prometheusSwitch) run(ctx context.Context, l net.Listener, serve func(context.Context, net.Listener) error) error {
+	addr := l.Addr().String()
+	for {
+		running, cancel := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.cancel, s.resume = cancel, make(chan struct{})
+		resume := s.resume
+		s.mu.Unlock()
+		err := serve(running, l)
+		stopped := running.Err() != nil && ctx.Err() == nil
+		cancel()
+		if !stopped {
+			return err
+		}
+		s.mu.Lock()
+		close(s.down)
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-resume:
+		}
+		if l, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen again on %s: %w", addr, err)
+		}
+	}
+}
+
+// stop ends the running server and returns once it has returned (a server closes
+// its listener as it returns), within timeout.
+func (s *prometheusSwitch) stop(timeout time.Duration) error {
+	s.mu.Lock()
+	cancel := s.cancel
+	if cancel == nil {
+		s.mu.Unlock()
+		return errors.New("no Prometheus is running: start the cluster with Prometheus, or start it again first")
+	}
+	s.cancel, s.down = nil, make(chan struct{})
+	down := s.down
+	s.mu.Unlock()
+	cancel()
+	select {
+	case <-down:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("prometheus did not stop within %s", timeout)
+	}
+}
+
+// start runs the server stop stopped again; it returns at once (see StartPrometheus).
+func (s *prometheusSwitch) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil || s.resume == nil {
+		return errors.New("no stopped Prometheus to start: stop it first")
+	}
+	close(s.resume)
+	s.resume = nil
+	return nil
+}
+
+// StopPrometheus stops the embedded Prometheus and returns once it no longer listens
+// (its API refuses connections); the cluster carries on without it. For tests of
+// what analyses do while their Prometheus is away.
+func (c *Cluster) StopPrometheus() error { return c.prometheus.stop(30 * time.Second) }
+
+// StartPrometheus starts the Prometheus StopPrometheus stopped again, on the same
+// address and with the samples it had; it returns once it listens.
+func (c *Cluster) StartPrometheus() error {
+	if err := c.prometheus.start(); err != nil {
+		return err
+	}
+	addr := strings.TrimPrefix(c.PrometheusURL, "http://")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("prometheus did not listen again on %s within 30s: %w", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // klogWriter sends Prometheus' log lines to klog, so they land in the cluster's log

@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -94,5 +96,80 @@ func TestPrometheus_scrapesAnnotatedPodsAndTheAPIServer(t *testing.T) {
 	}
 	if want := []string{"kube-apiserver=1"}; !slices.Equal(apiServer, want) {
 		t.Errorf("the API server's scrape: %q, want %q", apiServer, want)
+	}
+}
+
+// The switch behind StopPrometheus and StartPrometheus: a stop ends the server and
+// returns once it has returned, a start serves again on the same address, a stop
+// or start out of turn is refused, the cluster's end ends it stopped or not, and a
+// server that fails on its own is the cluster's failure as before.
+func TestPrometheusSwitch_stopsAndStartsOnTheSameAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	served := make(chan string, 4)
+	serve := func(ctx context.Context, l net.Listener) error { // as prometheus.Run: closes l as it returns
+		served <- l.Addr().String()
+		<-ctx.Done()
+		time.Sleep(100 * time.Millisecond) // shutting down takes a moment
+		return l.Close()
+	}
+	var s prometheusSwitch
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.run(ctx, l, serve) }()
+	<-served
+
+	if err := s.start(); err == nil {
+		t.Error("start while it runs was accepted")
+	}
+	if err := s.stop(5 * time.Second); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Error("stopped, and something still listens on its address")
+	}
+	if err := s.stop(time.Second); err == nil {
+		t.Error("stop of a stopped server was accepted")
+	}
+	if err := s.start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	select {
+	case got := <-served:
+		if got != addr {
+			t.Errorf("served again on %s, want %s", got, addr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not served again after start")
+	}
+	if c, err := net.Dial("tcp", addr); err != nil {
+		t.Errorf("started again, and nothing listens on its address: %v", err)
+	} else {
+		c.Close()
+	}
+	if err := s.stop(5 * time.Second); err != nil {
+		t.Fatalf("the second stop: %v", err)
+	}
+	cancel() // the cluster ends while it is stopped
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v, want nil at the cluster's end", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not return at the cluster's end")
+	}
+
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broke := errors.New("TSDB corrupt")
+	if err := new(prometheusSwitch).run(context.Background(), l, func(context.Context, net.Listener) error { return broke }); err != broke {
+		t.Errorf("a server failing on its own: run returned %v, want its error", err)
 	}
 }

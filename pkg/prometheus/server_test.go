@@ -36,55 +36,9 @@ func TestRun_scrapesThroughDialAndAnswersQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{DataDir: t.TempDir(), Listener: l, Dial: dial, YAML: `
-global:
-  scrape_interval: 1s
-scrape_configs:
-- job_name: pods
-  static_configs:
-  - targets: ["` + podAddr + `"]
-    labels: {namespace: shop}
-`})
-	}()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after its context ended")
-		}
-	}()
+	defer runServer(t, Config{DataDir: t.TempDir(), Listener: l, Dial: dial, YAML: scrapeOne(podAddr)})()
 
-	query := func(q string) (status string, values []string) {
-		resp, err := http.Get("http://" + l.Addr().String() + "/api/v1/query?query=" + url.QueryEscape(q))
-		if err != nil {
-			return err.Error(), nil
-		}
-		defer resp.Body.Close()
-		var body struct {
-			Status string
-			Data   struct {
-				ResultType string
-				Result     []struct {
-					Metric map[string]string
-					Value  [2]any
-				}
-			}
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			return err.Error(), nil
-		}
-		for _, r := range body.Data.Result {
-			values = append(values, fmt.Sprintf("%s/%s=%v", r.Metric["namespace"], r.Metric["code"], r.Value[1]))
-		}
-		return body.Status, values
-	}
+	query := func(q string) (string, []string) { return queryAPI(l.Addr().String(), q) }
 	deadline := time.Now().Add(30 * time.Second)
 	var status string
 	var values []string
@@ -118,5 +72,108 @@ func TestRun_aBadConfigurationIsOneError(t *testing.T) {
 	t.Log(err)
 	if _, err := net.Dial("tcp", l.Addr().String()); err == nil {
 		t.Error("the listener was left open")
+	}
+}
+
+// queryAPI asks the HTTP API at addr for q: its status, and each series as
+// "namespace/code=value".
+func queryAPI(addr, q string) (status string, values []string) {
+	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return err.Error(), nil
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string
+		Data   struct {
+			ResultType string
+			Result     []struct {
+				Metric map[string]string
+				Value  [2]any
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return err.Error(), nil
+	}
+	for _, r := range body.Data.Result {
+		values = append(values, fmt.Sprintf("%s/%s=%v", r.Metric["namespace"], r.Metric["code"], r.Value[1]))
+	}
+	return body.Status, values
+}
+
+// Run again on the data directory and address of a Run that ended answers with the
+// samples the first one scraped: the TSDB's lock and the listener were given back,
+// as a Prometheus stopped and started again (the cluster's StopPrometheus) needs.
+func TestRun_againOnTheSameDirectoryAndAddressKeepsTheSamples(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "# TYPE http_requests_total counter\nhttp_requests_total{code=\"200\"} 42\n")
+	}))
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	yaml := scrapeOne(target.Listener.Addr().String())
+	run := func(l net.Listener) (stop func()) { return runServer(t, Config{DataDir: dir, Listener: l, YAML: yaml}) }
+	stop := run(l)
+	const q = `max_over_time(http_requests_total[5m])`
+	deadline := time.Now().Add(30 * time.Second)
+	for _, v := queryAPI(addr, q); len(v) == 0 && time.Now().Before(deadline); _, v = queryAPI(addr, q) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	stop()
+	target.Close() // nothing more to scrape: what the second run answers, the first kept
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Fatal("the first run still listens")
+	}
+
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen again on %s: %v", addr, err)
+	}
+	defer run(l)()
+	var status string
+	var values []string
+	for deadline = time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if status, values = queryAPI(addr, q); status == "success" {
+			break
+		}
+	}
+	if status != "success" || len(values) != 1 || values[0] != "shop/200=42" {
+		t.Errorf("the second run answered %q %q; want success, [shop/200=42] from the first run's samples", status, values)
+	}
+}
+
+// scrapeOne is a configuration scraping target every second, as namespace shop's.
+func scrapeOne(target string) string {
+	return `
+global:
+  scrape_interval: 1s
+scrape_configs:
+- job_name: pods
+  static_configs:
+  - targets: ["` + target + `"]
+    labels: {namespace: shop}
+`
+}
+
+// runServer runs Run(cfg) until the returned stop, which waits for it to return
+// and fails t if it returned an error, or did not return within 10 s.
+func runServer(t *testing.T, cfg Config) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return after its context ended")
+		}
 	}
 }
