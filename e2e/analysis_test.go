@@ -22,9 +22,8 @@ import (
 // analysisChecks is ConfigMap web-checks: one check, the 5xx ratio of the new
 // revision's pods over 30 s below 1 %, measured twice 10 s apart. Its first
 // measurement waits 45 s: the pods of a step are found by Prometheus' discovery
-// (batched every 5 s), scraped first within the test cluster's 5 s interval and again
-// 5 s later, and rate() over 30 s needs those two samples: 5 + 5 + 5 = 15 s, with 30 s
-// to spare for a loaded machine (at kroll up's 15 s, 35 s at worst left 10). Before
+// (batched every 5 s), scraped first within the 15 s interval and again 15 s later,
+// and rate() over 30 s needs those two samples: 5 + 15 + 15 = 35 s at worst. Before
 // that the total is empty, and so is the result (Inconclusive: the step would hold);
 // once it is there, a revision without 500s has no 5xx series, hence `or vector(0)`.
 const analysisChecks = `apiVersion: v1

@@ -94,10 +94,6 @@ type Config struct {
 	// PrometheusPort (0: a free port); the cluster's PrometheusURL says where.
 	Prometheus     bool
 	PrometheusPort int
-	// PrometheusScrapeInterval is how often it scrapes (0: PrometheusScrapeInterval,
-	// as kroll up has it). End-to-end tests scrape more often, so that a rate over
-	// 30 s has its two samples even when a loaded machine delays a scrape.
-	PrometheusScrapeInterval time.Duration
 	// ReadyTimeout bounds Start's wait for the API, the nodes and the default service account.
 	ReadyTimeout time.Duration
 	// Warn, if set, receives warnings a user should act on (a data dir others may

@@ -340,17 +340,3 @@ func TestClaimNames_releasesTheHoldersAndWaitsForTheClaim(t *testing.T) {
 		t.Error("a component that stopped before claiming: no error")
 	}
 }
-
-func TestPrometheusConfig_scrapeInterval(t *testing.T) {
-	for _, tc := range []struct {
-		interval time.Duration
-		want     string
-	}{
-		{0, "scrape_interval: 15s\n"},
-		{5 * time.Second, "scrape_interval: 5000ms\n"},
-	} {
-		if got := prometheusConfig("kc", "127.0.0.1:6443", "ca", "cert", "key", tc.interval); !strings.Contains(got, tc.want) {
-			t.Errorf("interval %s: the configuration has no %q:\n%s", tc.interval, tc.want, got)
-		}
-	}
-}

@@ -40,12 +40,8 @@ const PrometheusScrapeInterval = "15s"
 // prometheusConfig is the embedded Prometheus' configuration. kubeconfig is its pod
 // discovery's client; apiServer the API server's host:port, scraped with the client
 // certificate of identityPrometheus (pki files cert, key) against the cluster CA (ca).
-func prometheusConfig(kubeconfig, apiServer, ca, cert, key string, interval time.Duration) string {
-	every := PrometheusScrapeInterval
-	if interval > 0 {
-		every = fmt.Sprintf("%dms", interval.Milliseconds())
-	}
-	return strings.NewReplacer("KUBECONFIG", kubeconfig, "APISERVER", apiServer, "CA", ca, "CERT", cert, "KEY", key, "INTERVAL", every).Replace(`global:
+func prometheusConfig(kubeconfig, apiServer, ca, cert, key string) string {
+	return strings.NewReplacer("KUBECONFIG", kubeconfig, "APISERVER", apiServer, "CA", ca, "CERT", cert, "KEY", key, "INTERVAL", PrometheusScrapeInterval).Replace(`global:
   scrape_interval: INTERVAL
   evaluation_interval: INTERVAL
 scrape_configs:
@@ -110,7 +106,7 @@ func (c *Cluster) startPrometheus(ctx context.Context, listener net.Listener) er
 	cfg := prometheus.Config{
 		DataDir:  dir,
 		Listener: listener,
-		YAML:     prometheusConfig(kubeconfig, strings.TrimPrefix(c.Server, "https://"), c.pki.caCert(), c.pki.clientCert(identityPrometheus), c.pki.clientKey(identityPrometheus), c.cfg.PrometheusScrapeInterval),
+		YAML:     prometheusConfig(kubeconfig, strings.TrimPrefix(c.Server, "https://"), c.pki.caCert(), c.pki.clientCert(identityPrometheus), c.pki.clientKey(identityPrometheus)),
 		Dial:     c.egress.dial,
 		Logger:   slog.New(slog.NewTextHandler(klogWriter{}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}

@@ -59,9 +59,7 @@ func WithPrometheus(t testing.TB) Option {
 		t.Fatalf("a port for Prometheus: %v", err)
 	}
 	return func(c *cluster.Config) {
-		// Every 5 s rather than kroll up's 15: a rate over 30 s then has its two
-		// samples even when the loaded machine of a whole test run delays a scrape.
-		c.Prometheus, c.PrometheusPort, c.PrometheusScrapeInterval = true, port, 5*time.Second
+		c.Prometheus, c.PrometheusPort = true, port
 		opts := manager.Options{Prometheus: &promclient.Options{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}}
 		c.KrollControllers = func(ctx context.Context, cfg *rest.Config) error { return manager.Run(ctx, cfg, opts) }
 	}
