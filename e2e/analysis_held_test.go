@@ -53,7 +53,7 @@ spec:
 }
 
 // latencyChecks is ConfigMap latency-checks: the new revision's p99 request latency
-// over 30 s below 250 ms, measured twice 10 s apart after analysisChecks' 45 s (the
+// over 30 s below 250 ms, measured twice 10 s apart after analysisChecks' 60 s (the
 // buckets' rate needs two scrapes of the step's pods, as the 5xx ratio does). Every
 // request of app:slow takes 300 ms: all of them fall in the 0.25–0.5 s bucket, which
 // histogram_quantile interpolates to 0.25 + 0.99 × 0.25 = 0.4975.
@@ -70,7 +70,7 @@ data:
       successCondition: "< 0.25"
       interval: 10s
       count: 2
-      initialDelay: 45s
+      initialDelay: 60s
 `
 
 // When a 4-replica Deployment in steps "25%, analyze, 100%" with on-failure Rollback

@@ -21,10 +21,11 @@ import (
 
 // analysisChecks is ConfigMap web-checks: one check, the 5xx ratio of the new
 // revision's pods over 30 s below 1 %, measured twice 10 s apart. Its first
-// measurement waits 45 s: the pods of a step are found by Prometheus' discovery
-// (batched every 5 s), scraped first within the 15 s interval and again 15 s later,
-// and rate() over 30 s needs those two samples: 5 + 15 + 15 = 35 s at worst. Before
-// that the total is empty, and so is the result (Inconclusive: the step would hold);
+// measurement waits 60 s: the pods of a step are found by Prometheus' discovery
+// (batched every 5 s) once they run, scraped first within the 15 s interval and again
+// 15 s later, and rate() over 30 s needs those two samples: 5 + 15 + 15 = 35 s at
+// worst on a quiet machine. At 45 s a whole CI run's load (pods running late, scrapes
+// delayed) left the first measurement empty now and then. Before that the total is empty, and so is the result (Inconclusive: the step would hold);
 // once it is there, a revision without 500s has no 5xx series, hence `or vector(0)`.
 const analysisChecks = `apiVersion: v1
 kind: ConfigMap
@@ -40,11 +41,11 @@ data:
       successCondition: "< 0.01"
       interval: 10s
       count: 2
-      initialDelay: 45s
+      initialDelay: 60s
 `
 
 // analysisDelay is the check's initialDelay.
-const analysisDelay = 45 * time.Second
+const analysisDelay = 60 * time.Second
 
 // analyzedDeployment is Deployment web of app:1, 20 replicas, in steps judged by
 // web-checks, rolled back on failure; its pods are scraped on their port 8080.
@@ -198,7 +199,7 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster, rolledBack chan<- 
 		held2 := time.Since(second)
 		s.waitStep(t, "web", "5/5", "app:3", 20, 0)
 		t.Logf("held %s at step 1/5 and %s at step 3/5", held1.Round(time.Second), held2.Round(time.Second))
-		// Each step held for the check's 45 s and 10 s, less the moments the test
+		// Each step held for the check's 60 s and 10 s, less the moments the test
 		// takes to see the step reached: at least the initialDelay.
 		for _, held := range []time.Duration{held1, held2} {
 			if held < analysisDelay {
@@ -271,7 +272,7 @@ func expectAnalysisShown(t *testing.T, kroll krollCLI, revision string) {
 }
 
 // waitAnalyzed waits until Deployment name records step, past an analyze step: its
-// check measures after 45 s and again 10 s later, longer than waitRecord waits.
+// check measures after 60 s and again 10 s later, longer than waitRecord waits.
 func waitAnalyzed(t *testing.T, s *scene, name, step string) {
 	t.Helper()
 	eventually(t, 2*time.Minute, name+" records step "+step, func(context.Context) (bool, string) {
