@@ -34,17 +34,8 @@ if [[ -z ${KROLL:-} ]]; then
 fi
 TICK=$(getconf CLK_TCK)
 
-UP_PID=""
-stop_up() {
-  if [[ -n $UP_PID ]] && kill -0 "$UP_PID" 2>/dev/null; then
-    kill -INT "$UP_PID"
-    for _ in $(seq 1 120); do kill -0 "$UP_PID" 2>/dev/null || break; sleep 0.5; done
-    kill -0 "$UP_PID" 2>/dev/null && kill -KILL "$UP_PID"
-    wait "$UP_PID" 2>/dev/null || true
-  fi
-  UP_PID=""
-}
-trap stop_up EXIT
+# stop_up (UP_PID), also on exit.
+source bench/up.sh
 
 # cpu_ticks: user + system clock ticks of kroll up so far (/proc/PID/stat fields 14, 15).
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$UP_PID/stat"; }

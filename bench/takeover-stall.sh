@@ -38,17 +38,8 @@ if [[ -z ${KROLL:-} ]]; then
   go build -o "$KROLL" ./cmd/kroll
 fi
 
-UP_PID=""
-stop_up() {
-  if [[ -n $UP_PID ]] && kill -0 "$UP_PID" 2>/dev/null; then
-    kill -INT "$UP_PID"
-    for _ in $(seq 1 120); do kill -0 "$UP_PID" 2>/dev/null || break; sleep 0.5; done
-    kill -0 "$UP_PID" 2>/dev/null && kill -KILL "$UP_PID"
-    wait "$UP_PID" 2>/dev/null || true
-  fi
-  UP_PID=""
-}
-trap stop_up EXIT
+# stop_up (UP_PID), also on exit.
+source bench/up.sh
 
 # start_up DIR CONTROLLERS: runs kroll up in the background, waits for "ready" (2 min).
 start_up() {
