@@ -1,14 +1,19 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/cluster"
@@ -24,9 +29,12 @@ import (
 // measurement waits 60 s: the pods of a step are found by Prometheus' discovery
 // (batched every 5 s) once they run, scraped first within the 15 s interval and again
 // 15 s later, and rate() over 30 s needs those two samples: 5 + 15 + 15 = 35 s at
-// worst on a quiet machine. At 45 s a whole CI run's load (pods running late, scrapes
-// delayed) left the first measurement empty now and then. Before that the total is empty, and so is the result (Inconclusive: the step would hold);
+// worst on a quiet machine. Before that the total is empty, and so is the result;
 // once it is there, a revision without 500s has no 5xx series, hence `or vector(0)`.
+// A loaded machine (pods running late, a scrape delayed or missed) has left the
+// result empty even at 60 s, so an empty result is a measurement not taken (`empty:
+// Error`), asked again 10 s later, up to 4 times, rather than Inconclusive, which
+// would hold the step.
 const analysisChecks = `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -42,6 +50,7 @@ data:
       interval: 10s
       count: 2
       initialDelay: 60s
+      empty: Error
 `
 
 // analysisDelay is the check's initialDelay.
@@ -90,6 +99,11 @@ func TestAnalysis(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := clustertest.Start(t, clustertest.WithPrometheus(t), clustertest.WithKubelet(func(k *kubelet.Config) { k.Faults = rules }))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("at the failure:\n%s", scrapeTargets(c))
+		}
+	})
 	unreachable := prepareAnalysisUnreachable(t, c) // scraped meanwhile
 	// The latency scene rolls back after web's app:2 has: each holds
 	// deploymentRollbacks some 50 s, and web's app:3 leaves it free for 2 minutes,
@@ -126,8 +140,9 @@ func TestAnalysis(t *testing.T) {
 // value and decision. Beside them, Deployment broken, whose analysis names no
 // ConfigMap, holds at its analyze step as a bare pause the whole time, with one
 // InvalidAnalysis event and the Staged condition and kroll rollout status naming the
-// problem. Every observed state keeps the Deployments' bounds and the step's pods on
-// the old revision.
+// problem; once the ConfigMap is created, its analysis runs and it rolls out. Every
+// observed state keeps the Deployments' bounds and the step's pods on the old
+// revision.
 //
 // rolledBack is closed once app:2's rollback is over (or did not happen).
 func testAnalysisDeployment(t *testing.T, c *cluster.Cluster, rolledBack chan<- struct{}) {
@@ -173,10 +188,10 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster, rolledBack chan<- 
 		}
 		s.expectEvent(t, failure.EventRolledBack, `check "error-ratio" failed: 0.`)
 		// The first analysis decided it: one measurement, failed, taken after the
-		// check's initialDelay.
+		// check's initialDelay (after empty results retried, if any).
 		st, err := analysis.ParseState(d.Annotations[analysis.StatusAnnotation])
 		if err != nil || len(st.Checks) != 1 || st.Step != 1 || st.Checks[0].Taken != 1 || st.Checks[0].Failed != 1 || st.Checks[0].Outcome != analysis.Failed ||
-			len(st.Checks[0].Recent) != 1 || st.Checks[0].Recent[0].At.Sub(st.Started) < analysisDelay {
+			!onlyRetriesBefore(st.Checks[0].Recent) || st.Checks[0].Recent[0].At.Sub(st.Started) < analysisDelay {
 			t.Errorf("analysis status %q (%v): want step 1 decided Failed by its first measurement, %s after it started", d.Annotations[analysis.StatusAnnotation], err, analysisDelay)
 		}
 		if _, found := d.Annotations[staging.StepAnnotation]; found {
@@ -238,8 +253,32 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster, rolledBack chan<- 
 	if _, out, _ := kroll.run("rollout", "status", "deployment/broken", "--watch=false"); !strings.Contains(out, "\nanalysis not run: "+missing+"; held until promoted or aborted\n") {
 		t.Errorf("kroll rollout status deployment/broken: %q, want the problem's line", out)
 	}
+	// Fixed, it runs at once: the ConfigMap's creation wakes broken (nothing else
+	// would: a step held by a problem is not requeued), its one measurement passes
+	// and the rollout goes on to the end by itself.
+	s.apply(t, fixedChecks)
+	fixed := time.Now()
+	waitAnalyzed(t, s, "broken", "2/3")
+	t.Logf("broken's analysis passed %s after its ConfigMap was created", time.Since(fixed).Round(time.Second))
+	s.kubectl(t, "rollout", "status", "deployment/broken", "--timeout=1m")
+	s.expectAllReady(t, "broken", 4, "app:3")
 	brokenBounds.Verify(t, 4)
 }
+
+// fixedChecks is ConfigMap missing-checks, which Deployment broken names: one check
+// that passes at its first measurement, taken at once.
+const fixedChecks = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: missing-checks
+data:
+  analysis.yaml: |
+    checks:
+    - name: always
+      query: vector(0)
+      successCondition: "< 1"
+      count: 1
+`
 
 // expectAnalysisShown checks that kroll rollout status and kroll status -o json show
 // the analysis that rolled Deployment web's revision (pod-template-hash) back: the
@@ -247,7 +286,7 @@ func testAnalysisDeployment(t *testing.T, c *cluster.Cluster, rolledBack chan<- 
 // decision with its time, and the rollback.
 func expectAnalysisShown(t *testing.T, kroll krollCLI, revision string) {
 	t.Helper()
-	line := regexp.MustCompile(`(?m)^analysis "error-ratio": Failed at \d\d:\d\d:\d\dZ: 0\.(19|2)\d* \(want < 0\.01\); rolled back$`)
+	line := regexp.MustCompile(`(?m)^analysis "error-ratio": Failed at \d\d:\d\d:\d\dZ: (empty, )*0\.(19|2)\d* \(want < 0\.01\); rolled back$`)
 	if code, out, errOut := kroll.run("rollout", "status", "deployment/web", "--watch=false"); code != 1 || !line.MatchString(out) || !strings.Contains(errOut, `rollout failed: check "error-ratio" failed`) {
 		t.Errorf("kroll rollout status: exit %d, stdout %q, stderr %q; want exit 1, a line matching %s and the RolloutFailed line", code, out, errOut, line)
 	}
@@ -266,9 +305,25 @@ func expectAnalysisShown(t *testing.T, kroll krollCLI, revision string) {
 	if item.Status != rolloutview.Reverted || a.Revision != revision || a.Outcome != analysis.Failed || a.Action != rolloutview.AnalysisRolledBack || !a.Current ||
 		c.Name != "error-ratio" || !strings.Contains(c.Query, `pod_template_hash="`+revision+`"`) || strings.Contains(c.Query, "{{") ||
 		c.SuccessCondition != "< 0.01" || c.Outcome != analysis.Failed || c.DecidedAt == nil || c.Count != 2 || c.Taken != 1 ||
-		len(c.Measurements) != 1 || !value.MatchString(c.Measurements[0].Value) || !c.Measurements[0].At.Equal(*c.DecidedAt) {
+		!onlyRetriesBefore(c.Measurements) || !value.MatchString(c.Measurements[len(c.Measurements)-1].Value) || !c.Measurements[len(c.Measurements)-1].At.Equal(*c.DecidedAt) {
 		t.Errorf("kroll status -o json: %s; want web rolled-back, its analysis of %s Failed and RolledBack, error-ratio's query rendered for it, < 0.01, one measurement about 0.2 deciding it", out, revision)
 	}
+}
+
+// onlyRetriesBefore says whether measurements end with one taken and hold only
+// empty results before it (analysisChecks' `empty: Error`: retried): the first
+// measurement alone, or after the retries a late scrape made of it.
+func onlyRetriesBefore(measurements []analysis.Sample) bool {
+	n := len(measurements)
+	if n == 0 || measurements[n-1].Outcome == analysis.Error {
+		return false
+	}
+	for _, m := range measurements[:n-1] {
+		if m.Outcome != analysis.Error || m.Value != "empty" {
+			return false
+		}
+	}
+	return true
 }
 
 // waitAnalyzed waits until Deployment name records step, past an analyze step: its
@@ -280,4 +335,52 @@ func waitAnalyzed(t *testing.T, s *scene, name, step string) {
 		got := d.Annotations[staging.StepAnnotation]
 		return got == step, fmt.Sprintf("step %q, Staged %q, %s %s", got, condition(d, staging.ConditionType), analysis.StatusAnnotation, d.Annotations[analysis.StatusAnnotation])
 	})
+}
+
+// scrapeTargets says, for a failed analysis test, which pods Prometheus scrapes and
+// how the last scrape of each went, beside every pod's address as the API server has
+// it: an analysis held on an empty result is then explained (a pod never discovered,
+// or a scrape failing, and what else holds its address).
+func scrapeTargets(c *cluster.Cluster) string {
+	var b strings.Builder
+	q := url.Values{"query": {`up{job="kubernetes-pods"} or scrape_duration_seconds{job="kubernetes-pods"}`}}
+	resp, err := http.Get(c.PrometheusURL + "/api/v1/query?" + q.Encode())
+	if err != nil {
+		fmt.Fprintf(&b, "Prometheus: %v\n", err)
+	} else {
+		var r struct {
+			Data struct {
+				Result []struct {
+					Metric map[string]string `json:"metric"`
+					Value  [2]any            `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		err := json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil {
+			fmt.Fprintf(&b, "Prometheus: %v\n", err)
+		}
+		var lines []string
+		for _, s := range r.Data.Result {
+			m := s.Metric
+			lines = append(lines, fmt.Sprintf("%s/%s %s %s=%v", m["namespace"], m["pod"], m["instance"], cmp.Or(m["__name__"], "up"), s.Value[1]))
+		}
+		slices.Sort(lines)
+		b.WriteString("scraped (up, or the last scrape's duration):\n  " + strings.Join(lines, "\n  ") + "\n")
+	}
+	pods, err := c.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintf(&b, "pods: %v\n", err)
+		return b.String()
+	}
+	b.WriteString("pods:\n")
+	for _, p := range pods.Items {
+		deleting := ""
+		if p.DeletionTimestamp != nil {
+			deleting = " deleting"
+		}
+		fmt.Fprintf(&b, "  %s/%s %s %s %s%s\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, deleting)
+	}
+	return b.String()
 }

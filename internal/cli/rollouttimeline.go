@@ -95,7 +95,7 @@ func (k *kubectlVerbs) writeTimeline(ctx context.Context, client kubernetes.Inte
 		if err != nil {
 			fmt.Fprintf(k.streams.ErrOut, "Warning: %s: step boundaries not marked: %v\n", ref, err)
 		}
-		opts.Marks = rolloutview.StepMarks(t, events)
+		opts.Marks = rolloutview.RolloutMarks(t, events)
 	}
 	var data []byte
 	if ext == ".svg" {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/configrollout"
 	"github.com/kroll-dev/kroll/pkg/failure"
 )
@@ -30,9 +31,10 @@ import (
 // ConfigRollout condition. What differs by kind — where a revision keeps its
 // snapshots, who owns them — stays with the kind's controller.
 
-// configIndex indexes opted-in workloads by "<namespace>/configmap/<name>" and
-// "<namespace>/secret/<name>" of what their template references, so that a
-// ConfigMap's change wakes them alone.
+// configIndex indexes workloads by "<namespace>/configmap/<name>" and
+// "<namespace>/secret/<name>" of what their template references (opted-in ones) and
+// of the ConfigMap their kroll.dev/analysis names, so that a ConfigMap's change
+// wakes them alone.
 const configIndex = "kroll.dev/config-refs"
 
 // SnapshotWriter writes configuration snapshots.
@@ -103,8 +105,11 @@ func WatchConfig(client kubernetes.Interface, owners cache.SharedIndexInformer, 
 	return &ConfigSource{ConfigMaps: cmInformer.Lister(), Secrets: secretInformer.Lister(), Writer: APISnapshotWriter{Client: client}}, nil
 }
 
-// ConfigRefs indexes an opted-in Deployment, StatefulSet or DaemonSet by what its
-// template references.
+// ConfigRefs indexes a Deployment, StatefulSet or DaemonSet by what its template
+// references, when it is opted in, and by the ConfigMap of its analysis checks: an
+// analyze step held because that ConfigMap is missing or does not parse is judged
+// once it is fixed, and a step running with the old checks starts afresh with the
+// new ones at once, not at its next measurement.
 func ConfigRefs(obj any) ([]string, error) {
 	var meta metav1.Object
 	var spec *corev1.PodSpec
@@ -118,10 +123,13 @@ func ConfigRefs(obj any) ([]string, error) {
 	default:
 		return nil, nil
 	}
-	if on, _ := configrollout.Enabled(meta.GetAnnotations()); !on {
-		return nil, nil
-	}
 	var keys []string
+	if name := meta.GetAnnotations()[analysis.Annotation]; name != "" {
+		keys = append(keys, meta.GetNamespace()+"/"+configrollout.Ref{Kind: configrollout.ConfigMap, Name: name}.Key())
+	}
+	if on, _ := configrollout.Enabled(meta.GetAnnotations()); !on {
+		return keys, nil
+	}
 	for _, r := range configrollout.Refs(spec) {
 		keys = append(keys, meta.GetNamespace()+"/"+r.Key())
 	}

@@ -166,6 +166,8 @@ type workloadData struct {
 	Groups                []rolloutview.PodGroup
 	Events, Healing       []EventRow
 	Steps                 []StepRow
+	// Analysis is the last analysis of the workload's rollout, nil without one.
+	Analysis *AnalysisBox
 	// BlockingEvents are the events of the pod the rollout waits on.
 	BlockingEvents []EventRow
 	Revisions      []int64
@@ -202,6 +204,7 @@ func (s *Server) workload(kind, ns, name string) workloadData {
 	d.Version = meta.GetResourceVersion()
 	d.HasTimeline = meta.GetAnnotations()[timeline.Annotation] != ""
 	d.Steps = StepRows(meta.GetAnnotations(), p.Staged)
+	d.Analysis = AnalysisBoxOf(p.Analysis)
 	uids := map[string]bool{string(meta.GetUID()): true}
 	for _, rs := range snap.ReplicaSets {
 		uids[string(rs.UID)] = true
@@ -267,7 +270,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 		events = append(events, *e)
 	}
 	p, _ := rolloutview.ProgressOf(snap) // for the revision's change-cause
-	svg := chart.SVG(t, chart.Options{Title: rolloutview.TimelineTitle(kind+"/"+name, t, p), Marks: rolloutview.StepMarks(t, events)})
+	svg := chart.SVG(t, chart.Options{Title: rolloutview.TimelineTitle(kind+"/"+name, t, p), Marks: rolloutview.RolloutMarks(t, events)})
 	w.Header().Set("Content-Type", "image/svg+xml")
 	// Its address carries the workload's resourceVersion: a live update that leaves
 	// the workload as it was shows the chart again without fetching it again.

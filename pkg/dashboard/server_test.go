@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
 
@@ -525,5 +526,27 @@ func TestCacheListVersionLeavesEventsOut(t *testing.T) {
 	woken("a Deployment")
 	if lv := c.ListVersion(); lv != 2 {
 		t.Errorf("after a Deployment: list version %d, want 2", lv)
+	}
+}
+
+func TestWorkloadPageShowsTheAnalysis(t *testing.T) {
+	d := deployment("web", "front", 2, false)
+	d.Annotations = map[string]string{analysis.StatusAnnotation: `{"revision":"6d5f7c9b8","step":1,"spec":"f2ef9dc25cd99618","started":"2026-12-07T16:00:00Z",` +
+		`"checks":[{"name":"error-ratio","query":"sum(rate(http_requests_total{code=~\"5..\"}[30s]))","successCondition":"< 0.01","count":3,` +
+		`"successful":2,"taken":2,"last":"2026-12-07T16:00:40Z","recent":[{"at":"2026-12-07T16:00:30Z","value":"0.002","outcome":"Successful"},` +
+		`{"at":"2026-12-07T16:00:40Z","value":"0.004","outcome":"Successful"}]}]}`}
+	h := newHarness(t, nil, d)
+	h.login()
+	_, page := h.get("/w/web/deployment/front")
+	for _, want := range []string{`id="analysis"`, `data-check="error-ratio"`, "2 of 3 measured", "want &lt; 0.01", "16:00:40Z", "0.004",
+		`sum(rate(http_requests_total{code=~&#34;5..&#34;}[30s]))`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the workload page lacks %q:\n%s", want, page)
+		}
+	}
+	h2 := newHarness(t, nil, deployment("web", "plain", 2, false))
+	h2.login()
+	if _, page := h2.get("/w/web/deployment/plain"); strings.Contains(page, `id="analysis"`) {
+		t.Errorf("a workload without analysis shows one:\n%s", page)
 	}
 }

@@ -232,3 +232,91 @@ func StepRows(annotations map[string]string, staged *rolloutview.Staged) []StepR
 	}
 	return out
 }
+
+// AnalysisBox is the workload page's analysis: the record its controller keeps in
+// kroll.dev/analysis-status, as rolloutview reads it, in rows.
+type AnalysisBox struct {
+	// Heading says where it ran, its outcome and what it did: "step 2 of revision
+	// 6d5f7c9b8: Failed, rolled back".
+	Heading string
+	// Outcome is the analysis's (Running, Successful, Failed, Inconclusive, Error,
+	// Invalid), for its colour.
+	Outcome string
+	// Earlier: the record is of an analysis that no longer holds or failed the
+	// rollout (a step it promoted, a revision before).
+	Earlier bool
+	// Problem is why it cannot judge; its checks are then not shown.
+	Problem string
+	Checks  []AnalysisCheckRow
+}
+
+// AnalysisCheckRow is one check: its decision, how far it is, the values it was
+// judged by and the query asked.
+type AnalysisCheckRow struct {
+	Name, Outcome string
+	// Progress is "2 of 3 measured", with the failed, inconclusive and errored ones.
+	Progress string
+	// Conditions are "want < 0.01, failure > 0.5".
+	Conditions string
+	Message    string
+	Query      string
+	// Measurements are the last few, oldest first.
+	Measurements []MeasurementCell
+}
+
+// MeasurementCell is one measurement: when, the value or the error, and its outcome.
+type MeasurementCell struct {
+	At, Value, Outcome, Error string
+}
+
+// AnalysisBoxOf is a's box; nil for nil.
+func AnalysisBoxOf(a *rolloutview.Analysis) *AnalysisBox {
+	if a == nil {
+		return nil
+	}
+	b := &AnalysisBox{Outcome: string(a.Outcome), Earlier: !a.Current, Problem: a.Problem}
+	b.Heading = fmt.Sprintf("step %d of revision %s: %s", a.Step+1, a.Revision, a.Outcome)
+	if words := analysisActionWords[a.Action]; words != "" {
+		b.Heading += ", " + words
+	}
+	if b.Earlier {
+		b.Heading += " (an earlier analysis)"
+	}
+	if a.Problem != "" {
+		return b
+	}
+	for _, c := range a.Checks {
+		row := AnalysisCheckRow{Name: c.Name, Outcome: string(c.Outcome), Message: c.Message, Query: c.Query,
+			Progress: fmt.Sprintf("%d of %d measured", c.Taken, c.Count)}
+		for _, n := range []struct {
+			count int
+			what  string
+		}{{c.Failed, "failed"}, {c.Inconclusive, "inconclusive"}, {c.Errors, "errors in a row"}} {
+			if n.count > 0 {
+				row.Progress += fmt.Sprintf(", %d %s", n.count, n.what)
+			}
+		}
+		var want []string
+		if c.SuccessCondition != "" {
+			want = append(want, "want "+c.SuccessCondition)
+		}
+		if c.FailureCondition != "" {
+			want = append(want, "failure "+c.FailureCondition)
+		}
+		row.Conditions = strings.Join(want, ", ")
+		for _, m := range c.Measurements {
+			row.Measurements = append(row.Measurements, MeasurementCell{At: m.At.UTC().Format("15:04:05Z"), Value: m.Value,
+				Outcome: string(m.Outcome), Error: m.Error})
+		}
+		b.Checks = append(b.Checks, row)
+	}
+	return b
+}
+
+// analysisActionWords say what an analysis's decision did to the rollout.
+var analysisActionWords = map[rolloutview.AnalysisAction]string{
+	rolloutview.Promoted:              "promoted the step",
+	rolloutview.AnalysisRolledBack:    "rolled back",
+	rolloutview.AnalysisPausedFailure: "paused on failure",
+	rolloutview.Held:                  "held until promoted or aborted",
+}

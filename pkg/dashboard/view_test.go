@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/rolloutview"
 	"github.com/kroll-dev/kroll/pkg/staging"
 )
@@ -195,5 +196,52 @@ func TestStepRowsMarkTheStepsDoneAndTheNext(t *testing.T) {
 	}
 	if StepRows(map[string]string{}, nil) != nil {
 		t.Errorf("steps without the annotation, want none")
+	}
+}
+
+func TestAnalysisBoxSaysWhereItRanWhatItMeasuredAndDid(t *testing.T) {
+	at := time.Date(2026, 12, 7, 16, 0, 30, 0, time.UTC)
+	failed := rolloutview.AnalysisCheck{Name: "error-ratio", Query: "sum(rate(x[30s]))", SuccessCondition: "< 0.01", FailureCondition: "> 0.5",
+		Outcome: analysis.Failed, Message: `check "error-ratio" failed: 0.6 is not < 0.01`, Count: 3, Taken: 2, Failed: 1,
+		Measurements: []analysis.Sample{{At: at, Value: "0.002", Outcome: analysis.Successful}, {At: at.Add(10 * time.Second), Value: "0.6", Outcome: analysis.Failed}}}
+	unreachable := rolloutview.AnalysisCheck{Name: "p99", SuccessCondition: "< 0.25", Outcome: analysis.Error, Count: 2, Errors: 2,
+		Measurements: []analysis.Sample{{At: at, Outcome: analysis.Error, Error: "Prometheus at http://127.0.0.1:9090/api/v1/query unreachable"}}}
+	for _, tc := range []struct {
+		name string
+		a    *rolloutview.Analysis
+		want string
+	}{
+		{"none", nil, "<nil>"},
+		{"rolled back", &rolloutview.Analysis{Revision: "6d5f7c9b8", Step: 1, Outcome: analysis.Failed, Action: rolloutview.AnalysisRolledBack, Current: true,
+			Checks: []rolloutview.AnalysisCheck{failed}},
+			`step 2 of revision 6d5f7c9b8: Failed, rolled back|Failed|earlier=false|` +
+				`error-ratio Failed "2 of 3 measured, 1 failed" "want < 0.01, failure > 0.5" [16:00:30Z 0.002 Successful  ; 16:00:40Z 0.6 Failed ]`},
+		{"Prometheus unreachable", &rolloutview.Analysis{Revision: "7c", Step: 0, Outcome: analysis.Error, Action: rolloutview.Held, Current: true,
+			Checks: []rolloutview.AnalysisCheck{unreachable}},
+			`step 1 of revision 7c: Error, held until promoted or aborted|Error|earlier=false|` +
+				`p99 Error "0 of 2 measured, 2 errors in a row" "want < 0.25" [16:00:30Z  Error Prometheus at http://127.0.0.1:9090/api/v1/query unreachable]`},
+		{"an earlier step's, promoted", &rolloutview.Analysis{Revision: "6d", Step: 3, Outcome: analysis.Successful, Action: rolloutview.Promoted},
+			`step 4 of revision 6d: Successful, promoted the step (an earlier analysis)|Successful|earlier=true|`},
+		{"a problem", &rolloutview.Analysis{Revision: "6d", Outcome: rolloutview.Invalid, Action: rolloutview.Held, Current: true, Problem: "ConfigMap ns/x does not exist",
+			Checks: []rolloutview.AnalysisCheck{failed}},
+			`step 1 of revision 6d: Invalid, held until promoted or aborted|Invalid|earlier=false|ConfigMap ns/x does not exist`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := AnalysisBoxOf(tc.a)
+			got := "<nil>"
+			if b != nil {
+				got = fmt.Sprintf("%s|%s|earlier=%v|%s", b.Heading, b.Outcome, b.Earlier, b.Problem)
+				for _, c := range b.Checks {
+					var ms []string
+					for _, m := range c.Measurements {
+						ms = append(ms, fmt.Sprintf("%s %s %s %s", m.At, m.Value, m.Outcome, m.Error))
+					}
+					got += fmt.Sprintf("%s %s %q %q [%s]", c.Name, c.Outcome, c.Progress, c.Conditions, strings.Join(ms, " ; "))
+				}
+			}
+			if got != tc.want {
+				t.Errorf("box\n%s\nwant\n%s", got, tc.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/history"
 	"github.com/kroll-dev/kroll/pkg/placement"
 	"github.com/kroll-dev/kroll/pkg/rolloutview/chart"
@@ -263,15 +265,19 @@ func StepChanged(prev, cur *Staged) bool {
 	return prev.Step != cur.Step || prev.Total != cur.Total || prev.Phase != cur.Phase
 }
 
-// StepMarks are the step boundaries of the rollout t records, for its chart: one mark
-// per RolloutStep event of the workload since t started (events of an earlier
-// revision's rollout come before it), at the event's first occurrence, labelled with
-// its step ("1/5") or partition ("partition 10"). Events expire (an hour by
-// default), so an old rollout's chart has fewer marks or none.
-func StepMarks(t timeline.Timeline, events []corev1.Event) []chart.Mark {
+// RolloutMarks are the moments of the rollout t records worth a mark on its chart:
+// its step boundaries, one per RolloutStep event, labelled with the step ("1/5") or
+// partition ("partition 10"), and its analyses' verdicts: "analysis passed"
+// (AnalysisSucceeded), "analysis held" (AnalysisHeld: inconclusive, Prometheus
+// unreachable) and "analysis failed" (a RolledBack or RolloutPaused event whose
+// reason is a check). Each at the event's first occurrence, of the workload's events
+// since t started (those of an earlier revision's rollout come before it). Events
+// expire (an hour by default), so an old rollout's chart has fewer marks or none.
+func RolloutMarks(t timeline.Timeline, events []corev1.Event) []chart.Mark {
 	var marks []chart.Mark
 	for _, e := range events {
-		if e.Reason != staging.EventReason {
+		label := markLabel(e)
+		if label == "" {
 			continue
 		}
 		at := e.FirstTimestamp.Time
@@ -281,10 +287,28 @@ func StepMarks(t timeline.Timeline, events []corev1.Event) []chart.Mark {
 		if at.IsZero() || at.Before(t.Start) {
 			continue
 		}
-		label, _, _ := strings.Cut(e.Message, ":")
-		label, _ = strings.CutSuffix(strings.TrimPrefix(label, "step "), " reached")
 		marks = append(marks, chart.Mark{At: at.Sub(t.Start), Label: label})
 	}
 	sort.SliceStable(marks, func(i, j int) bool { return marks[i].At < marks[j].At })
 	return marks
+}
+
+// markLabel is e's mark on a rollout's chart, "" for an event that gets none.
+func markLabel(e corev1.Event) string {
+	switch e.Reason {
+	case staging.EventReason:
+		label, _, _ := strings.Cut(e.Message, ":")
+		label, _ = strings.CutSuffix(strings.TrimPrefix(label, "step "), " reached")
+		return label
+	case analysis.EventSucceeded:
+		return "analysis passed"
+	case analysis.EventHeld:
+		return "analysis held"
+	case failure.EventRolledBack, failure.EventRolloutPaused:
+		// The action's message is its reason's: a failed check's begins with it.
+		if strings.HasPrefix(e.Message, `check "`) {
+			return "analysis failed"
+		}
+	}
+	return ""
 }

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kroll-dev/kroll/pkg/analysis"
+	"github.com/kroll-dev/kroll/pkg/failure"
 	"github.com/kroll-dev/kroll/pkg/staging"
 	"github.com/kroll-dev/kroll/pkg/timeline"
 )
@@ -273,7 +275,7 @@ func TestStepChanged(t *testing.T) {
 	}
 }
 
-func TestStepMarks(t *testing.T) {
+func TestRolloutMarks(t *testing.T) {
 	start := now.Add(-time.Minute)
 	tl := timeline.Timeline{Revision: "2", Start: start}
 	event := func(reason, message string, at time.Time) corev1.Event {
@@ -285,9 +287,14 @@ func TestStepMarks(t *testing.T) {
 		event(staging.EventReason, "step 4/5: rolling out to 100% (10 of 20 updated)", start.Add(-time.Hour)), // the rollout before
 		event("ScalingReplicaSet", "Scaled up replica set web-6f9c7d from 0 to 2", start.Add(time.Second)),
 		event(staging.EventReason, "partition 10 reached: 10 of 20 updated, 10 kept on the old revisions", start.Add(40*time.Second)),
+		event(analysis.EventSucceeded, `step 2/5: check "error-ratio" succeeded: 0 is < 0.01 (2 of 2 measurements successful)`, start.Add(25*time.Second)),
+		event(analysis.EventHeld, `check "error-ratio" is inconclusive: 0.2 is neither < 0.01 nor > 0.5`, start.Add(45*time.Second)),
+		event(failure.EventRolledBack, `check "error-ratio" failed: 0.2 is not < 0.01 (1 failed measurement, limit 0); rolled back from revision 2 to 1`, start.Add(50*time.Second)),
+		event(failure.EventRolloutPaused, `check "p99" failed: 0.49 is not < 0.25`, start.Add(55*time.Second)),
+		event(failure.EventRolledBack, "pod web-6f9c7d-abcde: CrashLoopBackOff; rolled back from revision 2 to 1", start.Add(56*time.Second)), // the timeline's own rollback mark
 	}
-	got := fmt.Sprint(StepMarks(tl, events))
-	if want := "[{10s 1/5} {30s 2/5} {40s partition 10}]"; got != want {
+	got := fmt.Sprint(RolloutMarks(tl, events))
+	if want := "[{10s 1/5} {25s analysis passed} {30s 2/5} {40s partition 10} {45s analysis held} {50s analysis failed} {55s analysis failed}]"; got != want {
 		t.Errorf("marks %s, want %s", got, want)
 	}
 }

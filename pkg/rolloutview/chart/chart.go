@@ -29,7 +29,8 @@ type Options struct {
 	// Width and Height are the size in pixels; 0 means 800×400.
 	Width, Height int
 	// Marks are moments to mark with a dashed vertical line and a short label: a
-	// staged rollout's step boundaries ("1/5"). Marks before the start or past the end
+	// staged rollout's step boundaries ("1/5"), its analyses' verdicts ("analysis
+	// passed"). Marks before the start or past the end
 	// of the time axis are left out.
 	Marks []Mark
 }
