@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kroll-dev/kroll/pkg/analysis"
 	"github.com/kroll-dev/kroll/pkg/cluster"
@@ -98,12 +102,8 @@ func TestAnalysis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := clustertest.Start(t, clustertest.WithPrometheus(t), clustertest.WithKubelet(func(k *kubelet.Config) { k.Faults = rules }))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("at the failure:\n%s", scrapeTargets(c))
-		}
-	})
+	dir := t.TempDir()
+	c := clustertest.Start(t, clustertest.WithPrometheus(t), clustertest.WithKubelet(func(k *kubelet.Config) { k.Faults = rules }), clustertest.WithDataDir(dir))
 	unreachable := prepareAnalysisUnreachable(t, c) // scraped meanwhile
 	// The latency scene rolls back after web's app:2 has: each holds
 	// deploymentRollbacks some 50 s, and web's app:3 leaves it free for 2 minutes,
@@ -122,6 +122,12 @@ func TestAnalysis(t *testing.T) {
 		} {
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()
+				// Said at the scene's end, while Prometheus still runs as it did.
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("at the failure:\n%s%s%s", scrapeTargets(c), discoveryLog(filepath.Join(dir, "kroll.log")), prometheusGoroutines())
+					}
+				})
 				sc.run(t, c)
 			})
 		}
@@ -343,7 +349,7 @@ func waitAnalyzed(t *testing.T, s *scene, name, step string) {
 // or a scrape failing, and what else holds its address).
 func scrapeTargets(c *cluster.Cluster) string {
 	var b strings.Builder
-	q := url.Values{"query": {`up{job="kubernetes-pods"} or scrape_duration_seconds{job="kubernetes-pods"}`}}
+	q := url.Values{"query": {`up{job="kubernetes-pods"}`}}
 	resp, err := http.Get(c.PrometheusURL + "/api/v1/query?" + q.Encode())
 	if err != nil {
 		fmt.Fprintf(&b, "Prometheus: %v\n", err)
@@ -364,11 +370,19 @@ func scrapeTargets(c *cluster.Cluster) string {
 		var lines []string
 		for _, s := range r.Data.Result {
 			m := s.Metric
-			lines = append(lines, fmt.Sprintf("%s/%s %s %s=%v", m["namespace"], m["pod"], m["instance"], cmp.Or(m["__name__"], "up"), s.Value[1]))
+			var rest []string
+			for k, v := range m {
+				if k != "namespace" && k != "pod" && k != "instance" && k != "__name__" && k != "job" {
+					rest = append(rest, k+"="+v)
+				}
+			}
+			slices.Sort(rest)
+			lines = append(lines, fmt.Sprintf("%s/%s %s %s=%v {%s}", m["namespace"], m["pod"], m["instance"], cmp.Or(m["__name__"], "up"), s.Value[1], strings.Join(rest, ",")))
 		}
 		slices.Sort(lines)
-		b.WriteString("scraped (up, or the last scrape's duration):\n  " + strings.Join(lines, "\n  ") + "\n")
+		b.WriteString("scraped (up, and the target's labels):\n  " + strings.Join(lines, "\n  ") + "\n")
 	}
+	b.WriteString(failingTargets(c))
 	pods, err := c.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		fmt.Fprintf(&b, "pods: %v\n", err)
@@ -380,7 +394,79 @@ func scrapeTargets(c *cluster.Cluster) string {
 		if p.DeletionTimestamp != nil {
 			deleting = " deleting"
 		}
-		fmt.Fprintf(&b, "  %s/%s %s %s %s%s\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, deleting)
+		fmt.Fprintf(&b, "  %s/%s %s %s %s%s %s\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, deleting, labels.FormatLabels(p.Labels))
+	}
+	return b.String()
+}
+
+// discoveryLog is what the cluster's log at path says of Prometheus (its components'
+// warnings) and of the informers' watches (Prometheus' service discovery among
+// them): the last 40 such lines.
+func discoveryLog(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("log: %v\n", err)
+	}
+	var lines []string
+	for l := range strings.Lines(string(data)) {
+		if strings.Contains(l, "component=") || strings.Contains(l, "reflector") || strings.Contains(l, "discovery") {
+			lines = append(lines, "  "+l)
+		}
+	}
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return "Prometheus and watches in the cluster's log:\n" + strings.Join(lines, "")
+}
+
+// prometheusGoroutines are the stacks of the embedded Prometheus' managers (the
+// cluster runs in the test's process): where its discovery or scrape manager waits
+// when the scraped targets stop following the pods.
+func prometheusGoroutines() string {
+	var all strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&all, 2)
+	var b strings.Builder
+	b.WriteString("Prometheus' goroutines:\n")
+	for g := range strings.SplitSeq(all.String(), "\n\n") {
+		// Not each target's scrape loop: the managers, the pools' syncs and the loops
+		// being stopped, and discovery.
+		if strings.Contains(g, "scrape.(*Manager)") || strings.Contains(g, "scrape.(*scrapePool)") || strings.Contains(g, "scrapeLoop).stop") ||
+			strings.Contains(g, "prometheus/prometheus/discovery") {
+			b.WriteString(g + "\n\n")
+		}
+	}
+	return b.String()
+}
+
+// failingTargets are Prometheus' active targets whose last scrape failed, with its
+// error (/api/v1/targets).
+func failingTargets(c *cluster.Cluster) string {
+	resp, err := http.Get(c.PrometheusURL + "/api/v1/targets?state=active")
+	if err != nil {
+		return fmt.Sprintf("targets: %v\n", err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			ActiveTargets []struct {
+				Labels             map[string]string `json:"labels"`
+				ScrapeURL          string            `json:"scrapeUrl"`
+				Health             string            `json:"health"`
+				LastError          string            `json:"lastError"`
+				LastScrape         string            `json:"lastScrape"`
+				LastScrapeDuration float64           `json:"lastScrapeDuration"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return fmt.Sprintf("targets: %v\n", err)
+	}
+	var b strings.Builder
+	b.WriteString("targets whose last scrape failed:\n")
+	for _, t := range r.Data.ActiveTargets {
+		if t.Health != "up" {
+			fmt.Fprintf(&b, "  %s/%s %s %s at %s (%.3fs): %s\n", t.Labels["namespace"], t.Labels["pod"], t.ScrapeURL, t.Health, t.LastScrape, t.LastScrapeDuration, t.LastError)
+		}
 	}
 	return b.String()
 }
