@@ -133,12 +133,15 @@ func testCp(t *testing.T, c *cluster.Cluster, ns string) {
 			t.Errorf("copied out %s = %q (%v), want %q", name, got, err, want)
 		}
 	}
-	// kubectl cp prints tar's refusal and then races its exec's exit status against the
-	// empty archive tar still writes (kubernetes/kubectl#980): the exit code may be 0 or 2.
+	// kubectl cp copies tar's stderr to its stdout from the exec's goroutine, and races
+	// that exec's exit status against the empty archive tar still writes
+	// (kubernetes/kubectl#980): exit 2 when the status comes first (tar's lines all
+	// printed before it), exit 0 when the archive's end ends the copy first, with as
+	// much of tar's lines as had arrived by then (none, at times).
 	out, errOut, code = runKrollOut(t, bin, "cp", "--kubeconfig", c.KubeconfigPath, ns+"/web:/nope", filepath.Join(dir, "nope"))
 	want := "tar: Removing leading `/' from member names\ntar: /nope: Cannot stat: No such file or directory\ntar: Exiting with failure status due to previous errors\n"
-	if out != want || (code != 0 && code != 2) || strings.Contains(errOut, "panic") {
-		t.Errorf("kroll cp of a missing file: exit %d, stdout %q, stderr %q; want tar's refusal %q, exit 0 or 2", code, out, errOut, want)
+	if !(code == 2 && out == want || code == 0 && strings.HasPrefix(want, out)) || strings.Contains(errOut, "panic") {
+		t.Errorf("kroll cp of a missing file: exit %d, stdout %q, stderr %q; want exit 2 with tar's refusal %q, or exit 0 with a beginning of it", code, out, errOut, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nope")); err == nil {
 		t.Error("kroll cp of a missing file made a local file")
